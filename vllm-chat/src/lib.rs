@@ -1,0 +1,24 @@
+//! OpenAI chat requests rendered through Hugging Face chat templates exactly as
+//! vLLM 0.33.0 renders them, and the OpenAI request/response types.
+//!
+//! - [`ChatRenderer`] loads a model directory (or explicit templates), compiles its
+//!   chat templates once with [minijinja] set up for jinja2 parity, applies vLLM's
+//!   message preprocessing and tokenizes the prompt. See the crate README for the
+//!   parity status over 71 real templates.
+//! - [`openai`] holds the request, response and stream-chunk types.
+//! - [`render_mode`] answers vLLM's `/v1/chat/completions/render` and
+//!   `/v1/completions/render` (render once, route by tokens, send tokens to engines).
+#![deny(missing_docs)]
+
+mod error;
+mod model;
+pub mod openai;
+mod preprocess;
+pub mod render_mode;
+mod renderer;
+pub mod template;
+
+pub use error::RenderError;
+pub use model::{ChatTemplates, ModelFiles};
+pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
+pub use template::{Clock, ContentFormat, Limits};

@@ -1,0 +1,409 @@
+//! [`ChatRenderer`]: a request in, the prompt text and token ids out, as vLLM renders them.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use tokenizers::Tokenizer;
+
+use crate::model::{ChatTemplates, ModelFiles};
+use crate::openai::ChatCompletionRequest;
+use crate::template::{Clock, ContentFormat, Limits, TemplateSet, content_format, from_json};
+use crate::{RenderError, preprocess};
+
+/// A rendered prompt: the text the template produced and its token ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedPrompt {
+    /// The prompt text.
+    pub text: String,
+    /// The prompt's token ids (the text tokenized without adding special tokens,
+    /// unless the request set `add_special_tokens`).
+    pub token_ids: Vec<u32>,
+}
+
+/// transformers' marker appended to the final message for `continue_final_message`.
+const CONTINUE_TAG: &str = "CONTINUE_FINAL_MESSAGE_TAG ";
+/// Template key of the server-level `--chat-template`.
+const SERVER_TEMPLATE: &str = "\u{0}server";
+/// Template key of a template sent with the request.
+const REQUEST_TEMPLATE: &str = "\u{0}request";
+/// Template key of a model's single template.
+const MODEL_TEMPLATE: &str = "\u{0}model";
+/// Parameters of transformers' `apply_chat_template` that it consumes and never
+/// passes to the template.
+const CONSUMED_KWARGS: [&str; 12] = [
+    "tokenize",
+    "return_dict",
+    "chat_template",
+    "conversation",
+    "sanitize_control_tokens",
+    "padding",
+    "truncation",
+    "max_length",
+    "return_tensors",
+    "return_assistant_tokens_mask",
+    "tokenizer_kwargs",
+    "continue_final_message",
+];
+
+#[derive(Debug)]
+struct TemplateInfo {
+    source: String,
+    format: ContentFormat,
+}
+
+/// Renders OpenAI chat requests through a model's chat template, byte for byte as
+/// vLLM 0.33.0 (with transformers' `apply_chat_template`) does.
+///
+/// Build one per model and share it (`&self` methods, `Send + Sync`); templates are
+/// compiled once, at construction.
+///
+/// ```no_run
+/// use vllm_chat::{ChatRenderer, openai::ChatCompletionRequest};
+///
+/// let renderer = ChatRenderer::from_dir("/models/Qwen3-8B")?;
+/// let request: ChatCompletionRequest = serde_json::from_str(
+///     r#"{"messages": [{"role": "user", "content": "Hello"}]}"#,
+/// )?;
+/// let prompt = renderer.render(&request)?;
+/// println!("{} tokens: {}", prompt.token_ids.len(), prompt.text);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct ChatRenderer {
+    templates: TemplateSet,
+    info: HashMap<String, TemplateInfo>,
+    /// Names of the model's named templates (empty for a single template).
+    named: Vec<String>,
+    has_model_template: bool,
+    has_server_template: bool,
+    special_tokens: Vec<(String, String)>,
+    tokenizer: Option<Tokenizer>,
+    options: RendererOptions,
+    files: ModelFiles,
+}
+
+/// Settings of a [`ChatRenderer`] (vLLM's server flags that affect rendering).
+#[derive(Debug, Clone, Default)]
+pub struct RendererOptions {
+    /// `--chat-template`: a template source or the name of one of the model's named templates.
+    pub chat_template: Option<String>,
+    /// `--default-chat-template-kwargs`: template variables applied to every request.
+    pub default_chat_template_kwargs: Map<String, Value>,
+    /// `--trust-request-chat-template`: accept `chat_template` in requests.
+    pub trust_request_chat_template: bool,
+    /// Where `strftime_now` reads the time.
+    pub clock: Clock,
+    /// Fuel and recursion limits for templates.
+    pub limits: Limits,
+}
+
+impl ChatRenderer {
+    /// Loads a model directory with default options.
+    pub fn from_dir(dir: impl AsRef<Path>) -> Result<Self, RenderError> {
+        Self::new(ModelFiles::from_dir(dir)?, RendererOptions::default())
+    }
+
+    /// Builds a renderer from model files and options; compiles every template.
+    pub fn new(files: ModelFiles, options: RendererOptions) -> Result<Self, RenderError> {
+        let tokenizer = match &files.tokenizer_json {
+            Some(bytes) => Some(Tokenizer::from_bytes(bytes).map_err(|e| RenderError::Tokenizer(e.to_string()))?),
+            None => None,
+        };
+        let mut renderer = ChatRenderer {
+            templates: TemplateSet::new(options.clock, options.limits),
+            info: HashMap::new(),
+            named: Vec::new(),
+            has_model_template: false,
+            has_server_template: false,
+            special_tokens: files.special_tokens.clone(),
+            tokenizer,
+            options,
+            files,
+        };
+        match renderer.files.chat_templates.clone() {
+            Some(ChatTemplates::Single(source)) => {
+                renderer.compile(MODEL_TEMPLATE, &source)?;
+                renderer.has_model_template = true;
+            }
+            Some(ChatTemplates::Named(list)) => {
+                for (name, source) in list {
+                    renderer.compile(&name, &source)?;
+                    renderer.named.push(name);
+                }
+            }
+            None => {}
+        }
+        if let Some(server) = renderer.options.chat_template.clone()
+            && !renderer.named.contains(&server)
+        {
+            renderer.compile(SERVER_TEMPLATE, &server)?;
+            renderer.has_server_template = true;
+        }
+        Ok(renderer)
+    }
+
+    fn compile(&mut self, key: &str, source: &str) -> Result<(), RenderError> {
+        self.templates.add(key, source)?;
+        let format = content_format::detect(source);
+        self.info.insert(key.to_owned(), TemplateInfo { source: source.to_owned(), format });
+        Ok(())
+    }
+
+    /// The tokenizer, when the model directory has a `tokenizer.json`.
+    pub fn tokenizer(&self) -> Option<&Tokenizer> {
+        self.tokenizer.as_ref()
+    }
+
+    /// The model files this renderer was built from.
+    pub fn model_files(&self) -> &ModelFiles {
+        &self.files
+    }
+
+    /// The options this renderer was built with.
+    pub fn options(&self) -> &RendererOptions {
+        &self.options
+    }
+
+    /// The content format vLLM would detect for the template a request without tools uses.
+    pub fn content_format(&self) -> Option<ContentFormat> {
+        self.resolve_template(None, false).ok().map(|key| self.info[&key].format)
+    }
+
+    /// Tokenizes text (`add_special_tokens` adds BOS/EOS as the tokenizer's post-processor says).
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, RenderError> {
+        let tokenizer = self.tokenizer.as_ref().ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
+        tokenizer
+            .encode_fast(text, add_special_tokens)
+            .map(|e| e.get_ids().to_vec())
+            .map_err(|e| RenderError::Tokenizer(e.to_string()))
+    }
+
+    /// Renders a chat request to prompt text and token ids.
+    pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt, RenderError> {
+        let text = self.render_text(request)?;
+        let token_ids = self.encode(&text, request.add_special_tokens)?;
+        Ok(RenderedPrompt { text, token_ids })
+    }
+
+    /// Renders a chat request to prompt text only (no tokenizer needed).
+    pub fn render_text(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
+        request.validate()?;
+        if request.chat_template.is_some() && !self.options.trust_request_chat_template {
+            return Err(RenderError::InvalidRequest {
+                message: "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template.".into(),
+                param: Some("chat_template".into()),
+            });
+        }
+        let mut kwargs = self.template_kwargs(request);
+        let tools = kwargs.remove("tools").unwrap_or(Value::Null);
+        let documents = kwargs.remove("documents").unwrap_or(Value::Null);
+        let add_generation_prompt = kwargs.remove("add_generation_prompt").is_some_and(|v| truthy(&v));
+        let continue_final = kwargs.get("continue_final_message").is_some_and(truthy);
+        for key in CONSUMED_KWARGS {
+            kwargs.remove(key);
+        }
+        if continue_final && add_generation_prompt {
+            return Err(RenderError::invalid(
+                "continue_final_message and add_generation_prompt are not compatible. Use continue_final_message when you want the model to continue the final message, and add_generation_prompt when you want to add a header that will prompt it to start a new assistant message instead.",
+                "continue_final_message",
+            ));
+        }
+
+        // A request template is compiled for this request only.
+        let request_template = match &request.chat_template {
+            Some(given) if !self.named.contains(given) => {
+                let mut set = TemplateSet::new(self.options.clock, self.options.limits);
+                set.add(REQUEST_TEMPLATE, given)?;
+                Some((set, TemplateInfo { source: given.clone(), format: content_format::detect(given) }))
+            }
+            _ => None,
+        };
+        let (set, key, info) = match &request_template {
+            Some((set, info)) => (set, REQUEST_TEMPLATE.to_owned(), info),
+            None => {
+                let key = self.resolve_template(request.chat_template.as_deref(), !tools.is_null())?;
+                let info = &self.info[&key];
+                (&self.templates, key, info)
+            }
+        };
+        let mut conversation = preprocess::conversation(&request.messages, info.format, &info.source)?;
+        if conversation.is_empty() {
+            return Err(RenderError::invalid(
+                "Cannot apply chat template to an empty conversation. Provide at least one message.",
+                "messages",
+            ));
+        }
+        if let Value::Array(docs) = &documents
+            && docs.iter().any(|d| !d.is_object())
+        {
+            return Err(RenderError::invalid("Documents should be a list of dicts with 'title' and 'text' keys!", "documents"));
+        }
+        let final_message = if continue_final { Some(mark_final_message(&mut conversation, &info.source)?) } else { None };
+
+        let mut ctx: Map<String, Value> = Map::new();
+        for (k, v) in &self.special_tokens {
+            ctx.insert(k.clone(), Value::String(v.clone()));
+        }
+        for (k, v) in kwargs {
+            ctx.insert(k, v);
+        }
+        ctx.insert("messages".into(), Value::Array(conversation));
+        ctx.insert("tools".into(), tools);
+        ctx.insert("documents".into(), documents);
+        ctx.insert("add_generation_prompt".into(), Value::Bool(add_generation_prompt));
+        let ctx = from_json(&Value::Object(ctx));
+        let rendered = set.render(&key, ctx)?;
+        match final_message {
+            Some(final_message) => cut_after_final_message(rendered, &final_message),
+            None => Ok(rendered),
+        }
+    }
+
+    /// vLLM's kwargs merging: `--default-chat-template-kwargs` and the tools, then the
+    /// request's `chat_template_kwargs`, then its own fields (`add_generation_prompt`,
+    /// `continue_final_message`, `documents`, `reasoning_effort`, and `enable_thinking`
+    /// derived from `reasoning_effort`), where a later value wins unless it is null or `"auto"`.
+    fn template_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
+        let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
+        let mut kwargs = self.options.default_chat_template_kwargs.clone();
+        let tools = match &request.tools {
+            Some(tools) => Value::Array(tools.iter().map(|t| t.template_value()).collect()),
+            None => Value::Null,
+        };
+        kwargs.insert("tools".into(), tools);
+        kwargs.insert("tokenize".into(), Value::Bool(false));
+
+        let user = request.chat_template_kwargs.clone().unwrap_or_default();
+        let mut extra = Map::new();
+        extra.insert("add_generation_prompt".into(), Value::Bool(request.add_generation_prompt));
+        extra.insert("continue_final_message".into(), Value::Bool(request.continue_final_message));
+        extra.insert(
+            "documents".into(),
+            request.documents.as_ref().map_or(Value::Null, |d| Value::Array(d.iter().cloned().map(Value::Object).collect())),
+        );
+        extra.insert("reasoning_effort".into(), request.reasoning_effort.clone().map_or(Value::Null, Value::String));
+        if let Some(effort) = &request.reasoning_effort
+            && !user.contains_key("enable_thinking")
+        {
+            extra.insert("enable_thinking".into(), Value::Bool(effort != "none"));
+        }
+        let mut request_kwargs = user;
+        for (k, v) in extra {
+            if !unset(&v) {
+                request_kwargs.insert(k, v);
+            }
+        }
+        for (k, v) in request_kwargs {
+            if !unset(&v) {
+                kwargs.insert(k, v);
+            }
+        }
+        kwargs
+    }
+
+    /// transformers' `get_chat_template`: a named template if `given` names one, else
+    /// `tool_use` (with tools) or `default` among named templates, else the single one.
+    fn resolve_template(&self, given: Option<&str>, has_tools: bool) -> Result<String, RenderError> {
+        let given = given.or(self.options.chat_template.as_deref());
+        if let Some(given) = given {
+            if self.named.iter().any(|n| n == given) {
+                return Ok(given.to_owned());
+            }
+            if self.has_server_template && self.options.chat_template.as_deref() == Some(given) {
+                return Ok(SERVER_TEMPLATE.to_owned());
+            }
+        }
+        if !self.named.is_empty() {
+            if has_tools && self.templates.contains("tool_use") {
+                return Ok("tool_use".into());
+            }
+            if self.templates.contains("default") {
+                return Ok("default".into());
+            }
+            return Err(RenderError::UnknownTemplateName(format!(
+                "This model has multiple chat templates with no default specified! Please either pass a chat template or the name of the template you wish to use to the `chat_template` argument. Available template names are {:?}.",
+                self.named
+            )));
+        }
+        if self.has_model_template {
+            return Ok(MODEL_TEMPLATE.to_owned());
+        }
+        Err(RenderError::NoTemplate)
+    }
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Appends transformers' continuation tag to the final message's content (the last
+/// text part for part lists) and returns the original text to continue.
+fn mark_final_message(conversation: &mut [Value], source: &str) -> Result<String, RenderError> {
+    let no_content = || {
+        RenderError::invalid(
+            "continue_final_message is set but the final message has no \"content\" to continue!",
+            "continue_final_message",
+        )
+    };
+    let last = conversation.last_mut().ok_or_else(no_content)?;
+    let content = last.get_mut("content").filter(|c| !c.is_null()).ok_or_else(no_content)?;
+    if !source.contains("content") {
+        return Err(RenderError::invalid(
+            "continue_final_message is set to \"content\" but this is not an accepted field in the chat_template",
+            "continue_final_message",
+        ));
+    }
+    match content {
+        Value::String(s) => {
+            let original = s.clone();
+            s.push_str(CONTINUE_TAG);
+            Ok(original)
+        }
+        Value::Array(parts) => {
+            for part in parts.iter_mut().rev() {
+                if let Some(Value::String(text)) = part.get_mut("text") {
+                    let original = text.clone();
+                    text.push_str(CONTINUE_TAG);
+                    return Ok(original);
+                }
+            }
+            Err(RenderError::invalid(
+                "continue_final_message is set but we could not find any text to continue in the final message!",
+                "continue_final_message",
+            ))
+        }
+        _ => Err(no_content()),
+    }
+}
+
+/// Cuts the rendered text right after the final message's content, as transformers does.
+fn cut_after_final_message(rendered: String, final_message: &str) -> Result<String, RenderError> {
+    let tag = CONTINUE_TAG.trim();
+    if !rendered.contains(final_message.trim()) || !rendered.contains(tag) {
+        return Err(RenderError::invalid(
+            format!(
+                "continue_final_message is set but the final message does not appear in the chat after applying the chat template! This can happen if the chat template deletes portions of the final message. Please verify the chat template and final message in your chat to ensure they are compatible.Final message to continue: {}\nRendered chat:\n{rendered}",
+                final_message.trim()
+            ),
+            "continue_final_message",
+        ));
+    }
+    let loc = rendered.rfind(tag).unwrap_or(rendered.len());
+    let mut out = rendered;
+    if out[loc..].starts_with(CONTINUE_TAG) {
+        out.truncate(loc);
+    } else {
+        out.truncate(loc);
+        let trimmed = out.trim_end().len();
+        out.truncate(trimmed);
+    }
+    Ok(out)
+}

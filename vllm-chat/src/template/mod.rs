@@ -1,0 +1,178 @@
+//! The Jinja environment: minijinja configured to render as transformers' jinja2 does.
+//!
+//! transformers compiles chat templates in an `ImmutableSandboxedEnvironment` with
+//! `trim_blocks`, `lstrip_blocks`, the `loopcontrols` extension, a `{% generation %}`
+//! tag, and three additions: a Python `json.dumps`-based `tojson`, `raise_exception`
+//! and `strftime_now`. Templates read Python string and dict methods
+//! (`.strip()`, `.items()`, …), provided here by minijinja-contrib's pycompat layer.
+//!
+//! Templates come from model repositories and requests, so they are untrusted: each
+//! render runs on a fuel budget and a recursion limit and every failure is an error
+//! value, never a panic.
+
+mod clock;
+mod filters;
+pub mod content_format;
+mod pyjson;
+mod pyrepr;
+mod value;
+
+pub(crate) use value::from_json;
+
+pub use clock::Clock;
+pub use content_format::ContentFormat;
+
+use minijinja::value::{Kwargs, Rest};
+use minijinja::{Environment, Error, ErrorKind, State, Value, syntax::SyntaxConfig};
+
+use crate::RenderError;
+
+/// Limits that keep an untrusted template from running away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Instructions one render may execute (minijinja fuel).
+    pub fuel: u64,
+    /// Maximum nesting of macro calls, includes and loops.
+    pub recursion: usize,
+}
+
+impl Default for Limits {
+    /// 50 million instructions (a 100-turn conversation with tools takes well under
+    /// one million) and a recursion depth of 200.
+    fn default() -> Self {
+        Limits { fuel: 50_000_000, recursion: 200 }
+    }
+}
+
+/// Compiled chat templates, keyed by name, sharing one configured environment.
+pub(crate) struct TemplateSet {
+    env: Environment<'static>,
+}
+
+impl std::fmt::Debug for TemplateSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemplateSet").field("templates", &self.env.templates().map(|(n, _)| n).collect::<Vec<_>>()).finish()
+    }
+}
+
+impl TemplateSet {
+    /// An environment with transformers' settings, the given clock and limits.
+    pub(crate) fn new(clock: Clock, limits: Limits) -> Self {
+        let mut env = Environment::new();
+        // trim/lstrip on; keep_trailing_newline off, as jinja2's default.
+        let syntax = SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build();
+        if let Ok(syntax) = syntax {
+            env.set_syntax(syntax);
+        }
+        env.set_fuel(Some(limits.fuel));
+        env.set_recursion_limit(limits.recursion);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_filter("tojson", tojson);
+        env.add_filter("map", filters::map);
+        env.add_filter("select", filters::select);
+        env.add_filter("reject", filters::reject);
+        env.add_filter("selectattr", filters::selectattr);
+        env.add_filter("rejectattr", filters::rejectattr);
+        env.add_test("none", |v: &Value| value::is_none(v));
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", move |format: &str| clock.strftime_now(format));
+        TemplateSet { env }
+    }
+
+    /// Compiles `source` under `name` (replacing a template of that name).
+    pub(crate) fn add(&mut self, name: &str, source: &str) -> Result<(), RenderError> {
+        self.env
+            .add_template_owned(name.to_owned(), rewrite_generation_tags(source))
+            .map_err(|e| RenderError::TemplateSyntax(describe(&e)))
+    }
+
+    /// True when a template of this name was added.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.env.get_template(name).is_ok()
+    }
+
+    /// Renders template `name` with `ctx`.
+    pub(crate) fn render(&self, name: &str, ctx: Value) -> Result<String, RenderError> {
+        let template = self.env.get_template(name).map_err(|e| RenderError::Template(describe(&e)))?;
+        template.render(ctx).map_err(|e| RenderError::Template(describe(&e)))
+    }
+}
+
+/// The message of a template error: a `raise_exception` text as the template wrote
+/// it, else minijinja's description of what failed.
+fn describe(err: &Error) -> String {
+    match (err.kind(), err.detail()) {
+        (ErrorKind::InvalidOperation, Some(detail)) => detail.to_owned(),
+        (_, Some(detail)) => format!("{}: {detail}", err.kind()),
+        (_, None) => err.kind().to_string(),
+    }
+}
+
+/// `{% generation %}…{% endgeneration %}` (transformers' assistant-mask tag) renders its
+/// body unchanged. Rewriting it to an always-true `if` keeps the whitespace control
+/// (`-`, trim/lstrip) of the original tags.
+fn rewrite_generation_tags(source: &str) -> String {
+    if !source.contains("generation") {
+        return source.to_owned();
+    }
+    let mut out = String::with_capacity(source.len());
+    let mut rest = source;
+    while let Some(start) = rest.find("{%") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("%}") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        let inner = &after[..end];
+        let core = inner.trim_matches(|c: char| c == '-' || c == '+' || c.is_whitespace());
+        let replacement = match core {
+            "generation" => Some("if true"),
+            "endgeneration" => Some("endif"),
+            _ => None,
+        };
+        out.push_str("{%");
+        match replacement {
+            Some(r) => {
+                let lead = &inner[..inner.len() - inner.trim_start_matches(['-', '+']).len()];
+                let trail = &inner[inner.trim_end_matches(['-', '+']).len()..];
+                out.push_str(lead);
+                out.push(' ');
+                out.push_str(r);
+                out.push(' ');
+                out.push_str(trail);
+            }
+            None => out.push_str(inner),
+        }
+        out.push_str("%}");
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `raise_exception(message)`: fails the render with the template's message.
+fn raise_exception(message: Rest<Value>) -> Result<Value, Error> {
+    let text = message.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" ");
+    Err(Error::new(ErrorKind::InvalidOperation, text))
+}
+
+/// `tojson`: Python's `json.dumps` with transformers' defaults (`ensure_ascii=False`).
+fn tojson(state: &State, value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let _ = state;
+    let opts = pyjson::DumpOptions::from_kwargs(indent, &kwargs)?;
+    pyjson::dumps(value, &opts).map(Value::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rewrite_generation_tags;
+
+    #[test]
+    fn generation_tags_become_plain_blocks() {
+        assert_eq!(
+            rewrite_generation_tags("a{%- generation -%}b{% endgeneration %}c{{ x }}"),
+            "a{%- if true -%}b{% endif %}c{{ x }}"
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! Template parity against transformers + vLLM's preprocessing.
+//!
+//! `tests/fixtures/parity.json.gz` holds, for every template of the corpus and every
+//! case of `tests/fixtures/cases.json`, what vLLM 0.33.0 renders (or the error it
+//! raises), produced by `scripts/gen_parity_fixtures.py`. This test renders the same
+//! requests and reports, per template, `identical` or the first difference.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+use vllm_chat::openai::ChatCompletionRequest;
+use vllm_chat::{ChatRenderer, ChatTemplates, Clock, ModelFiles, RendererOptions};
+
+/// Cases where transformers' output is wrong, with the reason (see README.md).
+const REFERENCE_BUGS: &[(&str, &str, &str)] = &[
+    // The template writes `"'\n"|safe + t["function"] | tojson()`: in jinja2, adding a
+    // plain string to a `Markup` HTML-escapes it, so the tool JSON reaches the model as
+    // `{&#34;name&#34;: …}`. That escaping is an accident of jinja2's autoescape machinery
+    // (the model was trained on plain JSON); we render the JSON unescaped.
+    ("meetkai-functionary-medium-v3.1.jinja", "tools", "Markup + str HTML-escapes the tool JSON"),
+    ("meetkai-functionary-medium-v3.1.jinja", "tool_round_trip", "Markup + str HTML-escapes the tool JSON"),
+];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+fn gunzip(path: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .read_to_end(&mut out)
+        .expect("gunzip");
+    out
+}
+
+fn fixture() -> Value {
+    serde_json::from_slice(&gunzip(&root().join("tests/fixtures/parity.json.gz"))).expect("fixture json")
+}
+
+fn cases() -> Map<String, Value> {
+    let text = std::fs::read_to_string(root().join("tests/fixtures/cases.json")).expect("cases");
+    serde_json::from_str(&text).expect("cases json")
+}
+
+/// The pinned `strftime_now` instant of the fixtures (2026-01-15T10:30:45).
+fn pinned_clock(fixture: &Value) -> Clock {
+    assert_eq!(fixture["pinned_now"], "2026-01-15T10:30:45");
+    Clock::Fixed(1_768_473_045)
+}
+
+/// Template corpus: the vendored copy, or the reference environment's before vendoring.
+fn templates_dir() -> Option<PathBuf> {
+    let vendored = root().join("../testdata/templates");
+    if std::fs::read_dir(&vendored).is_ok_and(|mut d| d.next().is_some()) {
+        return Some(vendored);
+    }
+    let reference = PathBuf::from(std::env::var("HOME").ok()?).join(".cache/vllm-reference/templates");
+    reference.is_dir().then_some(reference)
+}
+
+/// Compares one render with the reference; returns a description of the difference.
+fn compare(renderer: &ChatRenderer, case: &Value, expected: &Value, with_ids: bool) -> Option<String> {
+    let request: ChatCompletionRequest = match serde_json::from_value(case.clone()) {
+        Ok(r) => r,
+        Err(e) => return Some(format!("request does not parse: {e}")),
+    };
+    let got = if with_ids { renderer.render(&request).map(|p| (p.text, Some(p.token_ids))) } else { renderer.render_text(&request).map(|t| (t, None)) };
+    match (got, expected.get("error")) {
+        (Err(_), Some(_)) => None,
+        (Ok((text, _)), Some(err)) => Some(format!("reference rejects ({err}) but we render {:?}", snippet(&text, 0))),
+        (Err(e), None) => Some(format!("we reject ({e}) but the reference renders")),
+        (Ok((text, ids)), None) => {
+            let want = expected["text"].as_str().unwrap_or_default();
+            if text != want {
+                let pos = text.chars().zip(want.chars()).take_while(|(a, b)| a == b).count();
+                return Some(format!("text differs at char {pos}: ours {:?} vs reference {:?}", snippet(&text, pos), snippet(want, pos)));
+            }
+            if let Some(ids) = ids {
+                let want: Vec<u32> = serde_json::from_value(expected["ids"].clone()).unwrap_or_default();
+                if ids != want {
+                    let pos = ids.iter().zip(&want).take_while(|(a, b)| a == b).count();
+                    return Some(format!("token ids differ at {pos}: ours {:?} vs reference {:?}", &ids[pos..ids.len().min(pos + 5)], &want[pos..want.len().min(pos + 5)]));
+                }
+            }
+            None
+        }
+    }
+}
+
+fn snippet(s: &str, pos: usize) -> String {
+    s.chars().skip(pos.saturating_sub(20)).take(60).collect()
+}
+
+fn report(results: &BTreeMap<String, Vec<(String, String)>>) -> usize {
+    let mut failures = 0;
+    for (name, diffs) in results {
+        let unexplained: Vec<_> = diffs
+            .iter()
+            .filter(|(case, _)| !REFERENCE_BUGS.iter().any(|(t, c, _)| t == name && c == case))
+            .collect();
+        if diffs.is_empty() {
+            println!("{name}: identical");
+        } else {
+            for (case, diff) in diffs {
+                let known = if unexplained.iter().any(|(c, _)| c == case) { "" } else { " [known reference bug]" };
+                println!("{name} / {case}: {diff}{known}");
+            }
+        }
+        failures += unexplained.len();
+    }
+    failures
+}
+
+#[test]
+fn template_corpus_matches_transformers() {
+    let Some(dir) = templates_dir() else {
+        panic!("template corpus not found: vendor testdata/templates");
+    };
+    let fixture = fixture();
+    let cases = cases();
+    let special: Vec<(String, String)> = fixture["special_tokens"]
+        .as_object()
+        .expect("special tokens")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let mut results = BTreeMap::new();
+    for (name, expected) in fixture["templates"].as_object().expect("templates") {
+        let source = std::fs::read_to_string(dir.join(name)).expect("template file");
+        let files = ModelFiles { chat_templates: Some(ChatTemplates::Single(source)), special_tokens: special.clone(), ..Default::default() };
+        let options = RendererOptions { clock: pinned_clock(&fixture), ..Default::default() };
+        let diffs = match ChatRenderer::new(files, options) {
+            Ok(renderer) => cases
+                .iter()
+                .filter_map(|(case, body)| compare(&renderer, body, &expected[case], false).map(|d| (case.clone(), d)))
+                .collect(),
+            Err(e) => vec![("compile".to_owned(), e.to_string())],
+        };
+        results.insert(name.clone(), diffs);
+    }
+    let failures = report(&results);
+    let identical = results.values().filter(|d| d.is_empty()).count();
+    println!("{identical}/{} templates identical on every case", results.len());
+    assert_eq!(failures, 0, "{failures} unexplained differences (see output above)");
+}
+
+/// A model directory of testdata/, with the gzipped tokenizer unpacked to a temp dir.
+fn model_dir(name: &str) -> Option<PathBuf> {
+    let src = root().join("../testdata/models").join(name);
+    if !src.join("tokenizer.json.gz").exists() {
+        return None;
+    }
+    let dst = std::env::temp_dir().join(format!("vllm-chat-parity-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dst).ok()?;
+    for entry in std::fs::read_dir(&src).ok()? {
+        let path = entry.ok()?.path();
+        let file = path.file_name()?.to_str()?.to_owned();
+        if let Some(stem) = file.strip_suffix(".gz") {
+            std::fs::write(dst.join(stem), gunzip(&path)).ok()?;
+        } else {
+            std::fs::copy(&path, dst.join(&file)).ok()?;
+        }
+    }
+    Some(dst)
+}
+
+#[test]
+fn model_directories_match_vllm_text_and_tokens() {
+    let fixture = fixture();
+    let cases = cases();
+    let mut results = BTreeMap::new();
+    for (name, expected) in fixture["models"].as_object().expect("models") {
+        let Some(dir) = model_dir(name) else {
+            println!("{name}: not vendored in testdata/models, skipped");
+            continue;
+        };
+        let mut files = ModelFiles::from_dir(&dir).expect("model dir");
+        if files.chat_templates.is_none() {
+            files.chat_templates = Some(ChatTemplates::Single(String::new()));
+        }
+        let options = RendererOptions { clock: pinned_clock(&fixture), ..Default::default() };
+        let renderer = ChatRenderer::new(files, options).expect("renderer");
+        let diffs = cases
+            .iter()
+            .filter_map(|(case, body)| compare(&renderer, body, &expected[case], true).map(|d| (case.clone(), d)))
+            .collect();
+        results.insert(name.clone(), diffs);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    assert!(!results.is_empty(), "no model directory vendored");
+    let failures = report(&results);
+    assert_eq!(failures, 0, "{failures} unexplained differences (see output above)");
+}

@@ -1,0 +1,169 @@
+//! Per-engine load and data-parallel wave state, and the routing decision.
+//!
+//! Routing follows vLLM's `DPLBAsyncMPClient`: an explicit `data_parallel_rank` wins;
+//! otherwise the engine with the lowest score, where the score is the larger of this
+//! client's in-flight count and the engine's last reported waiting + running count,
+//! plus a penalty for waiting requests on an engine whose KV cache is more than half
+//! full. Ties go to the first engine in rotation order, so an idle fleet is filled
+//! round-robin.
+
+use crate::protocol::{EngineCoreReadyResponse, SchedulerStats};
+
+/// Load bookkeeping of one engine.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EngineLoad {
+    /// Requests of this client on the engine, exact.
+    pub inflight: usize,
+    /// Last reported waiting requests (bumped locally between reports).
+    pub waiting: i64,
+    /// Last reported running requests.
+    pub running: i64,
+    /// Last reported KV cache usage.
+    pub kv_cache_usage: f64,
+}
+
+impl EngineLoad {
+    fn score(&self) -> f64 {
+        let mut score = (self.inflight as f64).max((self.waiting + self.running) as f64);
+        if self.waiting > 0 {
+            score += self.waiting as f64 * 6.0 * (self.kv_cache_usage - 0.5).max(0.0);
+        }
+        score
+    }
+
+    pub fn update(&mut self, stats: &SchedulerStats) {
+        self.waiting = stats.num_waiting_reqs;
+        self.running = stats.num_running_reqs;
+        self.kv_cache_usage = stats.kv_cache_usage;
+    }
+}
+
+/// Description of a registered engine.
+#[derive(Debug, Clone)]
+pub struct EngineInfo {
+    /// Data-parallel rank.
+    pub rank: u16,
+    /// What the engine reported when it became ready.
+    pub ready: EngineCoreReadyResponse,
+}
+
+/// The fleet's routing state.
+#[derive(Debug)]
+pub(crate) struct Fleet {
+    pub loads: Vec<EngineLoad>,
+    pub start_rank: u16,
+    /// Rotation start, so that clients sharing engines spread their first requests.
+    pub rotation: usize,
+    /// The data-parallel wave new requests belong to.
+    pub current_wave: u64,
+    /// Whether the engines are running a wave (false after `wave_complete`).
+    pub engines_running: bool,
+    /// Whether the engines speak the wave protocol at all (MoE data parallelism);
+    /// START_DP_WAVE is only sent to engines that have shown they do.
+    pub waves_seen: bool,
+}
+
+impl Fleet {
+    pub fn new(engines: usize, start_rank: u16, rotation: usize) -> Self {
+        Self {
+            loads: vec![EngineLoad::default(); engines],
+            start_rank,
+            rotation,
+            current_wave: 0,
+            engines_running: true,
+            waves_seen: false,
+        }
+    }
+
+    /// Index of the engine with data-parallel rank `rank`.
+    pub fn index_of_rank(&self, rank: i64) -> Option<usize> {
+        let idx = rank.checked_sub(self.start_rank as i64)?;
+        usize::try_from(idx).ok().filter(|&i| i < self.loads.len())
+    }
+
+    /// Picks the least-loaded engine and counts the request against it.
+    pub fn choose(&mut self) -> usize {
+        let n = self.loads.len();
+        let mut best = 0;
+        let mut best_score = f64::INFINITY;
+        for i in 0..n {
+            let idx = (self.rotation + i) % n;
+            let score = self.loads[idx].score();
+            if score < best_score {
+                best_score = score;
+                best = idx;
+            }
+        }
+        // Like vLLM: count the request as waiting until the next stats report.
+        self.loads[best].waiting += 1;
+        best
+    }
+
+    /// Records `wave_complete`: the engines paused after finishing `wave`.
+    pub fn wave_complete(&mut self, wave: u64) {
+        self.waves_seen = true;
+        self.current_wave = self.current_wave.max(wave + 1);
+        self.engines_running = false;
+    }
+
+    /// Records `start_wave`: an engine got a request for a finished wave and started
+    /// `wave`; returns whether the other engines must be woken.
+    pub fn start_wave(&mut self, wave: u64) -> bool {
+        self.waves_seen = true;
+        if wave >= self.current_wave || !self.engines_running {
+            self.current_wave = self.current_wave.max(wave);
+            self.engines_running = true;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_fleet_fills_round_robin() {
+        let mut fleet = Fleet::new(3, 0, 0);
+        let picks: Vec<usize> = (0..6)
+            .map(|_| {
+                let i = fleet.choose();
+                fleet.loads[i].inflight += 1;
+                i
+            })
+            .collect();
+        assert_eq!(picks, vec![0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn reported_load_steers_requests_away() {
+        let mut fleet = Fleet::new(2, 0, 0);
+        fleet.loads[0].update(&SchedulerStats {
+            num_running_reqs: 10,
+            num_waiting_reqs: 4,
+            kv_cache_usage: 0.9,
+            ..SchedulerStats::default()
+        });
+        assert_eq!(fleet.choose(), 1);
+    }
+
+    #[test]
+    fn ranks_map_to_indices() {
+        let fleet = Fleet::new(2, 4, 0);
+        assert_eq!(fleet.index_of_rank(5), Some(1));
+        assert_eq!(fleet.index_of_rank(3), None);
+        assert_eq!(fleet.index_of_rank(6), None);
+    }
+
+    #[test]
+    fn waves_advance_like_the_coordinator() {
+        let mut fleet = Fleet::new(2, 0, 0);
+        fleet.wave_complete(0);
+        assert_eq!((fleet.current_wave, fleet.engines_running), (1, false));
+        assert!(fleet.start_wave(1));
+        assert!(fleet.engines_running);
+        assert!(!fleet.start_wave(0), "a stale wave wakes nobody");
+    }
+}

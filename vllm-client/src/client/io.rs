@@ -1,0 +1,271 @@
+//! The client's two I/O tasks: one writes to the engines, one reads their outputs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use zeromq::{PullSocket, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage};
+
+use super::ClientError;
+use super::shared::{Command, Shared};
+use crate::protocol::{
+    Abort, ENGINE_CORE_DEAD, EngineCoreOutputs, RequestType, StartDpWave, UtilityOutput,
+};
+use crate::wire::{Decode, DecodeError, Reader};
+
+/// Writes commands to the engines. Commands that queue up while a send is under way are
+/// taken together, and all aborts among them go out as one ABORT per engine.
+pub(crate) async fn input_task(
+    shared: Arc<Shared>,
+    mut sender: RouterSendHalf,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+) {
+    let mut batch = Vec::new();
+    while let Some(first) = commands.recv().await {
+        batch.push(first);
+        while let Ok(more) = commands.try_recv() {
+            batch.push(more);
+        }
+        let mut aborts: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for command in batch.drain(..) {
+            match command {
+                Command::Send {
+                    engine,
+                    kind,
+                    frames,
+                } => {
+                    if let Err(e) = send(&mut sender, &shared, engine, kind, frames).await {
+                        shared.kill(e);
+                    }
+                }
+                Command::Abort { engine, request_id } => {
+                    aborts.entry(engine).or_default().push(request_id)
+                }
+            }
+        }
+        for (engine, ids) in aborts {
+            tracing::debug!(engine, count = ids.len(), "aborting requests");
+            let (payload, _) = crate::encode(&Abort(ids));
+            if let Err(e) = send(
+                &mut sender,
+                &shared,
+                engine,
+                RequestType::Abort,
+                vec![payload.into()],
+            )
+            .await
+            {
+                shared.kill(e);
+            }
+        }
+    }
+}
+
+async fn send(
+    sender: &mut RouterSendHalf,
+    shared: &Shared,
+    engine: usize,
+    kind: RequestType,
+    frames: Vec<Bytes>,
+) -> Result<(), ClientError> {
+    let mut parts = Vec::with_capacity(frames.len() + 2);
+    parts.push(shared.identities[engine].clone());
+    parts.push(Bytes::from_static(kind.as_frame()));
+    parts.extend(frames);
+    let message = ZmqMessage::try_from(parts).map_err(ClientError::transport)?;
+    sender
+        .send(message)
+        .await
+        .map_err(|e| ClientError::EngineDead(format!("cannot reach engine {engine}: {e}").into()))
+}
+
+/// Reads engine outputs and hands each to its request's stream or utility call.
+pub(crate) async fn output_task(shared: Arc<Shared>, mut output: PullSocket) {
+    loop {
+        let message = match output.recv().await {
+            Ok(m) => m,
+            Err(e) => {
+                shared.kill(ClientError::EngineDead(
+                    format!("output socket failed: {e}").into(),
+                ));
+                return;
+            }
+        };
+        let frames = message.into_vec();
+        if frames.len() == 1 && frames[0].as_ref() == ENGINE_CORE_DEAD {
+            shared.kill(ClientError::EngineDead(
+                "an engine sent ENGINE_CORE_DEAD".into(),
+            ));
+            return;
+        }
+        let mut reader = Reader::with_frames(&frames[0], &frames[1..]);
+        match EngineCoreOutputs::decode(&mut reader).and_then(|o| reader.finish().map(|_| o)) {
+            Ok(outputs) => dispatch(&shared, outputs),
+            Err(e) => fail_malformed(&shared, &frames, e),
+        }
+    }
+}
+
+fn dispatch(shared: &Shared, outputs: EngineCoreOutputs) {
+    let engine = outputs.engine_index;
+    let mut wake = None;
+    {
+        let mut state = shared.lock();
+        let state = &mut *state;
+        let index = state.fleet.index_of_rank(engine);
+        if let (Some(stats), Some(i)) = (&outputs.scheduler_stats, index) {
+            state.fleet.loads[i].update(stats);
+        }
+        for output in outputs.outputs {
+            if output.finished() {
+                // Aborted or unknown requests have no entry: nobody is listening.
+                if let Some(entry) = state.requests.remove(&output.request_id) {
+                    let load = &mut state.fleet.loads[entry.engine];
+                    load.inflight = load.inflight.saturating_sub(1);
+                    let _ = entry.tx.send(Ok(output));
+                }
+            } else if let Some(entry) = state.requests.get(&output.request_id) {
+                let _ = entry.tx.send(Ok(output));
+            }
+        }
+        if let Some(wave) = outputs.wave_complete {
+            tracing::debug!(wave, engine, "data-parallel wave complete");
+            state.fleet.wave_complete(wave);
+        }
+        if let Some(wave) = outputs.start_wave
+            && state.fleet.start_wave(wave)
+        {
+            wake = Some((wave, engine));
+        }
+        if let Some(utility) = outputs.utility_output {
+            answer_utility(&mut state.utilities, utility);
+        }
+    }
+    if let Some((wave, exclude)) = wake {
+        wake_engines(shared, wave, exclude);
+    }
+}
+
+/// Sends START_DP_WAVE to every engine but `exclude_rank`.
+pub(crate) fn wake_engines(shared: &Shared, wave: u64, exclude_rank: i64) {
+    let start_rank = shared.lock().fleet.start_rank as i64;
+    let payload: Bytes = crate::encode(&StartDpWave {
+        wave,
+        exclude_engine_index: exclude_rank,
+    })
+    .0
+    .into();
+    for engine in 0..shared.identities.len() {
+        if engine as i64 + start_rank != exclude_rank {
+            let _ = shared.commands.send(Command::Send {
+                engine,
+                kind: RequestType::StartDpWave,
+                frames: vec![payload.clone()],
+            });
+        }
+    }
+}
+
+fn answer_utility(
+    utilities: &mut std::collections::HashMap<u64, super::shared::UtilityEntry>,
+    output: UtilityOutput,
+) {
+    let Some(entry) = utilities.get_mut(&output.call_id) else {
+        tracing::warn!(
+            call_id = output.call_id,
+            "result for an unknown utility call"
+        );
+        return;
+    };
+    entry.remaining = entry.remaining.saturating_sub(1);
+    let result = match output.failure_message {
+        Some(message) => Err(ClientError::Utility {
+            method: entry.method.clone(),
+            message,
+        }),
+        None => Ok(output.result.map(|r| r.0).unwrap_or_default()),
+    };
+    // The first failure, or the last success, answers the call (vLLM gathers the
+    // results of all engines and returns the first).
+    if (result.is_err() || entry.remaining == 0)
+        && let Some(tx) = entry.tx.take()
+    {
+        let _ = tx.send(result);
+    }
+    if entry.remaining == 0 {
+        utilities.remove(&output.call_id);
+    }
+}
+
+/// A message that does not decode fails only the requests it names: their ids are
+/// recovered by a shallow walk of the outputs array.
+fn fail_malformed(shared: &Shared, frames: &[Bytes], error: DecodeError) {
+    tracing::warn!(%error, "malformed engine output");
+    let ids = request_ids_in(&frames[0]);
+    let mut state = shared.lock();
+    for id in ids {
+        if let Some(entry) = state.requests.remove(&id) {
+            let _ = entry
+                .tx
+                .send(Err(ClientError::Protocol(error.to_string().into())));
+            let load = &mut state.fleet.loads[entry.engine];
+            load.inflight = load.inflight.saturating_sub(1);
+        }
+    }
+}
+
+/// The request ids of an `EngineCoreOutputs` payload, as far as they can be read.
+fn request_ids_in(payload: &[u8]) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut r = Reader::new(payload);
+    let walk = |r: &mut Reader<'_>, ids: &mut Vec<String>| -> Result<(), DecodeError> {
+        if r.array()? < 2 {
+            return Ok(());
+        }
+        r.skip()?; // engine_index
+        let n = r.array()?;
+        for _ in 0..n {
+            let fields = r.array()?;
+            if fields > 0 {
+                ids.push(r.str()?.to_owned());
+                for _ in 1..fields {
+                    // A field that does not parse ends the walk; ids so far are kept.
+                    r.skip()?;
+                }
+            }
+        }
+        Ok(())
+    };
+    let _ = walk(&mut r, &mut ids);
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{EngineCoreOutput, EngineCoreOutputs};
+
+    #[test]
+    fn request_ids_are_recovered_from_a_broken_message() {
+        let outputs = EngineCoreOutputs {
+            outputs: vec![
+                EngineCoreOutput {
+                    request_id: "a".into(),
+                    ..Default::default()
+                },
+                EngineCoreOutput {
+                    request_id: "b".into(),
+                    ..Default::default()
+                },
+            ],
+            ..Default::default()
+        };
+        let (mut payload, _) = crate::encode(&outputs);
+        assert_eq!(request_ids_in(&payload), vec!["a", "b"]);
+        // Cut inside the second output: the first id survives.
+        let cut = payload.windows(2).position(|w| w == [0xa1, b'b']).unwrap() + 2;
+        payload.truncate(cut + 1);
+        assert_eq!(request_ids_in(&payload), vec!["a", "b"]);
+    }
+}

@@ -1,0 +1,436 @@
+//! `EngineCoreClient`: the frontend side of vLLM's engine protocol.
+//!
+//! Layering: [`startup`] binds the sockets and runs the handshake; [`shared`] holds the
+//! state of requests, utility calls and engine load; [`io`] runs the two tasks that
+//! write to and read from the engines; [`stream`] is what `generate` returns;
+//! [`engines`] makes the routing decision.
+
+mod engines;
+mod error;
+mod io;
+mod shared;
+mod startup;
+mod stream;
+mod utility;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use zeromq::{RouterSocket, Socket, SocketEvent};
+
+pub use engines::EngineInfo;
+pub use error::ClientError;
+pub use stream::OutputStream;
+
+use crate::protocol::{
+    EngineCoreOutput, EngineCoreRequest, EngineZmqAddresses, FinishReason, RequestType,
+    UtilityCall, engine_identity,
+};
+use crate::wire::Value;
+use engines::Fleet;
+use shared::{Command, RequestEntry, Shared, UtilityEntry};
+
+/// How engines find the frontend.
+#[derive(Debug, Clone)]
+pub enum Startup {
+    /// Bind a handshake ROUTER at `address` that engines dial, as engines started with
+    /// `vllm serve MODEL --headless --data-parallel-address H --data-parallel-rpc-port P`
+    /// do (`address` = `tcp://H:P`). Input and output sockets are bound at
+    /// `input_address` / `output_address` (default: `tcp://H:0`, a free port on the same
+    /// host) and announced to the engines in the handshake.
+    Handshake {
+        /// The handshake address, `tcp://host:port` or `ipc://path`.
+        address: String,
+        /// Where to bind the input ROUTER; `None` picks a free port on the handshake host.
+        input_address: Option<String>,
+        /// Where to bind the output PULL; `None` picks a free port on the handshake host.
+        output_address: Option<String>,
+    },
+    /// No handshake: bind the input ROUTER and output PULL at these addresses; engines
+    /// that already know them connect directly and send their ready responses.
+    Direct {
+        /// Input ROUTER address.
+        input_address: String,
+        /// Output PULL address.
+        output_address: String,
+    },
+}
+
+/// Configuration of an [`EngineCoreClient`].
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    /// How engines connect.
+    pub startup: Startup,
+    /// Number of data-parallel engines to wait for (`--data-parallel-size`).
+    pub engine_count: u16,
+    /// Rank of the first engine (`--data-parallel-start-rank`).
+    pub start_rank: u16,
+    /// How long to wait for every engine to be ready.
+    pub ready_timeout: Duration,
+    /// This frontend's index among several frontends sharing the engines.
+    pub client_index: i64,
+}
+
+impl ClientConfig {
+    /// Engines dial `tcp://host:port`, like headless vLLM engines.
+    pub fn handshake(host: &str, port: u16, engine_count: u16) -> Self {
+        Self {
+            startup: Startup::Handshake {
+                address: format!("tcp://{host}:{port}"),
+                input_address: None,
+                output_address: None,
+            },
+            engine_count,
+            start_rank: 0,
+            ready_timeout: Duration::from_secs(600),
+            client_index: 0,
+        }
+    }
+
+    /// Sets the start-up timeout.
+    pub fn with_ready_timeout(mut self, timeout: Duration) -> Self {
+        self.ready_timeout = timeout;
+        self
+    }
+}
+
+/// A typed async client for one or more vLLM EngineCore processes (data parallel).
+///
+/// Cheap to clone; all clones share the connection. Dropping the last clone (or
+/// calling [`EngineCoreClient::shutdown`]) stops the I/O tasks.
+#[derive(Clone)]
+pub struct EngineCoreClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    engines: Vec<EngineInfo>,
+    input_address: String,
+    output_address: String,
+    client_index: i64,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.shared.kill(ClientError::Shutdown);
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl EngineCoreClient {
+    /// Binds the frontend sockets and waits until all engines are ready.
+    pub async fn connect(config: ClientConfig) -> Result<Self, ClientError> {
+        let deadline = tokio::time::Instant::now() + config.ready_timeout;
+        let ranks: Vec<u16> = (0..config.engine_count)
+            .map(|i| config.start_rank + i)
+            .collect();
+        if ranks.is_empty() {
+            return Err(ClientError::InvalidRequest(
+                "engine_count must be ≥ 1".into(),
+            ));
+        }
+        let mut sockets = match &config.startup {
+            Startup::Handshake {
+                address,
+                input_address,
+                output_address,
+            } => {
+                let host = tcp_host(address);
+                let default = |given: &Option<String>| {
+                    given.clone().unwrap_or_else(|| match &host {
+                        Some(h) => format!("tcp://{h}:0"),
+                        None => format!("{address}-{}", std::process::id()),
+                    })
+                };
+                let mut handshake = RouterSocket::new();
+                handshake
+                    .bind(address)
+                    .await
+                    .map_err(|e| ClientError::transport(format!("bind {address}: {e}")))?;
+                let mut sockets =
+                    startup::bind(&default(input_address), &default(output_address)).await?;
+                let addresses = EngineZmqAddresses {
+                    inputs: vec![sockets.input_address.clone()],
+                    outputs: vec![sockets.output_address.clone()],
+                    ..Default::default()
+                };
+                tracing::info!(%address, engines = ranks.len(), "waiting for engines to register");
+                startup::handshake(
+                    &mut handshake,
+                    &ranks,
+                    &addresses,
+                    deadline,
+                    config.ready_timeout,
+                )
+                .await?;
+                drop(handshake);
+                let _ = &mut sockets;
+                sockets
+            }
+            Startup::Direct {
+                input_address,
+                output_address,
+            } => startup::bind(input_address, output_address).await?,
+        };
+        let ready =
+            startup::ready_responses(&mut sockets.input, &ranks, deadline, config.ready_timeout)
+                .await?;
+        let engines: Vec<EngineInfo> = ready
+            .into_iter()
+            .map(|(rank, ready)| EngineInfo { rank, ready })
+            .collect();
+
+        let monitor = sockets.input.monitor();
+        let (sender, _receiver) = sockets.input.split();
+        let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let identities = ranks
+            .iter()
+            .map(|r| Bytes::copy_from_slice(&engine_identity(*r)))
+            .collect();
+        let rotation = (config.engine_count as usize * config.client_index.max(0) as usize)
+            % config.engine_count as usize;
+        let shared = Shared::new(
+            Fleet::new(ranks.len(), config.start_rank, rotation),
+            commands_tx,
+            identities,
+        );
+        let tasks = vec![
+            tokio::spawn(io::input_task(shared.clone(), sender, commands_rx)),
+            tokio::spawn(io::output_task(shared.clone(), sockets.output)),
+            tokio::spawn(watch_disconnects(shared.clone(), monitor)),
+        ];
+        Ok(Self {
+            inner: Arc::new(Inner {
+                shared,
+                engines,
+                input_address: sockets.input_address,
+                output_address: sockets.output_address,
+                client_index: config.client_index,
+                tasks,
+            }),
+        })
+    }
+
+    /// The engines, in rank order, with what each reported when ready.
+    pub fn engines(&self) -> &[EngineInfo] {
+        &self.inner.engines
+    }
+
+    /// The bound input (ROUTER) address.
+    pub fn input_address(&self) -> &str {
+        &self.inner.input_address
+    }
+
+    /// The bound output (PULL) address.
+    pub fn output_address(&self) -> &str {
+        &self.inner.output_address
+    }
+
+    /// Sends a request to an engine and returns the stream of its outputs.
+    ///
+    /// The engine is `request.data_parallel_rank` if set, otherwise the least loaded.
+    /// `client_index` and `current_wave` are filled in as vLLM's client does.
+    pub async fn generate(
+        &self,
+        mut request: EngineCoreRequest,
+    ) -> Result<OutputStream, ClientError> {
+        let shared = &self.inner.shared;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (engine, wake) = {
+            let mut state = shared.lock();
+            if let Some(e) = &state.dead {
+                return Err(e.clone());
+            }
+            if state.requests.contains_key(&request.request_id) {
+                return Err(ClientError::DuplicateRequestId(request.request_id));
+            }
+            let engine = match request.data_parallel_rank {
+                Some(rank) => state.fleet.index_of_rank(rank).ok_or_else(|| {
+                    ClientError::InvalidRequest(format!("no engine with data-parallel rank {rank}"))
+                })?,
+                None => state.fleet.choose(),
+            };
+            state.fleet.loads[engine].inflight += 1;
+            request.client_index = self.inner.client_index;
+            request.current_wave = state.fleet.current_wave;
+            // Engines paused between waves need a wake-up, as vLLM's coordinator sends.
+            let wake = (state.fleet.waves_seen && !state.fleet.engines_running).then(|| {
+                state.fleet.engines_running = true;
+                state.fleet.current_wave
+            });
+            state.requests.insert(
+                request.request_id.clone(),
+                RequestEntry {
+                    engine,
+                    tx: tx.clone(),
+                },
+            );
+            (engine, wake)
+        };
+        let request_id = request.request_id.clone();
+        let (payload, extra) = crate::encode(&request);
+        let mut frames = Vec::with_capacity(1 + extra.len());
+        frames.push(Bytes::from(payload));
+        frames.extend(extra);
+        tracing::trace!(%request_id, engine, "add request");
+        if shared
+            .commands
+            .send(Command::Send {
+                engine,
+                kind: RequestType::Add,
+                frames,
+            })
+            .is_err()
+        {
+            shared.lock().requests.remove(&request_id);
+            return Err(ClientError::Shutdown);
+        }
+        if let Some(wave) = wake {
+            let rank = engine as i64 + shared.lock().fleet.start_rank as i64;
+            io::wake_engines(shared, wave, rank);
+        }
+        Ok(OutputStream::new(request_id, rx, shared.clone()))
+    }
+
+    /// Sends a request and collects all its outputs (for tests and simple callers).
+    pub async fn generate_all(
+        &self,
+        request: EngineCoreRequest,
+    ) -> Result<Vec<EngineCoreOutput>, ClientError> {
+        let mut stream = self.generate(request).await?;
+        let mut outputs = Vec::new();
+        while let Some(item) = stream.next().await {
+            outputs.push(item?);
+        }
+        Ok(outputs)
+    }
+
+    /// Aborts requests. Their streams receive a final output with
+    /// [`FinishReason::Abort`]; unknown or finished ids are ignored.
+    pub fn abort(&self, request_ids: &[&str]) {
+        let shared = &self.inner.shared;
+        let mut aborted = Vec::new();
+        {
+            let mut state = shared.lock();
+            for id in request_ids {
+                if let Some(entry) = state.requests.remove(*id) {
+                    let load = &mut state.fleet.loads[entry.engine];
+                    load.inflight = load.inflight.saturating_sub(1);
+                    let _ = entry.tx.send(Ok(EngineCoreOutput {
+                        request_id: (*id).to_owned(),
+                        finish_reason: Some(FinishReason::Abort),
+                        ..Default::default()
+                    }));
+                    aborted.push((entry.engine, (*id).to_owned()));
+                }
+            }
+        }
+        for (engine, request_id) in aborted {
+            let _ = shared.commands.send(Command::Abort { engine, request_id });
+        }
+    }
+
+    /// Number of requests in flight on each engine (by index), as this client counts them.
+    pub fn inflight(&self) -> Vec<usize> {
+        self.inner
+            .shared
+            .lock()
+            .fleet
+            .loads
+            .iter()
+            .map(|l| l.inflight)
+            .collect()
+    }
+
+    /// Calls `method(*args)` on every engine and returns the first engine's result, as
+    /// vLLM's data-parallel client does; a failure on any engine fails the call with
+    /// vLLM's message.
+    pub async fn call_utility(&self, method: &str, args: Vec<Value>) -> Result<Value, ClientError> {
+        let engines: Vec<usize> = (0..self.inner.engines.len()).collect();
+        self.call_utility_on(&engines, method, args).await
+    }
+
+    /// Calls `method(*args)` on the engines with the given indices.
+    pub async fn call_utility_on(
+        &self,
+        engines: &[usize],
+        method: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ClientError> {
+        let shared = &self.inner.shared;
+        let call_id = utility::next_call_id();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = shared.lock();
+            if let Some(e) = &state.dead {
+                return Err(e.clone());
+            }
+            state.utilities.insert(
+                call_id,
+                UtilityEntry {
+                    method: method.to_owned(),
+                    remaining: engines.len(),
+                    tx: Some(tx),
+                },
+            );
+        }
+        let (payload, _) = crate::encode(&UtilityCall {
+            client_index: self.inner.client_index,
+            call_id,
+            method: method.to_owned(),
+            args,
+        });
+        let payload = Bytes::from(payload);
+        for &engine in engines {
+            if engine >= self.inner.engines.len() {
+                shared.lock().utilities.remove(&call_id);
+                return Err(ClientError::InvalidRequest(format!("no engine {engine}")));
+            }
+            tracing::debug!(method, call_id, engine, "utility call");
+            let _ = shared.commands.send(Command::Send {
+                engine,
+                kind: RequestType::Utility,
+                frames: vec![payload.clone()],
+            });
+        }
+        rx.await.unwrap_or(Err(ClientError::Shutdown))
+    }
+
+    /// Stops the client: in-flight requests end with [`ClientError::Shutdown`].
+    pub fn shutdown(&self) {
+        self.inner.shared.kill(ClientError::Shutdown);
+        for task in &self.inner.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// The host of a `tcp://host:port` address.
+fn tcp_host(address: &str) -> Option<String> {
+    let rest = address.strip_prefix("tcp://")?;
+    let (host, _port) = rest.rsplit_once(':')?;
+    Some(host.to_owned())
+}
+
+/// Treats a lost engine connection as the engine's death, as vLLM does.
+async fn watch_disconnects(
+    shared: Arc<Shared>,
+    mut monitor: futures::channel::mpsc::Receiver<SocketEvent>,
+) {
+    while let Some(event) = monitor.next().await {
+        if let SocketEvent::Disconnected(peer) = event {
+            let rank = startup::rank_of(&peer);
+            shared.kill(ClientError::EngineDead(
+                format!("lost the connection to engine rank {rank:?}").into(),
+            ));
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! State shared by the client handle, its streams and its I/O tasks.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+
+use super::ClientError;
+use super::engines::Fleet;
+use crate::protocol::{EngineCoreOutput, RequestType};
+use crate::wire::Value;
+
+/// What a request's stream receives.
+pub(crate) type StreamItem = Result<EngineCoreOutput, ClientError>;
+
+/// An in-flight request.
+pub(crate) struct RequestEntry {
+    pub engine: usize,
+    pub tx: mpsc::UnboundedSender<StreamItem>,
+}
+
+/// An in-flight utility call, answered by the first engine result (or failure).
+pub(crate) struct UtilityEntry {
+    pub method: String,
+    pub remaining: usize,
+    pub tx: Option<oneshot::Sender<Result<Value, ClientError>>>,
+}
+
+/// Work for the input task.
+pub(crate) enum Command {
+    /// Send `frames` (payload + extra frames) with `kind` to engine `engine`.
+    Send {
+        engine: usize,
+        kind: RequestType,
+        frames: Vec<Bytes>,
+    },
+    /// Abort a request; the input task batches aborts per engine.
+    Abort { engine: usize, request_id: String },
+}
+
+pub(crate) struct State {
+    pub requests: HashMap<String, RequestEntry>,
+    pub utilities: HashMap<u64, UtilityEntry>,
+    pub fleet: Fleet,
+    /// Set once, when an engine dies or the client shuts down.
+    pub dead: Option<ClientError>,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    pub commands: mpsc::UnboundedSender<Command>,
+    /// ZMQ identities of the engines, by index.
+    pub identities: Vec<Bytes>,
+}
+
+impl Shared {
+    pub fn new(
+        fleet: Fleet,
+        commands: mpsc::UnboundedSender<Command>,
+        identities: Vec<Bytes>,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State {
+                requests: HashMap::new(),
+                utilities: HashMap::new(),
+                fleet,
+                dead: None,
+            }),
+            commands,
+            identities,
+        })
+    }
+
+    /// Locks the state; a poisoned lock (a panic elsewhere) is recovered, as the state
+    /// stays consistent between statements.
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fails everything in flight with `error` and refuses all later work.
+    pub fn kill(&self, error: ClientError) {
+        let mut state = self.lock();
+        if state.dead.is_some() {
+            return;
+        }
+        tracing::error!(%error, "engine client is dead");
+        state.dead = Some(error.clone());
+        for (_, entry) in state.requests.drain() {
+            let _ = entry.tx.send(Err(error.clone()));
+        }
+        for (_, mut entry) in state.utilities.drain() {
+            if let Some(tx) = entry.tx.take() {
+                let _ = tx.send(Err(error.clone()));
+            }
+        }
+    }
+
+    /// Removes a request that its consumer no longer wants and aborts it on its engine.
+    pub fn abandon(&self, request_id: &str) {
+        let engine = {
+            let mut state = self.lock();
+            let Some(entry) = state.requests.remove(request_id) else {
+                return;
+            };
+            let load = &mut state.fleet.loads[entry.engine];
+            load.inflight = load.inflight.saturating_sub(1);
+            if state.dead.is_some() {
+                return;
+            }
+            entry.engine
+        };
+        let _ = self.commands.send(Command::Abort {
+            engine,
+            request_id: request_id.to_owned(),
+        });
+    }
+}

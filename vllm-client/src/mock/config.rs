@@ -1,0 +1,98 @@
+//! What the mock engine generates and how fast.
+
+use std::time::Duration;
+
+/// Where the mock engine's output tokens come from.
+///
+/// Whatever the source, a model's behaviour is imitated: the text ends with the EOS token
+/// (when one is known), `min_tokens` suppresses stop tokens, and generation continues past
+/// the end of the text (from its start again) when EOS is ignored or suppressed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputMode {
+    /// These token ids (a fixed text already tokenized with the model's tokenizer).
+    FixedText(Vec<u32>),
+    /// The request's own prompt tokens.
+    Echo,
+    /// Uniform random tokens below [`MockConfig::vocab_size`], deterministic for a given
+    /// seed and request (the request's `seed` sampling parameter, when set, is mixed in).
+    Random {
+        /// Seed of the engine.
+        seed: u64,
+    },
+}
+
+/// Configuration of a [`crate::mock::MockEngine`].
+///
+/// ```
+/// use vllm_client::mock::{MockConfig, OutputMode};
+///
+/// let config = MockConfig {
+///     output: OutputMode::FixedText(vec![9707, 11, 1879, 0]),
+///     eos_token_id: Some(151645),
+///     tokens_per_second: 50.0,
+///     ..MockConfig::default()
+/// };
+/// assert_eq!(config.step_interval().as_millis(), 20);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct MockConfig {
+    /// The output tokens.
+    pub output: OutputMode,
+    /// The model's EOS token, emitted after the fixed text or echoed prompt. When `None`,
+    /// the request's `_eos_token_id` (set by the frontend from the tokenizer) is used.
+    pub eos_token_id: Option<u32>,
+    /// Tokens per second per request; `0` generates as fast as possible.
+    pub tokens_per_second: f64,
+    /// Tokens generated per request in each engine step, hence per output message
+    /// (like multi-token steps); at least 1.
+    pub tokens_per_output: usize,
+    /// Vocabulary size: bounds random tokens and the alternatives in logprobs.
+    pub vocab_size: u32,
+    /// Maximum sequence length (prompt + output); longer requests finish with `length`.
+    pub max_model_len: usize,
+    /// Requests generating at once; further ones wait (and show as waiting in the stats).
+    pub max_num_seqs: usize,
+    /// Cap on the top-k logprobs a request gets (`logprobs = -1` means this many).
+    pub max_logprobs: usize,
+    /// Data-parallel size reported in the ready response.
+    pub data_parallel_size: usize,
+    /// Data-parallel MoE mode (`DPEngineCoreProc`): the engine runs in waves, reports
+    /// `wave_complete` when it goes idle after work and honours `START_DP_WAVE`.
+    pub dp_waves: bool,
+    /// Report the ids of finished requests (aborted ones included) in
+    /// `finished_requests`, as vLLM engines do behind a DP coordinator.
+    pub include_finished_set: bool,
+    /// How long the engine waits for the frontend's answer to HELLO.
+    pub handshake_timeout: Duration,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        Self {
+            output: OutputMode::Random { seed: 0 },
+            eos_token_id: None,
+            tokens_per_second: 0.0,
+            tokens_per_output: 1,
+            vocab_size: 32_000,
+            max_model_len: 32_768,
+            max_num_seqs: 256,
+            max_logprobs: 20,
+            data_parallel_size: 1,
+            dp_waves: false,
+            include_finished_set: false,
+            handshake_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl MockConfig {
+    /// Time between two engine steps: `tokens_per_output / tokens_per_second`, zero when
+    /// the rate is unlimited.
+    pub fn step_interval(&self) -> Duration {
+        if self.tokens_per_second > 0.0 && self.tokens_per_second.is_finite() {
+            Duration::from_secs_f64(self.tokens_per_output.max(1) as f64 / self.tokens_per_second)
+        } else {
+            Duration::ZERO
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! One declaration per wire struct: the field list is the protocol.
+//!
+//! `wire_array!` declares a struct that vLLM encodes `array_like` (fields in order, all
+//! of them); `wire_map!` one that it encodes as a map keyed by field name, in one of
+//! three modes: `all` (dataclasses: every field), `omit_defaults` (msgspec structs: the
+//! fields equal to their Python default are left out, and msgspec, not knowing the count
+//! in advance, always writes a map16 header), or `sparse` (plain dicts with optional
+//! keys: defaults left out, smallest header). Each macro emits the struct, its `Default`, a
+//! `FIELDS` constant with the wire names in order (checked against vLLM's Python source
+//! by the drift check), and the `Encode` / `Decode` implementations.
+//!
+//! Field syntax: `pub name: Type = default`, optionally followed by `=> "wire_name"` when
+//! the Python name differs (private fields such as `_eos_token_id`), and by `; always`
+//! for an `omit_defaults` field that vLLM always puts on the wire (lists that
+//! `__post_init__` turns from `None` into `[]`).
+
+/// The wire name of a field: the explicit one if given, else the Rust name.
+macro_rules! wire_name {
+    ($field:ident) => {
+        stringify!($field)
+    };
+    ($field:ident $wire:literal) => {
+        $wire
+    };
+}
+
+/// Whether an `omit_defaults` field is always written.
+macro_rules! wire_always {
+    () => {
+        false
+    };
+    (always) => {
+        true
+    };
+}
+
+macro_rules! wire_array {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                pub $field:ident : $ty:ty = $default:expr
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// The wire field names, in vLLM's declaration order.
+            pub const FIELDS: &'static [&'static str] = &[$(stringify!($field)),*];
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        impl $crate::wire::Encode for $name {
+            fn encode(&self, w: &mut $crate::wire::Writer) {
+                w.array_len(Self::FIELDS.len());
+                $( $crate::wire::Encode::encode(&self.$field, w); )*
+            }
+        }
+
+        impl $crate::wire::Decode for $name {
+            fn decode(
+                r: &mut $crate::wire::Reader<'_>,
+            ) -> Result<Self, $crate::wire::DecodeError> {
+                // Shorter arrays (older peers) leave trailing fields at their defaults;
+                // longer ones (newer peers) have their unknown trailing fields skipped.
+                let len = r.array()?;
+                let mut value = Self::default();
+                let mut seen = 0usize;
+                $(
+                    if seen < len {
+                        value.$field = $crate::wire::Decode::decode(r)?;
+                        seen += 1;
+                    }
+                )*
+                while seen < len {
+                    r.skip()?;
+                    seen += 1;
+                }
+                r.leave();
+                Ok(value)
+            }
+        }
+    };
+}
+
+macro_rules! wire_map {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident ($mode:ident) {
+            $(
+                $(#[$fmeta:meta])*
+                pub $field:ident : $ty:ty = $default:expr $(=> $wire:literal)? $(; $always:ident)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// The wire field names, in vLLM's declaration order.
+            pub const FIELDS: &'static [&'static str] = &[$(wire_name!($field $($wire)?)),*];
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self { $( $field: $default, )* }
+            }
+        }
+
+        impl $crate::wire::Encode for $name {
+            fn encode(&self, w: &mut $crate::wire::Writer) {
+                let (omit_defaults, map16_header) = wire_map!(@mode $mode);
+                let present = [$(
+                    !omit_defaults || wire_always!($($always)?) || {
+                        let default: $ty = $default;
+                        self.$field != default
+                    }
+                ),*];
+                let len = present.iter().filter(|p| **p).count();
+                if map16_header {
+                    w.map16_len(len);
+                } else {
+                    w.map_len(len);
+                }
+                let mut i = 0usize;
+                $(
+                    if present[i] {
+                        w.str(wire_name!($field $($wire)?));
+                        $crate::wire::Encode::encode(&self.$field, w);
+                    }
+                    i += 1;
+                )*
+                let _ = i;
+            }
+        }
+
+        impl $crate::wire::Decode for $name {
+            fn decode(
+                r: &mut $crate::wire::Reader<'_>,
+            ) -> Result<Self, $crate::wire::DecodeError> {
+                // Missing keys take their defaults; unknown keys are skipped.
+                let len = r.map()?;
+                let mut value = Self::default();
+                'entries: for _ in 0..len {
+                    let key = r.str()?;
+                    $(
+                        if key == wire_name!($field $($wire)?) {
+                            value.$field = $crate::wire::Decode::decode(r)?;
+                            continue 'entries;
+                        }
+                    )*
+                    r.skip()?;
+                }
+                r.leave();
+                Ok(value)
+            }
+        }
+    };
+    (@mode omit_defaults) => { (true, true) };
+    (@mode sparse) => { (true, false) };
+    (@mode all) => { (false, false) };
+}
+
+/// Defines a protocol enum carried as an integer on the wire.
+macro_rules! wire_int_enum {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $value:literal ),* $(,)? }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant = $value, )*
+        }
+
+        impl $name {
+            /// The integer vLLM puts on the wire.
+            pub fn as_int(self) -> i64 {
+                self as i64
+            }
+
+            /// The variant for a wire integer.
+            pub fn from_int(v: i64) -> Option<Self> {
+                match v {
+                    $( $value => Some(Self::$variant), )*
+                    _ => None,
+                }
+            }
+        }
+
+        impl $crate::wire::Encode for $name {
+            fn encode(&self, w: &mut $crate::wire::Writer) {
+                w.int(self.as_int())
+            }
+        }
+
+        impl $crate::wire::Decode for $name {
+            fn decode(
+                r: &mut $crate::wire::Reader<'_>,
+            ) -> Result<Self, $crate::wire::DecodeError> {
+                let v: i64 = r.int()?;
+                Self::from_int(v).ok_or_else(|| $crate::wire::DecodeError::Invalid {
+                    what: stringify!($name),
+                    detail: format!("unknown value {v}"),
+                })
+            }
+        }
+    };
+}

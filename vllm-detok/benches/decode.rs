@@ -1,0 +1,106 @@
+//! µs per token on the 4,000-token benchmark streams (recorded in the fixtures by
+//! `scripts/gen_fixtures.py`): `IncrementalDecoder` vs `tokenizers::DecodeStream` (same
+//! crate version), plain, with 8 stop strings, and with top-5 logprob token text.
+//!
+//! `scripts/bench_compare.py` runs this bench and vLLM's Python detokenizer on the same
+//! streams and prints the ratios; see PERFORMANCE.md.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use vllm_detok::{DecodeOptions, HfTokenizer, IncrementalDecoder, LogprobText, Tokenizer};
+
+/// Stop strings that do not occur in the benchmark text, so the whole stream is decoded.
+pub const STOPS: [&str; 8] = ["<|user|>", "\n\nHuman:", "STOP!", "Observation:", "</answer>", "@@@", "zzz", "END OF INPUT"];
+
+/// The top-5 alternatives of a position, a fixed function of the sampled id (the Python
+/// bench uses the same formula).
+fn alternatives(sampled: u32, vocab: u32, out: &mut Vec<u32>) {
+    out.clear();
+    out.push(sampled);
+    for k in 1..=5u32 {
+        out.push((sampled.wrapping_mul(31).wrapping_add(7919 * k)) % vocab);
+    }
+}
+
+struct Stream {
+    prompt: Vec<u32>,
+    ids: Vec<u32>,
+}
+
+fn load(name: &str) -> (Arc<HfTokenizer>, Stream) {
+    let read = |path: String| {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&path).expect(&path)).read_to_end(&mut out).unwrap();
+        out
+    };
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let tokenizer = HfTokenizer::from_bytes(&read(format!("{dir}/../testdata/models/{name}/tokenizer.json.gz"))).unwrap();
+    let fixture: serde_json::Value = serde_json::from_slice(&read(format!("{dir}/tests/fixtures/{name}.json.gz"))).unwrap();
+    let ids = |v: &serde_json::Value| v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect::<Vec<_>>();
+    let stream = Stream { prompt: ids(&fixture["bench"]["prompt"]), ids: ids(&fixture["bench"]["ids"]) };
+    (Arc::new(tokenizer), stream)
+}
+
+fn decode_all(tokenizer: &Arc<dyn Tokenizer>, stream: &Stream, options: &DecodeOptions) -> usize {
+    let mut decoder = IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, options.clone()).unwrap();
+    let mut bytes = 0;
+    for &id in &stream.ids {
+        bytes += decoder.push(&[id]).unwrap().text.len();
+    }
+    assert!(!decoder.is_finished());
+    bytes
+}
+
+fn bench(c: &mut Criterion) {
+    for name in ["qwen3", "llama3"] {
+        let (hf, stream) = load(name);
+        let tokenizer: Arc<dyn Tokenizer> = hf.clone();
+        let mut group = c.benchmark_group(format!("detok/{name}"));
+        group.throughput(Throughput::Elements(stream.ids.len() as u64));
+        group.sample_size(20);
+
+        let plain = DecodeOptions::default();
+        group.bench_function("ours", |b| b.iter(|| decode_all(&tokenizer, &stream, &plain)));
+
+        let inner = hf.inner();
+        group.bench_function("decode_stream", |b| {
+            b.iter(|| {
+                let mut ds = inner.decode_stream(true);
+                let mut bytes = 0;
+                for &id in &stream.prompt {
+                    ds.step(id).unwrap();
+                }
+                for &id in &stream.ids {
+                    bytes += ds.step(id).unwrap().map_or(0, |s| s.len());
+                }
+                bytes
+            })
+        });
+
+        let stops = DecodeOptions { stop: STOPS.iter().map(|s| s.to_string()).collect(), ..DecodeOptions::default() };
+        group.bench_function("ours_8_stops", |b| b.iter(|| decode_all(&tokenizer, &stream, &stops)));
+
+        let vocab = tokenizer.vocab_size() as u32;
+        tokenizer.token_texts(); // built once per tokenizer, not per request
+        group.bench_function("ours_top5_logprobs", |b| {
+            b.iter(|| {
+                let mut decoder = IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, plain.clone()).unwrap();
+                let mut logprobs = LogprobText::new(tokenizer.clone());
+                let mut ids = Vec::with_capacity(6);
+                let mut bytes = 0;
+                for &id in &stream.ids {
+                    bytes += decoder.push(&[id]).unwrap().text.len();
+                    alternatives(id, vocab, &mut ids);
+                    bytes += logprobs.position(&ids).unwrap().iter().map(|t| t.len()).sum::<usize>();
+                }
+                bytes
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

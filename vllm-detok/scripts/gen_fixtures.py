@@ -1,0 +1,335 @@
+"""Golden fixtures for vllm-detok, produced by vLLM 0.33.0's own detokenizer.
+
+Run from the repository root with the reference environment (see ../shared/peers):
+
+    HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
+        vllm-detok/scripts/gen_fixtures.py
+
+It writes `vllm-detok/tests/fixtures/<model>.json.gz` for every tokenizer in MODELS. Each file
+holds random requests (prompt ids, sampling options, engine outputs split into pushes, finish
+kind) and, for every push, the exact text delta, stop string and number of kept output tokens
+that vLLM's `FastIncrementalDetokenizer` produces when driven the way
+`vllm/v1/engine/output_processor.py` drives it (`update(new_ids, finish == STOP)` then
+`get_next_output_text(finished, delta=True)`). It also holds logprob token strings produced by
+vLLM's `LogprobsProcessor`, and the 4,000-token benchmark streams.
+
+One deliberate difference from vLLM is recorded in the data rather than hidden: when the
+prompt ends in the middle of a UTF-8 character, vLLM's `DecodeStream` is never primed and the
+whole prompt text leaks into the first delta. vllm-detok does not leak. For those cases
+(`"leak"` in the file) the generator removes the leaked prompt text `decode(prompt[:j])`, where
+`j` is the largest prompt length whose decoding does not end in U+FFFD, from the front of
+vLLM's concatenated deltas; cases where vLLM's text does not start with it are dropped. For
+byte-level BPE tokenizers the leaked text is the prompt's decoding without its final U+FFFD
+(the incomplete character), which can end inside a token.
+"""
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import random
+import sys
+
+import numpy as np
+
+from vllm.sampling_params import SamplingParams
+from vllm.tokenizers import get_tokenizer
+from vllm.v1.engine import EngineCoreRequest
+from vllm.v1.engine.detokenizer import IncrementalDetokenizer
+from vllm.v1.engine.logprobs import LogprobsProcessor
+from vllm.v1.outputs import LogprobsLists
+
+MODELS = ["qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "gptoss"]
+CASES_PER_MODEL = 160
+LOGPROB_POSITIONS = 300
+BENCH_TOKENS = 4000
+SEED = 20260330
+
+TEXTS = [
+    "Hello, world! The quick brown fox jumps over the lazy dog.",
+    "def main():\n    return [x * 2 for x in range(10)]  # comment\n",
+    "Emoji: 😀👍🏽🇫🇷👨‍👩‍👧 and ❤️ done.",
+    "中文字符测试，日本語のテキスト、한국어 문장。",
+    "café naïve résumé Ørsted Straße ĳ ﬁ",
+    "مرحبا بالعالم שלום עולם Привет мир",
+    "  \n\n\t  spaces   and\ttabs\r\n",
+    "<think>reasoning</think> {\"name\": \"f\", \"arguments\": {}}",
+    "STOP stop Stop sto p. end. END",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 𝟘𝟙𝟚 ∑∫√∞ ≠ ≤ ≥",
+]
+MULTIBYTE_CHARS = "é中😀👍🏽€𝔘ñ한ا"
+
+
+def request(prompt_ids, sp):
+    return EngineCoreRequest(
+        request_id="r",
+        prompt_token_ids=prompt_ids,
+        mm_features=None,
+        sampling_params=sp,
+        pooling_params=None,
+        arrival_time=0.0,
+        lora_request=None,
+        cache_salt=None,
+        data_parallel_rank=None,
+    )
+
+
+class Model:
+    def __init__(self, name, path):
+        self.name = name
+        self.tok = get_tokenizer(path)
+        self.raw = self.tok._tokenizer
+        self.vocab_size = self.raw.get_vocab_size(with_added_tokens=True)
+        self.added = sorted(self.raw.get_added_tokens_decoder().keys())
+        self.eos = self.tok.eos_token_id
+        self.byte_fallback = self.raw.token_to_id("<0x41>") is not None
+        if self.byte_fallback:
+            self.byte_ids = [self.raw.token_to_id("<0x%02X>" % b) for b in range(256)]
+        else:
+            # GPT-2 byte-level alphabet: the token for each single byte.
+            bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
+            bs += list(range(ord("®"), ord("ÿ") + 1))
+            cs = bs[:]
+            n = 0
+            for b in range(256):
+                if b not in bs:
+                    bs.append(b)
+                    cs.append(256 + n)
+                    n += 1
+            table = dict(zip(bs, cs))
+            self.byte_ids = [self.raw.token_to_id(chr(table[b])) for b in range(256)]
+        assert all(i is not None for i in self.byte_ids), name
+
+    def encode(self, text):
+        return self.raw.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids, skip):
+        return self.raw.decode(ids, skip_special_tokens=skip)
+
+    def split_char(self, rng):
+        data = rng.choice(MULTIBYTE_CHARS).encode()
+        return [self.byte_ids[b] for b in data]
+
+    def random_piece(self, rng):
+        r = rng.random()
+        if r < 0.35:
+            ids = self.encode(rng.choice(TEXTS))
+            start = rng.randrange(len(ids))
+            return ids[start : start + rng.randint(1, 8)]
+        if r < 0.55:
+            return [rng.randrange(self.vocab_size)]
+        if r < 0.68:
+            return [rng.choice(self.added)]
+        if r < 0.85:
+            return self.split_char(rng)
+        if r < 0.92:
+            return [self.byte_ids[rng.randrange(0x80, 0x100)]]
+        if r < 0.96:
+            return [self.eos]
+        return self.encode(rng.choice(["😀", "中", "\n", " the", "!", "..."]))
+
+    def stream(self, rng, n):
+        out = []
+        while len(out) < n:
+            out.extend(self.random_piece(rng))
+        return out[:n]
+
+
+def run_vllm(model, prompt, opts, pushes, finish):
+    """Drive vLLM's detokenizer as output_processor.py does; one record per push."""
+    sp = SamplingParams(
+        stop=opts["stop"],
+        include_stop_str_in_output=opts["include_stop_str_in_output"],
+        min_tokens=opts["min_tokens"],
+        skip_special_tokens=opts["skip_special_tokens"],
+        spaces_between_special_tokens=opts["spaces_between_special_tokens"],
+        max_tokens=10_000,
+    )
+    detok = IncrementalDetokenizer.from_new_request(model.tok, request(prompt, sp))
+    steps = []
+    for i, ids in enumerate(pushes):
+        last = i == len(pushes) - 1
+        before = detok.num_output_tokens()
+        stop = detok.update(list(ids), last and finish == "stop_token")
+        finished = last or stop is not None
+        text = detok.get_next_output_text(finished, True)
+        steps.append(
+            {
+                "ids": ids,
+                "finish": finish if last else None,
+                "text": text,
+                "stop": stop,
+                "kept": detok.num_output_tokens() - before,
+            }
+        )
+        if stop is not None:
+            break
+    return steps
+
+
+def leak_prefix(model, prompt, skip):
+    """The prompt text vLLM leaks when the prompt ends mid-character, else None."""
+    text = model.decode(prompt, skip)
+    if not text.endswith("\ufffd"):
+        return None
+    if not model.byte_fallback:
+        # Byte-level BPE decodes the concatenated bytes lossily: the incomplete character at
+        # the end is exactly the last U+FFFD (generated prompts end in a valid UTF-8 prefix).
+        return text[:-1]
+    j = len(prompt)
+    while j > 0 and model.decode(prompt[:j], skip).endswith("\ufffd"):
+        j -= 1
+    return model.decode(prompt[:j], skip)
+
+
+def strip_leak(steps, leak):
+    remaining = len(leak)
+    full = "".join(s["text"] for s in steps)
+    if not full.startswith(leak):
+        return False
+    for s in steps:
+        cut = min(remaining, len(s["text"]))
+        s["text"] = s["text"][cut:]
+        remaining -= cut
+    return True
+
+
+def make_case(model, rng):
+    # Prompt: clean text, optionally ending in the first bytes of a multi-byte character.
+    prompt = []
+    if rng.random() < 0.5 and model.tok.bos_token_id is not None:
+        prompt.append(model.tok.bos_token_id)
+    prompt += model.encode(rng.choice(TEXTS))[: rng.randint(0, 12)]
+    output = []
+    if rng.random() < 0.25:
+        char = model.split_char(rng)
+        cut = rng.randint(1, len(char) - 1) if len(char) > 1 else 1
+        prompt += char[:cut]
+        output += char[cut:]
+    output += model.stream(rng, rng.randint(4, 40))
+
+    opts = {
+        "skip_special_tokens": rng.random() < 0.5,
+        "spaces_between_special_tokens": rng.random() < 0.5,
+        "include_stop_str_in_output": rng.random() < 0.4,
+        "min_tokens": rng.choice([0, 0, 0, 1, 3, 6]),
+        "stop": [],
+    }
+    finish = rng.choice(["length", "stop_token", "abort"])
+    if finish == "stop_token":
+        output.append(model.eos)
+    if rng.random() < 0.65:
+        text = model.decode(output, opts["skip_special_tokens"]).replace("\ufffd", "")
+        for _ in range(rng.randint(1, 8)):
+            if text and rng.random() < 0.8:
+                a = rng.randrange(len(text))
+                s = text[a : a + rng.randint(1, 6)]
+                opts["stop"].append(s)
+                if len(s) > 1 and rng.random() < 0.3:
+                    opts["stop"].append(s[1:] if rng.random() < 0.5 else s[:-1])
+            else:
+                opts["stop"].append(rng.choice(["zq", "\n\n", "END", "é", "😀x"]))
+    pushes = []
+    i = 0
+    multi = rng.random() < 0.5
+    while i < len(output):
+        n = rng.randint(1, 5) if multi else 1
+        pushes.append(output[i : i + n])
+        i += n
+    if finish == "abort" or not pushes:
+        pushes.append([])
+
+    leak = leak_prefix(model, prompt, opts["skip_special_tokens"])
+    if leak is not None and opts["stop"]:
+        # A stop string found inside the leaked prompt text has no counterpart without the leak.
+        plain = run_vllm(model, prompt, dict(opts, stop=[]), pushes, finish)
+        full = "".join(s["text"] for s in plain)
+        if any(0 <= full.find(s) < len(leak) for s in opts["stop"]):
+            opts["stop"] = []
+    steps = run_vllm(model, prompt, opts, pushes, finish)
+    if leak is not None and not strip_leak(steps, leak):
+        return None
+    return {
+        "prompt": prompt,
+        "options": opts,
+        "finish": finish,
+        "leak": leak is not None,
+        "steps": steps,
+    }
+
+
+def logprob_cases(model, rng):
+    sp = SamplingParams(logprobs=5, max_tokens=10_000)
+    proc = LogprobsProcessor.from_new_request(model.tok, request([1], sp))
+    sampled = model.stream(rng, LOGPROB_POSITIONS)
+    positions = []
+    for tid in sampled:
+        alts = []
+        while len(alts) < 5:
+            cand = model.random_piece(rng)[0] if rng.random() < 0.6 else rng.choice(model.byte_ids)
+            if cand != tid and cand not in alts:
+                alts.append(cand)
+        ids = [tid] + alts
+        lists = LogprobsLists(
+            np.array([ids], dtype=np.int64),
+            np.array([[-0.5 - k for k in range(len(ids))]], dtype=np.float32),
+            np.array([1], dtype=np.int64),
+            None,
+        )
+        proc._update_sample_logprobs(lists)
+        entry = proc.logprobs[-1]
+        positions.append({"ids": ids, "tokens": [entry[i].decoded_token for i in ids]})
+    return positions
+
+
+def bench_stream(model, rng):
+    text = open(os.path.join(os.path.dirname(__file__), "..", "LICENSE")).read()
+    ids = []
+    k = 0
+    while len(ids) < BENCH_TOKENS:
+        ids += model.encode(text[k * 2000 : (k + 1) * 2000] + rng.choice(TEXTS))
+        k = (k + 1) % 5
+    return {"prompt": model.encode("Write the licence:"), "ids": ids[:BENCH_TOKENS]}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/vllm-reference/models"))
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures"))
+    ap.add_argument("--models", nargs="*", default=MODELS)
+    args = ap.parse_args()
+    for name in args.models:
+        path = os.path.join(args.models_dir, name)
+        model = Model(name, path)
+        rng = random.Random(f"{SEED}-{name}")
+        cases = []
+        dropped = 0
+        while len(cases) < CASES_PER_MODEL:
+            case = make_case(model, rng)
+            if case is None:
+                dropped += 1
+            else:
+                cases.append(case)
+        with open(os.path.join(path, "tokenizer.json"), "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        data = {
+            "generator": "vllm-detok/scripts/gen_fixtures.py",
+            "vllm": "0.33.0",
+            "model": name,
+            "tokenizer_sha256": digest,
+            "cases": cases,
+            "logprobs": logprob_cases(model, rng),
+            "bench": bench_stream(model, rng),
+        }
+        out = os.path.join(args.out, f"{name}.json.gz")
+        with gzip.GzipFile(out, "wb", mtime=0) as f:
+            f.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+        leaks = sum(c["leak"] for c in cases)
+        stops = sum(1 for c in cases for s in c["steps"] if s["stop"])
+        print(f"{name}: {len(cases)} cases ({leaks} mid-char prompts, {stops} stop-string hits,"
+              f" {dropped} dropped) -> {out} ({os.path.getsize(out)} bytes)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+//! `IncrementalDecoder`: one request's text deltas, exactly as vLLM's output processor emits
+//! them (`vllm/v1/engine/detokenizer.py`, `FastIncrementalDetokenizer`).
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::stop::StopMatcher;
+use crate::stream::TextStream;
+use crate::tokenizer::Tokenizer;
+
+/// A request's detokenization options (the `SamplingParams` fields vLLM's detokenizer reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Leave special tokens out of the text (vLLM's default: `true`).
+    pub skip_special_tokens: bool,
+    /// Whether consecutive added tokens keep the separator the decoder gives them (vLLM's
+    /// default: `true`). With `false` (and `skip_special_tokens = false`), an added token
+    /// following another added token is emitted as its bare content.
+    pub spaces_between_special_tokens: bool,
+    /// Stop strings; none may be empty.
+    pub stop: Vec<String>,
+    /// Keep the matched stop string in the text.
+    pub include_stop_str_in_output: bool,
+    /// Stop strings are only looked for in text of output tokens after the first `min_tokens`.
+    pub min_tokens: usize,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self {
+            skip_special_tokens: true,
+            spaces_between_special_tokens: true,
+            stop: Vec::new(),
+            include_stop_str_in_output: false,
+            min_tokens: 0,
+        }
+    }
+}
+
+/// Why the engine finished a request (`FinishReason`), as far as text is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishKind {
+    /// `max_tokens` reached (`length`).
+    Length,
+    /// The last token is a stop token or EOS (`stop`); its text is left out unless
+    /// `include_stop_str_in_output` is set.
+    StopToken,
+    /// The request was aborted (`abort`) or failed.
+    Abort,
+}
+
+/// A stop string that ended the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StopMatch {
+    /// Index of the matched string in [`DecodeOptions::stop`].
+    pub index: usize,
+    /// The matched string (vLLM's `stop_reason`).
+    pub stop: String,
+    /// Length in characters of the whole output text after the cut.
+    pub text_len: usize,
+    /// How many of the tokens given to this call are kept: the tokens after the one that
+    /// completed the stop string are dropped (speculative decoding can deliver several), as
+    /// vLLM trims `new_token_ids` and their logprobs.
+    pub tokens_kept: usize,
+}
+
+/// The text released by one call, and whether the request is now finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Delta {
+    /// New text (possibly empty while a character or a possible stop string is held back).
+    pub text: String,
+    /// The stop string that finished the request, if one matched.
+    pub stop: Option<StopMatch>,
+    /// Whether the request is finished (a stop string matched, or [`IncrementalDecoder::finish`]).
+    pub finished: bool,
+}
+
+struct StopState {
+    matcher: StopMatcher,
+    strings: Vec<String>,
+    include: bool,
+    min_tokens: usize,
+    /// Absolute byte offset where each token of the current call ended (vLLM's `token_offsets`).
+    token_ends: Vec<usize>,
+}
+
+/// Turns one request's output token ids into text deltas identical to vLLM's.
+///
+/// Creating one costs O(prompt suffix); each call costs O(new tokens + new bytes) for
+/// tokenizers with a [`DecodeTable`](crate::DecodeTable) (independent of the number of stop
+/// strings), and a short window re-decode per token otherwise.
+///
+/// ```
+/// # fn main() -> Result<(), vllm_detok::Error> {
+/// use std::sync::Arc;
+/// use vllm_detok::{DecodeOptions, FinishKind, HfTokenizer, IncrementalDecoder, Tokenizer};
+///
+/// # let json = include_bytes!("../tests/data/tiny_byte_level.json");
+/// let tokenizer: Arc<dyn Tokenizer> = Arc::new(HfTokenizer::from_bytes(json)?);
+/// let options = DecodeOptions { stop: vec!["lo".into()], ..DecodeOptions::default() };
+/// let mut decoder = IncrementalDecoder::new(tokenizer, &[], options)?;
+/// let mut text = String::new();
+/// for id in [0, 1, 2] {
+///     // "he", "l", "lo": "lo" is a stop string, so "l" is held back and then cut.
+///     let delta = decoder.push(&[id])?;
+///     text.push_str(&delta.text);
+///     if delta.finished {
+///         assert_eq!(delta.stop.unwrap().stop, "lo");
+///         break;
+///     }
+/// }
+/// assert_eq!(text, "hel");
+/// # Ok(())
+/// # }
+/// ```
+pub struct IncrementalDecoder {
+    tokenizer: Arc<dyn Tokenizer>,
+    stream: TextStream,
+    /// `None` unless `spaces_between_special_tokens = false` applies; then whether the last
+    /// token was an added token.
+    last_added: Option<bool>,
+    stop: Option<StopState>,
+    include_stop_str: bool,
+    /// Characters held back while a stop string could still be completing.
+    hold_back: usize,
+    num_output_tokens: usize,
+    /// Output text not yet returned.
+    unreleased: String,
+    /// Characters and bytes of the whole output text.
+    total_chars: usize,
+    total_bytes: usize,
+    /// Characters and bytes already returned.
+    released_chars: usize,
+    released_bytes: usize,
+    finished: bool,
+}
+
+impl std::fmt::Debug for IncrementalDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IncrementalDecoder")
+            .field("num_output_tokens", &self.num_output_tokens)
+            .field("total_chars", &self.total_chars)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IncrementalDecoder {
+    /// A decoder for a request with prompt `prompt_ids`. Only the last few prompt tokens are
+    /// looked at.
+    pub fn new(tokenizer: Arc<dyn Tokenizer>, prompt_ids: &[u32], options: DecodeOptions) -> Result<Self> {
+        let stream = TextStream::new(tokenizer.as_ref(), prompt_ids, options.skip_special_tokens)?;
+        // vLLM: `spaces_between_special_tokens = skip_special_tokens or
+        // spaces_between_special_tokens`, and nothing to do without added tokens.
+        let last_added = (!options.skip_special_tokens && !options.spaces_between_special_tokens).then_some(false);
+        let include_stop_str = options.include_stop_str_in_output;
+        let (stop, hold_back) = if options.stop.is_empty() {
+            (None, 0)
+        } else {
+            let hold_back = if options.include_stop_str_in_output {
+                0
+            } else {
+                options.stop.iter().map(|s| s.chars().count()).max().unwrap_or(1) - 1
+            };
+            let state = StopState {
+                matcher: StopMatcher::new(&options.stop)?,
+                strings: options.stop,
+                include: options.include_stop_str_in_output,
+                min_tokens: options.min_tokens,
+                token_ends: Vec::new(),
+            };
+            (Some(state), hold_back)
+        };
+        Ok(Self {
+            tokenizer,
+            stream,
+            last_added,
+            stop,
+            include_stop_str,
+            hold_back,
+            num_output_tokens: 0,
+            unreleased: String::new(),
+            total_chars: 0,
+            total_bytes: 0,
+            released_chars: 0,
+            released_bytes: 0,
+            finished: false,
+        })
+    }
+
+    /// Decodes the token ids of one engine output and returns the text that can be released.
+    pub fn push(&mut self, ids: &[u32]) -> Result<Delta> {
+        self.step(ids, false, false)
+    }
+
+    /// Decodes the token ids of the engine output that finished the request (possibly none)
+    /// and returns all remaining text.
+    ///
+    /// Text of an incomplete character at the very end is not returned, as in vLLM.
+    pub fn finish(&mut self, ids: &[u32], kind: FinishKind) -> Result<Delta> {
+        self.step(ids, kind == FinishKind::StopToken, true)
+    }
+
+    /// The number of output tokens decoded so far (after any stop-string trimming).
+    pub fn num_output_tokens(&self) -> usize {
+        self.num_output_tokens
+    }
+
+    /// Whether the request has finished.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    fn step(&mut self, ids: &[u32], stop_terminated: bool, finished: bool) -> Result<Delta> {
+        if self.finished {
+            return Err(Error::Finished);
+        }
+        let stop = self.update(ids, stop_terminated)?;
+        self.finished = finished || stop.is_some();
+        let text = self.release(self.finished);
+        Ok(Delta { text, stop, finished: self.finished })
+    }
+
+    /// vLLM's `BaseIncrementalDetokenizer.update`.
+    fn update(&mut self, ids: &[u32], stop_terminated: bool) -> Result<Option<StopMatch>> {
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        // A stop token's own text is left out unless stop strings are kept in the output.
+        let skip_last = stop_terminated && !self.include_stop_str;
+        let decoded = if skip_last { &ids[..ids.len() - 1] } else { ids };
+
+        let num_prev_tokens = self.num_output_tokens;
+        let start_bytes = self.total_bytes;
+        if let Some(stop) = &mut self.stop {
+            stop.token_ends.clear();
+            stop.token_ends.push(start_bytes);
+        }
+        for &id in decoded {
+            self.num_output_tokens += 1;
+            let before = self.unreleased.len();
+            self.stream.step(self.tokenizer.as_ref(), id, &mut self.unreleased)?;
+            if let Some(last_added) = &mut self.last_added {
+                match self.tokenizer.added_token(id) {
+                    Some(content) => {
+                        if *last_added {
+                            self.unreleased.truncate(before);
+                            self.unreleased.push_str(content);
+                        }
+                        *last_added = true;
+                    }
+                    None => *last_added = false,
+                }
+            }
+            let new = &self.unreleased[before..];
+            self.total_bytes += new.len();
+            self.total_chars += new.chars().count();
+            if let Some(stop) = &mut self.stop {
+                stop.token_ends.push(self.total_bytes);
+            }
+        }
+        if skip_last {
+            self.num_output_tokens += 1;
+            if let Some(stop) = &mut self.stop {
+                stop.token_ends.push(self.total_bytes);
+            }
+        }
+        self.check_stop(num_prev_tokens, start_bytes)
+    }
+
+    /// vLLM's stop-string evaluation at the end of `update`.
+    fn check_stop(&mut self, num_prev_tokens: usize, start_bytes: usize) -> Result<Option<StopMatch>> {
+        let Some(stop) = &mut self.stop else {
+            return Ok(None);
+        };
+        // Stop strings count only once more than `min_tokens` tokens exist, and then only
+        // when they end in text of tokens past `min_tokens`.
+        let after = (self.num_output_tokens > stop.min_tokens)
+            .then(|| stop.token_ends[stop.min_tokens.saturating_sub(num_prev_tokens).min(stop.token_ends.len() - 1)]);
+        let new_start = start_bytes - self.released_bytes;
+        let new_bytes = &self.unreleased.as_bytes()[new_start..];
+        let Some(found) = stop.matcher.feed(new_bytes, start_bytes, after) else {
+            return Ok(None);
+        };
+        // Tokens after the one completing the stop string are dropped.
+        let tokens_kept = stop.token_ends[1..].partition_point(|&end| end < found.end) + 1;
+        let tokens_kept = tokens_kept.min(stop.token_ends.len() - 1);
+        self.num_output_tokens = num_prev_tokens + tokens_kept;
+        let cut = if stop.include { found.end } else { found.end - found.len };
+        let keep = cut.saturating_sub(self.released_bytes).min(self.unreleased.len());
+        let removed_chars = self.unreleased[keep..].chars().count();
+        self.unreleased.truncate(keep);
+        self.total_bytes = self.released_bytes + keep;
+        self.total_chars -= removed_chars;
+        Ok(Some(StopMatch {
+            index: found.index,
+            stop: stop.strings[found.index].clone(),
+            text_len: self.total_chars,
+            tokens_kept,
+        }))
+    }
+
+    /// vLLM's `get_next_output_text(finished, delta=True)`.
+    fn release(&mut self, finished: bool) -> String {
+        let hold_back = if finished { 0 } else { self.hold_back };
+        let target = self.total_chars.saturating_sub(hold_back);
+        if target <= self.released_chars {
+            return String::new();
+        }
+        let count = target - self.released_chars;
+        let end = self.unreleased.char_indices().nth(count).map_or(self.unreleased.len(), |(i, _)| i);
+        let text: String = self.unreleased.drain(..end).collect();
+        self.released_chars = target;
+        self.released_bytes += text.len();
+        text
+    }
+}

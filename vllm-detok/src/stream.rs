@@ -1,0 +1,184 @@
+//! Turning one token id at a time into text, exactly as `tokenizers`' `DecodeStream` does.
+//!
+//! `DecodeStream` re-decodes a short window of ids at every step and returns the text added
+//! since the previous step, holding everything back while the decoding ends in U+FFFD (an
+//! incomplete character, or an invalid byte that a later token might still explain). Two
+//! implementations produce the same text:
+//!
+//! * [`TableStream`] for tokenizers with a [`DecodeTable`]: a step appends the token's bytes
+//!   to the pending bytes and checks only the last character, O(1) per token.
+//! * [`WindowStream`] for every other tokenizer: the `DecodeStream` algorithm itself, over
+//!   [`Tokenizer::decode`], with vLLM's recovery from `InvalidPrefix`.
+//!
+//! Both are seeded from a short suffix of the prompt. When the prompt ends in the middle of a
+//! character, only that character's bytes are kept pending, so no prompt text leaks into the
+//! first delta (vLLM, priming `DecodeStream` with the whole prompt, returns the whole prompt
+//! text in that case).
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::table::{DecodeTable, incomplete_utf8_suffix, lossy_ends_with_replacement};
+use crate::tokenizer::Tokenizer;
+
+/// The prompt tokens a window is seeded with (vLLM's slow detokenizer uses 5 + 1).
+const SEED_TOKENS: usize = 6;
+/// How far back seeding looks for a suffix that does not start inside a character.
+const MAX_SEED_TOKENS: usize = 24;
+const REPLACEMENT: char = '\u{FFFD}';
+
+/// One request's decoding state.
+pub(crate) enum TextStream {
+    /// O(1) per token through a shared [`DecodeTable`].
+    Table(TableStream),
+    /// `DecodeStream`'s window algorithm.
+    Window(WindowStream),
+}
+
+impl TextStream {
+    /// A stream for `tokenizer`, primed with the end of `prompt`.
+    pub(crate) fn new(tokenizer: &dyn Tokenizer, prompt: &[u32], skip_special_tokens: bool) -> Result<Self> {
+        Ok(match tokenizer.decode_table() {
+            Some(table) => Self::Table(TableStream::new(table.clone(), prompt, skip_special_tokens)),
+            None => Self::Window(WindowStream::new(tokenizer, prompt, skip_special_tokens)?),
+        })
+    }
+
+    /// Decodes one more token, appending the text it releases (possibly none) to `out`.
+    #[inline]
+    pub(crate) fn step(&mut self, tokenizer: &dyn Tokenizer, id: u32, out: &mut String) -> Result<()> {
+        match self {
+            Self::Table(stream) => {
+                stream.step(id, out);
+                Ok(())
+            }
+            Self::Window(stream) => stream.step(tokenizer, id, out),
+        }
+    }
+}
+
+/// Decoding through a [`DecodeTable`]: the state is only the bytes not yet released.
+pub(crate) struct TableStream {
+    table: Arc<DecodeTable>,
+    skip_special_tokens: bool,
+    /// Bytes since the last release; always starts at a character boundary.
+    pending: Vec<u8>,
+}
+
+impl TableStream {
+    fn new(table: Arc<DecodeTable>, prompt: &[u32], skip_special_tokens: bool) -> Self {
+        // The last few prompt bytes are enough to see whether the prompt ends inside a
+        // character (at most 3 bytes of it).
+        let mut tail = Vec::new();
+        for &id in prompt.iter().rev() {
+            let bytes = table.token_bytes(id, skip_special_tokens);
+            tail.splice(0..0, bytes.iter().copied());
+            if tail.len() >= 4 {
+                break;
+            }
+        }
+        let keep = incomplete_utf8_suffix(&tail);
+        let pending = tail[tail.len() - keep..].to_vec();
+        Self { table, skip_special_tokens, pending }
+    }
+
+    #[inline]
+    fn step(&mut self, id: u32, out: &mut String) {
+        let bytes = self.table.token_bytes(id, self.skip_special_tokens);
+        if bytes.is_empty() {
+            return;
+        }
+        if self.pending.is_empty() {
+            // Fast path: a token that is complete text on its own.
+            if let Ok(text) = std::str::from_utf8(bytes) {
+                if !text.ends_with(REPLACEMENT) {
+                    out.push_str(text);
+                    return;
+                }
+            }
+        }
+        self.pending.extend_from_slice(bytes);
+        if lossy_ends_with_replacement(&self.pending) {
+            return;
+        }
+        out.push_str(&String::from_utf8_lossy(&self.pending));
+        self.pending.clear();
+    }
+}
+
+/// `tokenizers`' `DecodeStream` state: a window of ids and the text of its first part.
+pub(crate) struct WindowStream {
+    skip_special_tokens: bool,
+    ids: Vec<u32>,
+    prefix: String,
+    prefix_index: usize,
+}
+
+/// `DecodeStream`'s "Invalid prefix encountered" condition.
+struct InvalidPrefix;
+
+impl WindowStream {
+    fn new(tokenizer: &dyn Tokenizer, prompt: &[u32], skip_special_tokens: bool) -> Result<Self> {
+        let decode = |ids: &[u32]| tokenizer.decode(ids, skip_special_tokens);
+        // A short suffix that does not start inside a character decodes the end of the prompt
+        // as the whole prompt does.
+        let floor = prompt.len().saturating_sub(MAX_SEED_TOKENS);
+        let mut start = prompt.len().saturating_sub(SEED_TOKENS);
+        while start > floor && decode(&prompt[start..])?.starts_with(REPLACEMENT) {
+            start -= 1;
+        }
+        let ids = prompt[start..].to_vec();
+        // Like `DecodeStream`'s prefill, but when the prompt ends inside a character the
+        // prefix stops before the tokens of that character instead of being left empty.
+        let mut end = ids.len();
+        let mut prefix = decode(&ids)?;
+        while end > 0 && prefix.ends_with(REPLACEMENT) {
+            end -= 1;
+            prefix = decode(&ids[..end])?;
+        }
+        Ok(Self { skip_special_tokens, ids, prefix, prefix_index: end })
+    }
+
+    fn step(&mut self, tokenizer: &dyn Tokenizer, id: u32, out: &mut String) -> Result<()> {
+        match self.try_step(tokenizer, id, out)? {
+            Ok(()) => Ok(()),
+            Err(InvalidPrefix) => {
+                // vLLM (`FastIncrementalDetokenizer._protected_step`) restarts the stream
+                // without context and decodes the token again.
+                self.ids.clear();
+                self.prefix.clear();
+                self.prefix_index = 0;
+                match self.try_step(tokenizer, id, out)? {
+                    Ok(()) => Ok(()),
+                    // Unreachable: an empty prefix is a prefix of every string.
+                    Err(InvalidPrefix) => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// `tokenizers::step_decode_stream`, step for step.
+    fn try_step(&mut self, tokenizer: &dyn Tokenizer, id: u32, out: &mut String) -> Result<Result<(), InvalidPrefix>> {
+        let skip = self.skip_special_tokens;
+        if self.prefix.is_empty() && !self.ids.is_empty() {
+            let new_prefix = tokenizer.decode(&self.ids, skip)?;
+            if !new_prefix.ends_with(REPLACEMENT) {
+                self.prefix = new_prefix;
+                self.prefix_index = self.ids.len();
+            }
+        }
+        self.ids.push(id);
+        let string = tokenizer.decode(&self.ids, skip)?;
+        if string.len() > self.prefix.len() && !string.ends_with(REPLACEMENT) {
+            if !string.starts_with(&self.prefix) {
+                return Ok(Err(InvalidPrefix));
+            }
+            out.push_str(&string[self.prefix.len()..]);
+            let new_prefix_index = self.ids.len() - self.prefix_index;
+            self.ids.drain(..self.prefix_index);
+            self.prefix = tokenizer.decode(&self.ids, skip)?;
+            self.prefix_index = new_prefix_index;
+        }
+        Ok(Ok(()))
+    }
+}

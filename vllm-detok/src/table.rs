@@ -1,0 +1,173 @@
+//! The shared per-tokenizer decode table of byte-level BPE tokenizers.
+//!
+//! With a GPT-2 style `ByteLevel` decoder, `tokenizers` decodes a sequence of ids by mapping
+//! every token to a fixed byte string (the byte-level alphabet mapped back to bytes, or the
+//! token's own UTF-8 when it holds a character outside that alphabet, as added tokens may) and
+//! then running `String::from_utf8_lossy` over the concatenation. Decoding therefore never
+//! needs a window of previous tokens: the table below stores every token's bytes once, and
+//! [`crate::stream`] appends them and looks only at the last character.
+
+use std::ops::Range;
+
+/// Every token's decoded bytes, computed once per tokenizer and shared (via `Arc`) by all
+/// requests.
+#[derive(Debug, Clone)]
+pub struct DecodeTable {
+    /// The bytes of all tokens, concatenated.
+    bytes: Vec<u8>,
+    /// `spans[id]` is the range of token `id` in `bytes`.
+    spans: Vec<Range<u32>>,
+    /// Whether token `id` is a special token, removed when `skip_special_tokens` is set.
+    special: Vec<bool>,
+}
+
+/// The token bytes of the GPT-2 byte-level alphabet: `char` -> byte.
+fn byte_level_alphabet() -> std::collections::HashMap<char, u8> {
+    let mut bytes: Vec<u32> = (u32::from('!')..=u32::from('~'))
+        .chain(u32::from('¡')..=u32::from('¬'))
+        .chain(u32::from('®')..=u32::from('ÿ'))
+        .collect();
+    let mut chars = bytes.clone();
+    let mut extra = 0;
+    for b in 0..=255u32 {
+        if !bytes.contains(&b) {
+            bytes.push(b);
+            chars.push(256 + extra);
+            extra += 1;
+        }
+    }
+    bytes
+        .into_iter()
+        .zip(chars)
+        .filter_map(|(b, c)| Some((char::from_u32(c)?, u8::try_from(b).ok()?)))
+        .collect()
+}
+
+impl DecodeTable {
+    /// Builds the table of a `ByteLevel`-decoded tokenizer from each token's string (as
+    /// `tokenizers` hands it to the decoder) and special flag; `tokens[id]` is `None` for ids
+    /// without a token.
+    pub fn byte_level<'a>(tokens: impl ExactSizeIterator<Item = Option<(&'a str, bool)>>) -> Self {
+        let alphabet = byte_level_alphabet();
+        let mut table = Self {
+            bytes: Vec::new(),
+            spans: Vec::with_capacity(tokens.len()),
+            special: Vec::with_capacity(tokens.len()),
+        };
+        for token in tokens {
+            let start = table.bytes.len();
+            let (token, special) = token.unwrap_or(("", false));
+            // Same rule as `ByteLevel::decode_chain`: the whole token maps through the
+            // alphabet, or, if any character is outside it, the token's UTF-8 is used as is.
+            let mapped: Option<Vec<u8>> = token.chars().map(|c| alphabet.get(&c).copied()).collect();
+            match mapped {
+                Some(bytes) => table.bytes.extend_from_slice(&bytes),
+                None => table.bytes.extend_from_slice(token.as_bytes()),
+            }
+            table.spans.push(span(start, table.bytes.len()));
+            table.special.push(special);
+        }
+        table
+    }
+
+    /// The bytes token `id` contributes to a decoding; empty for unknown ids and for special
+    /// tokens when `skip_special_tokens` is set.
+    #[inline]
+    pub fn token_bytes(&self, id: u32, skip_special_tokens: bool) -> &[u8] {
+        let id = id as usize;
+        match self.spans.get(id) {
+            Some(span) if !(skip_special_tokens && self.special[id]) => {
+                &self.bytes[span.start as usize..span.end as usize]
+            }
+            _ => &[],
+        }
+    }
+
+    /// The number of ids in the table.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether the table has no ids.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+}
+
+fn span(start: usize, end: usize) -> Range<u32> {
+    // Vocabularies are far below 4 GiB of token text; saturate rather than wrap.
+    let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    clamp(start)..clamp(end)
+}
+
+/// Whether `String::from_utf8_lossy(bytes)` ends with U+FFFD, looking only at the last
+/// character: the lossy decoder always starts a new character at a byte that is not a UTF-8
+/// continuation byte, so the last such byte in the final four decides.
+pub(crate) fn lossy_ends_with_replacement(bytes: &[u8]) -> bool {
+    let floor = bytes.len().saturating_sub(4);
+    match (floor..bytes.len()).rev().find(|&i| bytes[i] & 0xC0 != 0x80) {
+        Some(start) => match std::str::from_utf8(&bytes[start..]) {
+            Ok(last) => last.ends_with('\u{FFFD}'),
+            Err(_) => true,
+        },
+        // Four or more trailing continuation bytes: the last one is a lone byte.
+        None => !bytes.is_empty(),
+    }
+}
+
+/// The length of the incomplete-but-valid UTF-8 sequence that `bytes` ends with (0 to 3): the
+/// start of a character whose remaining bytes have not been seen yet.
+pub(crate) fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
+    let floor = bytes.len().saturating_sub(4);
+    match (floor..bytes.len()).rev().find(|&i| bytes[i] & 0xC0 != 0x80) {
+        Some(start) => match std::str::from_utf8(&bytes[start..]) {
+            Err(e) if e.error_len().is_none() && e.valid_up_to() == 0 => bytes.len() - start,
+            _ => 0,
+        },
+        None => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replacement_detection_matches_lossy_decoding() {
+        let samples: &[&[u8]] = &[
+            b"", b"a", b"\xe2", b"\xe2\x82", b"\xe2\x82\xac", b"a\x80", b"\x80\x80\x80\x80\x80",
+            b"\xef\xbf\xbd", b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xe2\x82a", b"\xc3", b"\xff",
+            b"\xed\xa0\x80", b"\xf4\x90\x80", b"ab\xe4\xb8\xad\x80",
+        ];
+        for s in samples {
+            assert_eq!(
+                lossy_ends_with_replacement(s),
+                String::from_utf8_lossy(s).ends_with('\u{FFFD}'),
+                "{s:?}"
+            );
+        }
+        // Exhaustive over all 1- and 2-byte strings and a sweep of 3-byte ones.
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                let s = [a, b];
+                assert_eq!(lossy_ends_with_replacement(&s), String::from_utf8_lossy(&s).ends_with('\u{FFFD}'));
+                for c in [0x41u8, 0x80, 0xbf, 0xe2, 0xf0] {
+                    let s = [a, b, c];
+                    assert_eq!(lossy_ends_with_replacement(&s), String::from_utf8_lossy(&s).ends_with('\u{FFFD}'));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn incomplete_suffix() {
+        assert_eq!(incomplete_utf8_suffix(b"ab\xe2\x82"), 2);
+        assert_eq!(incomplete_utf8_suffix(b"ab\xf0"), 1);
+        assert_eq!(incomplete_utf8_suffix(b"ab\xf0\x9f\x98"), 3);
+        assert_eq!(incomplete_utf8_suffix(b"ab\xe2\x82\xac"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"ab\x80"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"ab\xff"), 0);
+        assert_eq!(incomplete_utf8_suffix(b"\xed\xa0"), 0, "surrogate prefix is invalid");
+        assert_eq!(incomplete_utf8_suffix(b""), 0);
+    }
+}

@@ -1,0 +1,118 @@
+//! Delta-by-delta parity with vLLM 0.33.0's detokenizer, over the golden fixtures produced by
+//! `scripts/gen_fixtures.py` for six real tokenizers.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Case, MODELS};
+use vllm_detok::{DecodeOptions, FinishKind, IncrementalDecoder, LogprobText, Tokenizer};
+
+fn finish_kind(name: &str) -> FinishKind {
+    match name {
+        "length" => FinishKind::Length,
+        "stop_token" => FinishKind::StopToken,
+        "abort" => FinishKind::Abort,
+        other => panic!("unknown finish kind {other}"),
+    }
+}
+
+/// Replays one case; returns a description of the first difference.
+fn replay(tokenizer: Arc<dyn Tokenizer>, case: &Case) -> Result<(), String> {
+    let o = &case.options;
+    let options = DecodeOptions {
+        skip_special_tokens: o.skip_special_tokens,
+        spaces_between_special_tokens: o.spaces_between_special_tokens,
+        stop: o.stop.clone(),
+        include_stop_str_in_output: o.include_stop_str_in_output,
+        min_tokens: o.min_tokens,
+    };
+    let mut decoder = IncrementalDecoder::new(tokenizer, &case.prompt, options).map_err(|e| e.to_string())?;
+    for (i, step) in case.steps.iter().enumerate() {
+        let delta = match &step.finish {
+            Some(kind) => decoder.finish(&step.ids, finish_kind(kind)),
+            None => decoder.push(&step.ids),
+        }
+        .map_err(|e| format!("step {i}: {e}"))?;
+        let stop = delta.stop.as_ref().map(|s| s.stop.clone());
+        let kept = delta.stop.as_ref().map_or(step.ids.len(), |s| s.tokens_kept);
+        if delta.text != step.text || stop != step.stop || kept != step.kept {
+            return Err(format!(
+                "step {i} ids {:?}: got {:?} stop {:?} kept {kept}, vLLM {:?} stop {:?} kept {}",
+                step.ids, delta.text, stop, step.text, step.stop, step.kept
+            ));
+        }
+        let expect_finished = step.finish.is_some() || step.stop.is_some();
+        if delta.finished != expect_finished {
+            return Err(format!("step {i}: finished {} != {expect_finished}", delta.finished));
+        }
+    }
+    Ok(())
+}
+
+fn check_model(name: &str) {
+    let tokenizer = common::tokenizer(name);
+    let fixture = common::fixture(name);
+    assert_eq!(fixture.model, name);
+    assert!(fixture.cases.len() >= 100);
+    let mut failures = Vec::new();
+    for (n, case) in fixture.cases.iter().enumerate() {
+        if let Err(e) = replay(tokenizer.clone(), case) {
+            failures.push(format!(
+                "case {n} (prompt {:?}, leak {}, finish {}, options skip={} spaces={} include={} min={} stop={:?}): {e}",
+                case.prompt,
+                case.leak,
+                case.finish,
+                case.options.skip_special_tokens,
+                case.options.spaces_between_special_tokens,
+                case.options.include_stop_str_in_output,
+                case.options.min_tokens,
+                case.options.stop
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{name}: {} of {} cases differ:\n{}", failures.len(), fixture.cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn deltas_match_vllm_qwen3() {
+    check_model("qwen3");
+}
+
+#[test]
+fn deltas_match_vllm_llama3() {
+    check_model("llama3");
+}
+
+#[test]
+fn deltas_match_vllm_llama3_1() {
+    check_model("llama3_1");
+}
+
+#[test]
+fn deltas_match_vllm_deepseek_v3() {
+    check_model("deepseek_v3");
+}
+
+#[test]
+fn deltas_match_vllm_gemma3() {
+    check_model("gemma3");
+}
+
+#[test]
+fn deltas_match_vllm_gptoss() {
+    check_model("gptoss");
+}
+
+#[test]
+fn logprob_token_text_matches_vllm() {
+    for name in MODELS {
+        let tokenizer = common::tokenizer(name);
+        let fixture = common::fixture(name);
+        let mut text = LogprobText::new(tokenizer);
+        for (n, position) in fixture.logprobs.iter().enumerate() {
+            let got: Vec<String> = text.position(&position.ids).unwrap().into_iter().map(|c| c.into_owned()).collect();
+            assert_eq!(got, position.tokens, "{name} position {n} ids {:?}", position.ids);
+        }
+    }
+}

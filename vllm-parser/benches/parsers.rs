@@ -1,0 +1,180 @@
+//! Parser throughput, side by side with vLLM's Python parsers, and the linear-time
+//! check: per-character cost at 1-character chunks for 1 KB vs 64 KB outputs.
+//!
+//! `cargo bench -p vllm-parser --bench parsers` runs criterion on our parsers, then
+//! (when `$HOME/.cache/vllm-reference` exists) times vLLM's parsers on the same
+//! outputs with `scripts/bench_vllm.py` and prints a table of ratios.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use criterion::{Criterion, Throughput};
+use vllm_parser::{Event, MessageParser, ParserOptions, registry};
+
+/// A benchmarked configuration: a parser pair and a model output made to size.
+struct Family {
+    name: &'static str,
+    reasoning: Option<&'static str>,
+    tool: Option<&'static str>,
+    output: fn(usize) -> String,
+}
+
+const PROSE: &str = "The weather in Paris is mild, with light rain expected later today. ";
+
+const FAMILIES: &[Family] = &[
+    Family {
+        name: "think (deepseek_r1)",
+        reasoning: Some("deepseek_r1"),
+        tool: None,
+        output: |size| {
+            let half = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!("<think>{half}</think>{half}")
+        },
+    },
+    Family {
+        name: "hermes (+qwen3)",
+        reasoning: Some("qwen3"),
+        tool: Some("hermes"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<think>{prose}</think>\n\n<tool_call>\n{{\"name\": \"f\", \"arguments\": {{\"text\": \"{prose}\"}}}}\n</tool_call>"
+            )
+        },
+    },
+];
+
+fn run(family: &Family, output: &str, chunk_chars: usize) -> usize {
+    let options = ParserOptions::default();
+    let mut parser = MessageParser::new(
+        family
+            .reasoning
+            .map(|n| registry::reasoning_parser(n, &options).unwrap()),
+        family
+            .tool
+            .map(|n| registry::tool_parser(n, &options).unwrap()),
+    );
+    let mut events: Vec<Event> = Vec::new();
+    let mut count = 0;
+    let (mut from, mut chars) = (0, 0);
+    for (at, _) in output.char_indices() {
+        if chars == chunk_chars {
+            parser.push(&output[from..at], &[], &mut events);
+            count += events.len();
+            events.clear();
+            (from, chars) = (at, 0);
+        }
+        chars += 1;
+    }
+    parser.push(&output[from..], &[], &mut events);
+    parser.finish(&mut events);
+    count + events.len()
+}
+
+fn seconds_per_run(family: &Family, output: &str, chunk_chars: usize) -> f64 {
+    let runs = (2_000_000 / output.len()).clamp(3, 2000);
+    let start = Instant::now();
+    for _ in 0..runs {
+        black_box(run(family, output, chunk_chars));
+    }
+    start.elapsed().as_secs_f64() / runs as f64
+}
+
+fn criterion_benches(c: &mut Criterion) {
+    for family in FAMILIES {
+        let mut group = c.benchmark_group(family.name);
+        let output = (family.output)(16 * 1024);
+        group.throughput(Throughput::Bytes(output.len() as u64));
+        group.bench_function("16KB, 4-char chunks", |b| {
+            b.iter(|| run(family, &output, 4))
+        });
+        for size in [1024, 64 * 1024] {
+            let output = (family.output)(size);
+            group.throughput(Throughput::Bytes(output.len() as u64));
+            group.bench_function(format!("{}KB, 1-char chunks", size / 1024), |b| {
+                b.iter(|| run(family, &output, 1))
+            });
+        }
+        group.finish();
+    }
+}
+
+/// Seconds per run of vLLM's parser for each family on its 16 KB output, if the
+/// reference environment is there.
+fn vllm_seconds() -> Option<Vec<f64>> {
+    let home = std::env::var("HOME").ok()?;
+    let python = format!("{home}/.cache/vllm-reference/venv/bin/python");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench_vllm.py");
+    let mut child = Command::new(python)
+        .arg(script)
+        .env("HF_HUB_OFFLINE", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    for family in FAMILIES {
+        let job = serde_json_line(family);
+        writeln!(stdin, "{job}").ok()?;
+    }
+    drop(stdin);
+    let out = child.wait_with_output().ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    text.lines()
+        .map(|line| {
+            let (_, value) = line.rsplit_once(':')?;
+            value.trim_end_matches('}').trim().parse().ok()
+        })
+        .collect()
+}
+
+fn serde_json_line(family: &Family) -> String {
+    let quote = |s: Option<&str>| s.map_or("null".to_owned(), |s| format!("{s:?}"));
+    let mut output = String::new();
+    vllm_parser::json::write_string(&mut output, &(family.output)(16 * 1024), false);
+    format!(
+        "{{\"tool\": {}, \"reasoning\": {}, \"output\": {output}, \"repeat\": 3}}",
+        quote(family.tool),
+        quote(family.reasoning)
+    )
+}
+
+fn comparison_table() {
+    println!(
+        "\n| family | ours MB/s (4-char chunks, 16 KB) | vLLM MB/s (token deltas) | ratio | 64 KB vs 1 KB per char (1-char chunks) |"
+    );
+    println!("|---|---|---|---|---|");
+    let vllm = vllm_seconds();
+    for (i, family) in FAMILIES.iter().enumerate() {
+        let output = (family.output)(16 * 1024);
+        let ours = seconds_per_run(family, &output, 4);
+        let mb = output.len() as f64 / 1e6;
+        let per_char = |size: usize| {
+            let output = (family.output)(size);
+            seconds_per_run(family, &output, 1) / output.chars().count() as f64
+        };
+        let growth = per_char(64 * 1024) / per_char(1024);
+        let (theirs, ratio) = match vllm.as_ref().and_then(|v| v.get(i)) {
+            Some(&seconds) => (
+                format!("{:.2}", mb / seconds),
+                format!("{:.0}x", seconds / ours),
+            ),
+            None => ("n/a".to_owned(), "n/a".to_owned()),
+        };
+        println!(
+            "| {} | {:.1} | {theirs} | {ratio} | {growth:.2}x |",
+            family.name,
+            mb / ours
+        );
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    criterion_benches(&mut criterion);
+    criterion.final_summary();
+    comparison_table();
+}

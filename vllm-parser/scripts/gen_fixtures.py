@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Generate vllm-parser's golden fixtures from vLLM 0.33.0's own Python parsers.
+
+For every corpus file ``scripts/corpus/<family>.json`` this runs vLLM's composed
+``Parser`` (``vllm.parser.parser_manager.ParserManager.get_parser``, the object the
+OpenAI server holds per request) over every case under every configuration:
+
+* whole text: ``parser.parse(output, request, enable_auto_tools=True)`` then the
+  server's ``assemble_chat_message_fields`` (what a non-streaming response holds);
+* streaming: a fresh parser driven with ``parse_delta`` one token at a time, the way
+  ``ChatStreamProcessor.step`` drives it (token-aligned deltas from an incremental
+  decode of the output's token ids, ``finished=True`` on the last one), deltas merged
+  into one message (content and reasoning concatenated, tool calls merged by index).
+
+Both results, normalised the way a client compares messages (``""`` and ``None`` are
+the same; whitespace-only content next to tool calls is ``None``), are written to
+``tests/fixtures/<family>.json`` together with the token-aligned chunks, so
+``cargo test`` can replay them with nothing but cargo. ``expected`` is the whole-text
+result; when vLLM's own streaming and whole-text results disagree, the case must say
+which one we follow (``"follow": "whole"`` or ``"follow": "streaming"``) or the
+generator stops: the choice is recorded in the corpus, never made silently.
+
+Corpus file format (JSON)::
+
+    {
+      "configs": [ {"tool": "hermes", "reasoning": null, "model": "qwen3",
+                    "chat_template_kwargs": {}, "prompt": "<|im_start|>assistant\\n"} ],
+      "tools":   [ <OpenAI tool objects: {"type": "function", "function": {...}}> ],
+      "cases":   [ {"name": "normal", "output": "...", "follow": "whole"} ]
+    }
+
+``model`` names a tokenizer directory under ``$REF/models`` (default qwen3);
+``prompt`` is the end of the rendered prompt (vLLM decides from it whether reasoning
+is already over, e.g. Qwen3's ``enable_thinking=False`` template ends with an empty
+think block). A config may carry ``"follow"`` too, overriding the cases' choice when
+the config itself is why vLLM's modes disagree. A case may override ``tools`` and
+restrict itself to some configs with ``"configs": [i, ...]``.
+
+Pinned to the reference environment built by ``../shared/peers/setup.sh``
+(vLLM 0.33.0). Run from the crate directory::
+
+    HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/gen_fixtures.py [family ...]
+
+With no family, every corpus file is regenerated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import warnings
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+warnings.filterwarnings("ignore")
+
+REF = Path(os.environ.get("VLLM_REFERENCE", Path.home() / ".cache/vllm-reference"))
+CRATE = Path(__file__).resolve().parent.parent
+CORPUS = CRATE / "scripts" / "corpus"
+FIXTURES = CRATE / "tests" / "fixtures"
+VLLM_VERSION = "0.33.0"
+
+import vllm  # noqa: E402
+from vllm.entrypoints.openai.chat_completion.message_assembly import (  # noqa: E402
+    assemble_chat_message_fields,
+)
+from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
+    ChatCompletionRequest,
+)
+from vllm.parser.parser_manager import ParserManager  # noqa: E402
+from vllm.tokenizers import get_tokenizer  # noqa: E402
+
+# vLLM's parsers log every malformed call with a traceback; the fixtures record
+# the outcome, so keep the generator's output to its own report.
+logging.disable(logging.CRITICAL)
+
+if vllm.__version__ != VLLM_VERSION:
+    sys.exit(f"reference env has vLLM {vllm.__version__}, fixtures pin {VLLM_VERSION}")
+
+_TOKENIZERS: dict[str, object] = {}
+
+
+def tokenizer_for(model: str):
+    if model not in _TOKENIZERS:
+        _TOKENIZERS[model] = get_tokenizer(str(REF / "models" / model))
+    return _TOKENIZERS[model]
+
+
+def token_chunks(tokenizer, text: str) -> list[dict]:
+    """Token-aligned deltas as an incremental detokenizer produces them.
+
+    A delta that would end in an incomplete UTF-8 character (U+FFFD) is held back
+    and merged into the next one, like vLLM's detokenizer does.
+    """
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    chunks: list[dict] = []
+    sent, pending = "", []
+    for i, tid in enumerate(ids):
+        pending.append(tid)
+        decoded = tokenizer.decode(ids[: i + 1], skip_special_tokens=False)
+        if decoded.endswith("\ufffd") and i + 1 < len(ids):
+            continue
+        chunks.append({"text": decoded[len(sent):], "ids": pending})
+        sent, pending = decoded, []
+    if "".join(c["text"] for c in chunks) != text:
+        return []  # the tokenizer does not round-trip this text exactly
+    return chunks
+
+
+def make_request(tools: list[dict], chat_template_kwargs: dict) -> ChatCompletionRequest:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "chat_template_kwargs": chat_template_kwargs,
+    }
+    if tools:
+        body["tools"] = tools
+        body["tool_choice"] = "auto"
+    return ChatCompletionRequest.model_validate(body)
+
+
+def normalise(content, reasoning, tool_calls) -> dict:
+    """A message as clients compare it: "" == None; ids only when deterministic."""
+    calls = []
+    for tc in tool_calls:
+        call = {"name": tc["name"], "arguments": tc["arguments"] or ""}
+        if tc.get("id") and not tc["id"].startswith("chatcmpl-tool-"):
+            call["id"] = tc["id"]
+        calls.append(call)
+    if calls and content is not None and content.strip() == "":
+        content = None
+    return {"content": content or None, "reasoning": reasoning or None, "tool_calls": calls}
+
+
+def run_whole(parser_cls, tokenizer, config, tools, output):
+    request = make_request(tools, config["chat_template_kwargs"])
+    parser = parser_cls(
+        tokenizer, request.tools, chat_template_kwargs=config["chat_template_kwargs"]
+    )
+    prompt_ids = tokenizer.encode(config["prompt"], add_special_tokens=False)
+    parser.set_prompt_token_ids(prompt_ids)
+    output_ids = tokenizer.encode(output, add_special_tokens=False)
+    reasoning, content, tool_calls = parser.parse(
+        output, request, enable_auto_tools=True, model_output_token_ids=output_ids
+    )
+    fields = assemble_chat_message_fields(
+        request, reasoning, content, tool_calls,
+        enable_auto_tools=True, parser_cls=parser_cls,
+    )
+    calls = [
+        {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
+        for tc in fields.tool_calls
+    ]
+    return normalise(fields.content, fields.reasoning, calls)
+
+
+def run_streaming(parser_cls, tokenizer, config, tools, chunks):
+    request = make_request(tools, config["chat_template_kwargs"])
+    parser = parser_cls(
+        tokenizer, request.tools, chat_template_kwargs=config["chat_template_kwargs"]
+    )
+    prompt_ids = tokenizer.encode(config["prompt"], add_special_tokens=False)
+    content, reasoning, calls = "", "", {}
+    for i, chunk in enumerate(chunks):
+        delta = parser.parse_delta(
+            delta_text=chunk["text"],
+            delta_token_ids=list(chunk["ids"]),
+            request=request,
+            prompt_token_ids=prompt_ids,
+            finished=i + 1 == len(chunks),
+        )
+        if delta is None:
+            continue
+        content += delta.content or ""
+        reasoning += delta.reasoning or ""
+        for tc in delta.tool_calls or []:
+            call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            call["id"] = call["id"] or tc.id
+            if tc.function is not None:
+                call["name"] += tc.function.name or ""
+                call["arguments"] += tc.function.arguments or ""
+    ordered = [calls[k] for k in sorted(calls)] if tools else []
+    return normalise(content, reasoning, ordered)
+
+
+def config_defaults(config: dict) -> dict:
+    return {
+        "tool": config.get("tool"),
+        "reasoning": config.get("reasoning"),
+        "model": config.get("model", "qwen3"),
+        "chat_template_kwargs": config.get("chat_template_kwargs", {}),
+        "prompt": config.get("prompt", ""),
+        "follow": config.get("follow"),
+    }
+
+
+def generate(family: str) -> int:
+    corpus = json.loads((CORPUS / f"{family}.json").read_text())
+    configs = [config_defaults(c) for c in corpus["configs"]]
+    results, disagreements = [], []
+    for config in configs:
+        tokenizer = tokenizer_for(config["model"])
+        parser_cls = ParserManager.get_parser(
+            tool_parser_name=config["tool"],
+            reasoning_parser_name=config["reasoning"],
+            enable_auto_tools=True,
+            model_name=config["model"],
+            tokenizer=tokenizer,
+        )
+        for case in corpus["cases"]:
+            if "configs" in case and configs.index(config) not in case["configs"]:
+                continue
+            tools = case.get("tools", corpus.get("tools", []))
+            output = case["output"]
+            chunks = token_chunks(tokenizer, output)
+            if not chunks and output:
+                sys.exit(f"{family}/{case['name']}: {config['model']} does not round-trip")
+            whole = run_whole(parser_cls, tokenizer, config, tools, output)
+            streaming = run_streaming(parser_cls, tokenizer, config, tools, chunks)
+            follow = config["follow"] or case.get("follow")
+            if whole != streaming and follow not in ("whole", "streaming"):
+                disagreements.append((config, case["name"], whole, streaming))
+            expected = streaming if follow == "streaming" else whole
+            results.append({
+                "config": config,
+                "case": case["name"],
+                "tools": tools,
+                "output": output,
+                "chunks": chunks,
+                "expected": expected,
+                "vllm_whole": whole,
+                "vllm_streaming": streaming,
+                "follow": follow or "whole",
+            })
+    for config, name, whole, streaming in disagreements:
+        print(f"{family}/{name} [{config['tool']}/{config['reasoning']}]: vLLM streaming "
+              f"and whole text disagree; add \"follow\" to the case\n"
+              f"  whole:     {json.dumps(whole, ensure_ascii=False)}\n"
+              f"  streaming: {json.dumps(streaming, ensure_ascii=False)}", file=sys.stderr)
+    if disagreements:
+        return 1
+    header = {
+        "generated_by": "scripts/gen_fixtures.py",
+        "vllm_version": VLLM_VERSION,
+        "family": family,
+    }
+    # One result per line keeps the files small and their diffs readable.
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in results]
+    text = json.dumps(header, ensure_ascii=False)[:-1]
+    text += ', "results": [\n' + ",\n".join(lines) + "\n]}\n"
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    out = FIXTURES / f"{family}.json"
+    out.write_text(text)
+    print(f"{out.relative_to(CRATE)}: {len(results)} results")
+    return 0
+
+
+def main() -> None:
+    families = sys.argv[1:] or sorted(p.stem for p in CORPUS.glob("*.json"))
+    sys.exit(max((generate(f) for f in families), default=0))
+
+
+if __name__ == "__main__":
+    main()

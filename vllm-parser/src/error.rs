@@ -1,0 +1,24 @@
+//! Errors. Parsing itself never fails (malformed output becomes content); only
+//! choosing and constructing a parser can.
+
+/// Why a parser could not be chosen or constructed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParserError {
+    /// No reasoning parser is registered under this name.
+    #[error("reasoning parser {0:?} is not registered")]
+    UnknownReasoningParser(String),
+    /// No tool parser is registered under this name.
+    #[error("tool parser {0:?} is not registered")]
+    UnknownToolParser(String),
+    /// `auto` was asked for a model this crate has no parser for.
+    #[error("no parser is known for model {0:?}")]
+    NoAutoParser(String),
+    /// The tokenizer lacks a special token the parser needs (vLLM fails at start-up).
+    #[error("parser {parser:?} needs the token {token:?}, which the tokenizer lacks")]
+    MissingToken {
+        /// The parser's registered name.
+        parser: String,
+        /// The token it needs.
+        token: String,
+    },
+}

@@ -1,0 +1,72 @@
+//! The two parser traits and the options parsers are built from.
+
+use serde_json::{Map, Value};
+
+use crate::event::Event;
+use crate::tools::Tool;
+
+/// Splits model output into reasoning and content.
+///
+/// One value per request (parsers hold per-request state; nothing is shared).
+/// Feed every text delta in order with [`push`](Self::push), then call
+/// [`finish`](Self::finish) once. Only [`Event::Reasoning`] and [`Event::Content`]
+/// are emitted. The whole-text result is the same calls with one delta, so
+/// streaming and whole-text parsing cannot disagree. Must never panic, whatever
+/// the text, and must not lose text: what is not reasoning comes out as content
+/// (except markers the format consumes).
+pub trait ReasoningParser: Send {
+    /// Parse one delta. `token_ids` are the delta's token ids when the caller has
+    /// them (empty otherwise); text-based parsers ignore them.
+    fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>);
+
+    /// End of output: release anything held back.
+    fn finish(&mut self, out: &mut Vec<Event>);
+}
+
+/// Finds tool calls in content.
+///
+/// Same contract as [`ReasoningParser`]; emits [`Event::Content`] and the
+/// `ToolCall*` events. What cannot be parsed as a call comes out as content, the way
+/// vLLM's whole-text parser returns it.
+pub trait ToolParser: Send {
+    /// Parse one delta of content (after reasoning was split off).
+    fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>);
+
+    /// End of output: release anything held back, settle unfinished calls.
+    fn finish(&mut self, out: &mut Vec<Event>);
+}
+
+/// What a request tells its parsers.
+#[derive(Debug, Clone, Default)]
+pub struct ParserOptions {
+    /// The function tools the request offers (for schema-aware argument conversion).
+    pub tools: Vec<Tool>,
+    /// The request's `chat_template_kwargs` (e.g. `enable_thinking`).
+    pub chat_template_kwargs: Map<String, Value>,
+    /// The rendered prompt, or at least its end (the last assistant header and
+    /// anything the template opened after it). vLLM starts streaming after
+    /// reasoning when the prompt already closed it (`is_reasoning_end(prompt)`),
+    /// e.g. Qwen3 with `enable_thinking=False` renders an empty think block.
+    pub prompt: String,
+}
+
+impl ParserOptions {
+    /// A `chat_template_kwargs` flag, Python-truthy, or `default` when absent.
+    pub fn template_flag(&self, name: &str, default: bool) -> bool {
+        self.chat_template_kwargs
+            .get(name)
+            .map_or(default, py_truthy)
+    }
+}
+
+/// Python's `bool(value)` for a JSON value.
+pub fn py_truthy(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}

@@ -1,0 +1,95 @@
+//! One request's parsing: reasoning first, then tool calls in the content.
+
+use crate::event::Event;
+use crate::message::{MessageBuilder, ParsedMessage};
+use crate::parser::{ReasoningParser, ToolParser};
+
+/// The per-request parser a server holds: an optional [`ReasoningParser`] whose
+/// content flows into an optional [`ToolParser`] (vLLM's `DelegatingParser`).
+///
+/// ```
+/// use vllm_parser::{registry, MessageParser, ParserOptions};
+/// let options = ParserOptions::default();
+/// let mut parser = MessageParser::new(
+///     Some(registry::reasoning_parser("deepseek_r1", &options).unwrap()),
+///     Some(registry::tool_parser("hermes", &options).unwrap()),
+/// );
+/// let message = parser.parse("<think>hm</think>Hi", &[]);
+/// assert_eq!(message.reasoning.as_deref(), Some("hm"));
+/// assert_eq!(message.content.as_deref(), Some("Hi"));
+/// ```
+pub struct MessageParser {
+    reasoning: Option<Box<dyn ReasoningParser>>,
+    tool: Option<Box<dyn ToolParser>>,
+    scratch: Vec<Event>,
+}
+
+impl MessageParser {
+    /// Compose the parsers; with neither, all text is content.
+    pub fn new(
+        reasoning: Option<Box<dyn ReasoningParser>>,
+        tool: Option<Box<dyn ToolParser>>,
+    ) -> Self {
+        Self {
+            reasoning,
+            tool,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Parse one streamed delta, appending its events to `out`.
+    ///
+    /// The tool parser sees `token_ids` only for content that is the whole delta.
+    pub fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        match &mut self.reasoning {
+            Some(reasoning) => {
+                reasoning.push(text, token_ids, &mut self.scratch);
+                self.route(text, token_ids, out);
+            }
+            None => self.content(text, token_ids, out),
+        }
+    }
+
+    /// End of output: flush both parsers, appending the last events to `out`.
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        if let Some(reasoning) = &mut self.reasoning {
+            reasoning.finish(&mut self.scratch);
+            self.route("", &[], out);
+        }
+        if let Some(tool) = &mut self.tool {
+            tool.finish(out);
+        }
+    }
+
+    /// Parse a whole output: one delta, then finish.
+    pub fn parse(&mut self, text: &str, token_ids: &[u32]) -> ParsedMessage {
+        let mut events = Vec::new();
+        self.push(text, token_ids, &mut events);
+        self.finish(&mut events);
+        let mut message = MessageBuilder::new();
+        message.extend(&events);
+        message.finish()
+    }
+
+    fn route(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        for event in scratch.drain(..) {
+            match event {
+                Event::Content(content) => {
+                    let ids = if content == text { token_ids } else { &[] };
+                    self.content(&content, ids, out);
+                }
+                other => out.push(other),
+            }
+        }
+        self.scratch = scratch;
+    }
+
+    fn content(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        match &mut self.tool {
+            Some(tool) => tool.push(text, token_ids, out),
+            None if text.is_empty() => {}
+            None => out.push(Event::Content(text.to_owned())),
+        }
+    }
+}

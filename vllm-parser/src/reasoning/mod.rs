@@ -1,0 +1,4 @@
+//! Reasoning parsers, one module per family of output formats.
+
+pub mod append_think;
+pub mod think;

@@ -1,0 +1,190 @@
+//! `<think>…</think>`-style reasoning: the start/end-marker family of vLLM's
+//! `BaseThinkingReasoningParser` and the think states of its parser engines.
+//!
+//! Each registered name is a [`ThinkFormat`] constant; behaviour differences between
+//! vLLM's implementations are options, checked against vLLM by the `think` fixtures.
+
+use crate::event::Event;
+use crate::parser::{ParserOptions, ReasoningParser, py_truthy};
+use crate::text::{MarkerScanner, Piece};
+
+/// Which start markers inside the reasoning are removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartMarkers {
+    /// Only the first (vLLM's `str.partition`); later ones stay reasoning text.
+    First,
+    /// Every one before the end marker (the parser engines absorb them).
+    All,
+    /// None: the start marker is reasoning text (Step3 only knows the end marker).
+    Keep,
+}
+
+/// How the prompt tells that reasoning is already over when the output starts
+/// (vLLM's `is_reasoning_end(prompt_token_ids)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptRule {
+    /// The last start or end marker in the prompt is an end marker.
+    LastMarkerIsEnd,
+    /// The prompt holds an end marker anywhere (Step3, so any earlier assistant turn
+    /// in the history ends reasoning).
+    AnyEnd,
+}
+
+/// The options that make one think-tag parser.
+#[derive(Debug, Clone, Copy)]
+pub struct ThinkFormat {
+    /// Opens reasoning; optional in the output (output starts in reasoning).
+    pub start: &'static str,
+    /// Closes reasoning; the rest is content.
+    pub end: &'static str,
+    /// How start markers are removed.
+    pub start_markers: StartMarkers,
+    /// Markers that end reasoning implicitly and stay in the content
+    /// (e.g. Qwen3's `<tool_call>`).
+    pub implicit_end: &'static [&'static str],
+    /// `chat_template_kwargs` flags that switch reasoning on; any truthy one does.
+    /// When reasoning is off, all output is content.
+    pub thinking_flags: &'static [&'static str],
+    /// Whether reasoning is on when none of `thinking_flags` is given.
+    pub thinking_by_default: bool,
+    /// How a prompt that already closed reasoning is recognised.
+    pub prompt_rule: PromptRule,
+}
+
+/// `deepseek_r1` (also vLLM's `step5`): `DeepSeekR1ReasoningParser`.
+pub const DEEPSEEK_R1: ThinkFormat = ThinkFormat {
+    start: "<think>",
+    end: "</think>",
+    start_markers: StartMarkers::First,
+    implicit_end: &[],
+    thinking_flags: &[],
+    thinking_by_default: true,
+    prompt_rule: PromptRule::LastMarkerIsEnd,
+};
+
+/// `deepseek_v3`: `DeepSeekR1ReasoningParser` when the request sets `thinking` or
+/// `enable_thinking`, otherwise no reasoning (vLLM's `IdentityReasoningParser`).
+pub const DEEPSEEK_V3: ThinkFormat = ThinkFormat {
+    thinking_flags: &["thinking", "enable_thinking"],
+    thinking_by_default: false,
+    ..DEEPSEEK_R1
+};
+
+/// `step3`: everything before `</think>` is reasoning; `<think>` is not special.
+pub const STEP3: ThinkFormat = ThinkFormat {
+    start_markers: StartMarkers::Keep,
+    prompt_rule: PromptRule::AnyEnd,
+    ..DEEPSEEK_R1
+};
+
+/// `qwen3`: the reasoning half of vLLM's `Qwen3Parser` engine.
+pub const QWEN3: ThinkFormat = ThinkFormat {
+    start: "<think>",
+    end: "</think>",
+    start_markers: StartMarkers::All,
+    implicit_end: &["<tool_call>"],
+    thinking_flags: &["enable_thinking"],
+    thinking_by_default: true,
+    prompt_rule: PromptRule::LastMarkerIsEnd,
+};
+
+/// A reasoning parser for one [`ThinkFormat`].
+pub struct ThinkParser {
+    format: ThinkFormat,
+    markers: Vec<&'static str>,
+    scanner: MarkerScanner,
+    in_reasoning: bool,
+    start_seen: bool,
+}
+
+impl ThinkParser {
+    /// A parser for `format` under the request's `options`.
+    pub fn new(format: ThinkFormat, options: &ParserOptions) -> Self {
+        let mut given = format
+            .thinking_flags
+            .iter()
+            .filter_map(|flag| options.chat_template_kwargs.get(*flag))
+            .peekable();
+        let thinking = match given.peek() {
+            None => format.thinking_by_default,
+            Some(_) => given.any(py_truthy),
+        };
+        let thinking = thinking && !prompt_closed_reasoning(&format, &options.prompt);
+        let start = if format.start_markers == StartMarkers::Keep {
+            ""
+        } else {
+            format.start
+        };
+        let mut markers = vec![start, format.end];
+        markers.extend_from_slice(format.implicit_end);
+        Self {
+            format,
+            markers,
+            scanner: MarkerScanner::new(),
+            in_reasoning: thinking,
+            start_seen: false,
+        }
+    }
+
+    /// A boxed constructor for the registry.
+    pub fn boxed(format: ThinkFormat, options: &ParserOptions) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(format, options))
+    }
+
+    fn drain(&mut self, out: &mut Vec<Event>) {
+        while self.in_reasoning {
+            let Some(piece) = self.scanner.next(&self.markers) else {
+                return;
+            };
+            match piece {
+                Piece::Text(text) => out.push(Event::Reasoning(text.to_owned())),
+                Piece::Marker(0) => {
+                    if self.start_seen && self.format.start_markers == StartMarkers::First {
+                        out.push(Event::Reasoning(self.format.start.to_owned()));
+                    }
+                    self.start_seen = true;
+                }
+                Piece::Marker(1) => self.in_reasoning = false,
+                Piece::Marker(i) => {
+                    self.in_reasoning = false;
+                    out.push(Event::Content(self.markers[i].to_owned()));
+                }
+            }
+        }
+        let rest = self.scanner.finish();
+        if !rest.is_empty() {
+            out.push(Event::Content(rest));
+        }
+    }
+}
+
+/// Whether `prompt` already ended reasoning, by the format's [`PromptRule`].
+fn prompt_closed_reasoning(format: &ThinkFormat, prompt: &str) -> bool {
+    let end = prompt.rfind(format.end);
+    match format.prompt_rule {
+        PromptRule::AnyEnd => end.is_some(),
+        PromptRule::LastMarkerIsEnd => end > prompt.rfind(format.start),
+    }
+}
+
+impl ReasoningParser for ThinkParser {
+    fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
+        if self.in_reasoning {
+            self.scanner.push(text);
+            self.drain(out);
+        } else if !text.is_empty() {
+            out.push(Event::Content(text.to_owned()));
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        let rest = self.scanner.finish();
+        if !rest.is_empty() {
+            out.push(if self.in_reasoning {
+                Event::Reasoning(rest)
+            } else {
+                Event::Content(rest)
+            });
+        }
+    }
+}

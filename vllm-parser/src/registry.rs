@@ -1,0 +1,201 @@
+//! vLLM's parser names, mapped to constructors.
+//!
+//! Names are the `--reasoning-parser` / `--tool-call-parser` values of vLLM 0.33.0
+//! (`vllm/reasoning/__init__.py`, `vllm/tool_parsers/__init__.py`); aliases are
+//! separate entries pointing at the same constructor, as in vLLM. A parser that
+//! vLLM refuses to build when the tokenizer lacks some token lists those tokens in
+//! `required_tokens`, so a server can check its tokenizer at start-up like vLLM.
+
+use crate::error::ParserError;
+use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
+use crate::reasoning::append_think::AppendThinkParser;
+use crate::reasoning::think::{self, ThinkParser};
+use crate::tool::hermes::HermesParser;
+
+/// A registered reasoning parser.
+#[derive(Clone, Copy)]
+pub struct ReasoningEntry {
+    /// vLLM's name for it.
+    pub name: &'static str,
+    /// Tokens the tokenizer must have (vLLM fails at start-up without them).
+    pub required_tokens: &'static [&'static str],
+    /// Builds one per request.
+    pub build: fn(&ParserOptions) -> Box<dyn ReasoningParser>,
+}
+
+/// A registered tool parser.
+#[derive(Clone, Copy)]
+pub struct ToolEntry {
+    /// vLLM's name for it.
+    pub name: &'static str,
+    /// Tokens the tokenizer must have (vLLM fails at start-up without them).
+    pub required_tokens: &'static [&'static str],
+    /// Builds one per request.
+    pub build: fn(&ParserOptions) -> Box<dyn ToolParser>,
+}
+
+const THINK_TAGS: &[&str] = &["<think>", "</think>"];
+
+/// Every reasoning parser, by vLLM name.
+pub const REASONING_PARSERS: &[ReasoningEntry] = &[
+    ReasoningEntry {
+        name: "deepseek_r1",
+        required_tokens: THINK_TAGS,
+        build: |o| ThinkParser::boxed(think::DEEPSEEK_R1, o),
+    },
+    ReasoningEntry {
+        name: "qwen3",
+        required_tokens: &[],
+        build: |o| ThinkParser::boxed(think::QWEN3, o),
+    },
+    ReasoningEntry {
+        name: "deepseek_v3",
+        required_tokens: THINK_TAGS,
+        build: |o| ThinkParser::boxed(think::DEEPSEEK_V3, o),
+    },
+    ReasoningEntry {
+        name: "step3",
+        required_tokens: &["</think>"],
+        build: |o| ThinkParser::boxed(think::STEP3, o),
+    },
+    ReasoningEntry {
+        name: "minimax_m2_append_think",
+        required_tokens: &[],
+        build: AppendThinkParser::boxed,
+    },
+    // vLLM registers step5 to DeepSeekR1ReasoningParser.
+    ReasoningEntry {
+        name: "step5",
+        required_tokens: THINK_TAGS,
+        build: |o| ThinkParser::boxed(think::DEEPSEEK_R1, o),
+    },
+];
+
+/// Every tool parser, by vLLM name.
+pub const TOOL_PARSERS: &[ToolEntry] = &[
+    ToolEntry {
+        name: "hermes",
+        required_tokens: &[],
+        build: HermesParser::boxed,
+    },
+    // vLLM 0.33 aliases qwen3_json to Hermes2ProToolParser.
+    ToolEntry {
+        name: "qwen3_json",
+        required_tokens: &[],
+        build: HermesParser::boxed,
+    },
+];
+
+/// The registered reasoning parser `name`.
+pub fn reasoning_entry(name: &str) -> Result<&'static ReasoningEntry, ParserError> {
+    REASONING_PARSERS
+        .iter()
+        .find(|entry| entry.name == name)
+        .ok_or_else(|| ParserError::UnknownReasoningParser(name.to_owned()))
+}
+
+/// The registered tool parser `name`.
+pub fn tool_entry(name: &str) -> Result<&'static ToolEntry, ParserError> {
+    TOOL_PARSERS
+        .iter()
+        .find(|entry| entry.name == name)
+        .ok_or_else(|| ParserError::UnknownToolParser(name.to_owned()))
+}
+
+/// A new reasoning parser `name` for one request.
+pub fn reasoning_parser(
+    name: &str,
+    options: &ParserOptions,
+) -> Result<Box<dyn ReasoningParser>, ParserError> {
+    Ok((reasoning_entry(name)?.build)(options))
+}
+
+/// A new tool parser `name` for one request.
+pub fn tool_parser(
+    name: &str,
+    options: &ParserOptions,
+) -> Result<Box<dyn ToolParser>, ParserError> {
+    Ok((tool_entry(name)?.build)(options))
+}
+
+/// Check at start-up that a tokenizer has every token the chosen parsers need;
+/// `has_token` answers whether the vocabulary holds a token string.
+pub fn check_tokens(
+    reasoning: Option<&str>,
+    tool: Option<&str>,
+    has_token: impl Fn(&str) -> bool,
+) -> Result<(), ParserError> {
+    let mut needs: Vec<(&str, &[&str])> = Vec::new();
+    if let Some(name) = reasoning {
+        needs.push((name, reasoning_entry(name)?.required_tokens));
+    }
+    if let Some(name) = tool {
+        needs.push((name, tool_entry(name)?.required_tokens));
+    }
+    for (parser, tokens) in needs {
+        if let Some(token) = tokens.iter().find(|token| !has_token(token)) {
+            return Err(ParserError::MissingToken {
+                parser: parser.to_owned(),
+                token: (*token).to_owned(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The parsers `auto` picks for a model: `(tool parser, reasoning parser)`.
+///
+/// vLLM has no `auto`; this table follows the parsers vLLM's documentation gives
+/// for each model family. The first pattern contained in the lower-cased model
+/// name (its last path component) wins.
+pub fn auto_parsers(model: &str) -> Result<(&'static str, Option<&'static str>), ParserError> {
+    const TABLE: &[(&str, &str, Option<&str>)] = &[
+        ("qwq", "hermes", Some("deepseek_r1")),
+        ("qwen3", "hermes", Some("qwen3")),
+        ("qwen2.5", "hermes", None),
+        ("deepseek-r1", "hermes", Some("deepseek_r1")),
+        ("hermes", "hermes", None),
+    ];
+    let name = model.rsplit('/').next().unwrap_or(model).to_lowercase();
+    TABLE
+        .iter()
+        .find(|(pattern, _, _)| name.contains(pattern))
+        .map(|&(_, tool, reasoning)| (tool, reasoning))
+        .ok_or_else(|| ParserError::NoAutoParser(model.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_unknown_names_fail() {
+        for (i, a) in REASONING_PARSERS.iter().enumerate() {
+            assert!(
+                REASONING_PARSERS[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
+        }
+        for (i, a) in TOOL_PARSERS.iter().enumerate() {
+            assert!(
+                TOOL_PARSERS[i + 1..].iter().all(|b| b.name != a.name),
+                "{}",
+                a.name
+            );
+        }
+        assert!(matches!(
+            tool_parser("nope", &ParserOptions::default()),
+            Err(ParserError::UnknownToolParser(_))
+        ));
+    }
+
+    #[test]
+    fn tokens_are_checked_like_vllm_at_start_up() {
+        // vLLM refuses deepseek_r1 with a tokenizer lacking <think> (llama3) and
+        // accepts qwen3 and hermes with it.
+        let llama3 = |token: &str| !token.contains("think");
+        assert!(check_tokens(Some("deepseek_r1"), None, llama3).is_err());
+        assert!(check_tokens(Some("qwen3"), Some("hermes"), llama3).is_ok());
+    }
+}
