@@ -1,1 +1,73 @@
-fn main() {}
+//! Renders per second for the scenarios of `benches/scenarios.json` (Qwen3 with
+//! tools, Llama 3.1 with tools, DeepSeek-V3 multi-turn): template only (`text`, what
+//! transformers' `apply_chat_template(tokenize=False)` does) and template + tokenizer
+//! (`tokens`). `scripts/bench_compare.sh` runs this next to
+//! `scripts/bench_transformers.py` and prints the ratios.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::Value;
+use vllm_chat::ChatRenderer;
+use vllm_chat::openai::ChatCompletionRequest;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
+}
+
+/// testdata/models/<name> with tokenizer.json unpacked, in a temp dir.
+fn model_dir(name: &str) -> PathBuf {
+    let src = root().join("../testdata/models").join(name);
+    let dst = std::env::temp_dir().join(format!("vllm-chat-bench-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dst).expect("temp dir");
+    for entry in std::fs::read_dir(&src).expect("testdata model") {
+        let path = entry.expect("entry").path();
+        let file = path
+            .file_name()
+            .and_then(|f| f.to_str())
+            .expect("name")
+            .to_owned();
+        match file.strip_suffix(".gz") {
+            Some(stem) => {
+                let mut out = Vec::new();
+                flate2::read::GzDecoder::new(std::fs::File::open(&path).expect("open"))
+                    .read_to_end(&mut out)
+                    .expect("gunzip");
+                std::fs::write(dst.join(stem), out).expect("write");
+            }
+            None => {
+                std::fs::copy(&path, dst.join(&file)).expect("copy");
+            }
+        }
+    }
+    dst
+}
+
+fn bench(c: &mut Criterion) {
+    let read = |p: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(root().join(p)).expect(p)).expect(p)
+    };
+    let scenarios = read("benches/scenarios.json");
+    let cases = read("tests/fixtures/cases.json");
+    for (name, scenario) in scenarios.as_object().expect("scenarios") {
+        if name.starts_with('_') {
+            continue;
+        }
+        let dir = model_dir(scenario["model"].as_str().expect("model"));
+        let renderer = ChatRenderer::from_dir(&dir).expect("renderer");
+        let _ = std::fs::remove_dir_all(&dir);
+        let request: ChatCompletionRequest =
+            serde_json::from_value(cases[scenario["case"].as_str().expect("case")].clone())
+                .expect("request");
+        c.bench_function(&format!("{name}/text"), |b| {
+            b.iter(|| renderer.render_text(&request).expect("render"))
+        });
+        c.bench_function(&format!("{name}/tokens"), |b| {
+            b.iter(|| renderer.render(&request).expect("render"))
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -65,7 +65,7 @@ MODEL_CONFIG = types.SimpleNamespace(
 def render(tokenizer, template, case, with_ids):
     """Render one case as vLLM's OnlineRenderer.preprocess_chat does."""
     try:
-        req = ChatCompletionRequest(model="m", **case)
+        req = ChatCompletionRequest(**{"model": "m", **case})
         tool_dicts = None if req.tools is None else [t.model_dump() for t in req.tools]
         params = req.build_chat_params(template, "auto").with_defaults(
             {"tools": tool_dicts, "tokenize": False}

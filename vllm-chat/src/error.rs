@@ -33,6 +33,9 @@ pub enum RenderError {
         /// The request field at fault (e.g. `messages.1.tool_calls`).
         param: Option<String>,
     },
+    /// The request names a model this renderer does not serve (HTTP 404).
+    #[error("The model `{0}` does not exist.")]
+    ModelNotFound(String),
     /// A model file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {

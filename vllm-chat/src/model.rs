@@ -42,23 +42,41 @@ pub struct ModelFiles {
 }
 
 /// The keys of transformers' `SPECIAL_TOKENS_ATTRIBUTES`, in `special_tokens_map` order.
-const SPECIAL_TOKEN_KEYS: [&str; 7] =
-    ["bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"];
+const SPECIAL_TOKEN_KEYS: [&str; 7] = [
+    "bos_token",
+    "eos_token",
+    "unk_token",
+    "sep_token",
+    "pad_token",
+    "cls_token",
+    "mask_token",
+];
 
 fn read_optional(path: &Path) -> Result<Option<Vec<u8>>, RenderError> {
     match std::fs::read(path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(RenderError::Io { path: path.display().to_string(), source }),
+        Err(source) => Err(RenderError::Io {
+            path: path.display().to_string(),
+            source,
+        }),
     }
 }
 
 fn read_json(path: &Path) -> Result<Option<Map<String, Value>>, RenderError> {
-    let Some(bytes) = read_optional(path)? else { return Ok(None) };
+    let Some(bytes) = read_optional(path)? else {
+        return Ok(None);
+    };
     match serde_json::from_slice(&bytes) {
         Ok(Value::Object(map)) => Ok(Some(map)),
-        Ok(_) => Err(RenderError::ModelFile { path: path.display().to_string(), message: "not a JSON object".into() }),
-        Err(e) => Err(RenderError::ModelFile { path: path.display().to_string(), message: e.to_string() }),
+        Ok(_) => Err(RenderError::ModelFile {
+            path: path.display().to_string(),
+            message: "not a JSON object".into(),
+        }),
+        Err(e) => Err(RenderError::ModelFile {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        }),
     }
 }
 
@@ -77,7 +95,10 @@ fn templates_from_value(v: &Value) -> Option<ChatTemplates> {
             items
                 .iter()
                 .filter_map(|item| {
-                    Some((item.get("name")?.as_str()?.to_owned(), item.get("template")?.as_str()?.to_owned()))
+                    Some((
+                        item.get("name")?.as_str()?.to_owned(),
+                        item.get("template")?.as_str()?.to_owned(),
+                    ))
                 })
                 .collect(),
         )),
@@ -102,7 +123,9 @@ impl ModelFiles {
             files.chat_templates = Some(t);
         }
         if let Some(bytes) = read_optional(&dir.join("chat_template.jinja"))? {
-            files.chat_templates = Some(ChatTemplates::Single(String::from_utf8_lossy(&bytes).into_owned()));
+            files.chat_templates = Some(ChatTemplates::Single(
+                String::from_utf8_lossy(&bytes).into_owned(),
+            ));
         }
         let extra_dir = dir.join("additional_chat_templates");
         if let Ok(entries) = std::fs::read_dir(&extra_dir) {
@@ -117,7 +140,10 @@ impl ModelFiles {
                 if path.extension().and_then(|e| e.to_str()) != Some("jinja") {
                     continue;
                 }
-                let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned) else { continue };
+                let Some(name) = path.file_stem().and_then(|s| s.to_str()).map(str::to_owned)
+                else {
+                    continue;
+                };
                 if let Some(bytes) = read_optional(&path)? {
                     named.push((name, String::from_utf8_lossy(&bytes).into_owned()));
                 }
@@ -157,8 +183,16 @@ impl ModelFiles {
     pub fn max_model_len(&self) -> Option<u64> {
         let config = self.config.as_ref()?;
         let text_config = config.get("text_config").and_then(Value::as_object);
-        for key in ["max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "max_sequence_length"] {
-            let v = config.get(key).or_else(|| text_config.and_then(|t| t.get(key)));
+        for key in [
+            "max_position_embeddings",
+            "n_positions",
+            "max_seq_len",
+            "seq_length",
+            "max_sequence_length",
+        ] {
+            let v = config
+                .get(key)
+                .or_else(|| text_config.and_then(|t| t.get(key)));
             if let Some(v) = v.and_then(Value::as_u64) {
                 return Some(v);
             }

@@ -13,9 +13,9 @@
 
 use serde_json::{Map, Value};
 
+use crate::RenderError;
 use crate::openai::{ChatMessage, ContentPart, MessageContent};
 use crate::template::ContentFormat;
-use crate::RenderError;
 
 /// Content part types that carry text (vLLM's `TEXT_PART_TYPES`).
 const TEXT_PART_TYPES: [&str; 5] = ["text", "input_text", "output_text", "refusal", "thinking"];
@@ -50,10 +50,18 @@ fn texts_of(index: usize, message: &ChatMessage) -> Result<Vec<String>, RenderEr
             for (j, part) in parts.iter().enumerate() {
                 match part {
                     ContentPart::Str(s) => texts.push(s.clone()),
-                    ContentPart::Typed { kind, text, rest } if TEXT_PART_TYPES.contains(&kind.as_str()) => {
+                    ContentPart::Typed { kind, text, rest }
+                        if TEXT_PART_TYPES.contains(&kind.as_str()) =>
+                    {
                         let field = match kind.as_str() {
-                            "refusal" => rest.get("refusal").and_then(Value::as_str).map(str::to_owned),
-                            "thinking" => rest.get("thinking").and_then(Value::as_str).map(str::to_owned),
+                            "refusal" => rest
+                                .get("refusal")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned),
+                            "thinking" => rest
+                                .get("thinking")
+                                .and_then(Value::as_str)
+                                .map(str::to_owned),
                             _ => text.clone(),
                         };
                         // vLLM skips a text part whose text is missing.
@@ -63,7 +71,9 @@ fn texts_of(index: usize, message: &ChatMessage) -> Result<Vec<String>, RenderEr
                     }
                     ContentPart::Typed { kind, .. } => {
                         return Err(RenderError::invalid(
-                            format!("content part type '{kind}' is not supported by this text-only renderer"),
+                            format!(
+                                "content part type '{kind}' is not supported by this text-only renderer"
+                            ),
                             format!("messages.{index}.content.{j}.type"),
                         ));
                     }
@@ -79,13 +89,20 @@ fn texts_of(index: usize, message: &ChatMessage) -> Result<Vec<String>, RenderEr
     Ok(parts
         .into_iter()
         .filter_map(|t| match t.strip_prefix(CLAUDE_CODE_BILLING_HEADER) {
-            Some(_) => t.split_once('\n').map(|(_, rest)| rest.to_owned()).filter(|r| !r.is_empty()),
+            Some(_) => t
+                .split_once('\n')
+                .map(|(_, rest)| rest.to_owned())
+                .filter(|r| !r.is_empty()),
             None => Some(t),
         })
         .collect())
 }
 
-fn convert_message(index: usize, message: &ChatMessage, format: ContentFormat) -> Result<Value, RenderError> {
+fn convert_message(
+    index: usize,
+    message: &ChatMessage,
+    format: ContentFormat,
+) -> Result<Value, RenderError> {
     let texts = texts_of(index, message)?;
     let mut out = Map::new();
     out.insert("role".into(), Value::String(message.role.clone()));
@@ -112,7 +129,9 @@ fn convert_message(index: usize, message: &ChatMessage, format: ContentFormat) -
                 let calls = calls
                     .iter()
                     .enumerate()
-                    .map(|(j, c)| normalize_tool_call(c, &format!("messages.{index}.tool_calls.{j}")))
+                    .map(|(j, c)| {
+                        normalize_tool_call(c, &format!("messages.{index}.tool_calls.{j}"))
+                    })
                     .collect::<Result<Vec<_>, _>>()?;
                 out.insert("tool_calls".into(), Value::Array(calls));
             }
@@ -127,8 +146,10 @@ fn convert_message(index: usize, message: &ChatMessage, format: ContentFormat) -
             }
             // Tool results sent as text parts are plain strings in every format.
             if let Some(Value::Array(parts)) = out.get("content") {
-                let texts: Vec<&str> =
-                    parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+                let texts: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect();
                 let joined = texts.join("\n");
                 out.insert("content".into(), Value::String(joined));
             }
@@ -152,9 +173,14 @@ fn convert_message(index: usize, message: &ChatMessage, format: ContentFormat) -
 /// arguments parsed from their JSON string.
 fn normalize_tool_call(call: &Value, param: &str) -> Result<Value, RenderError> {
     let Value::Object(call) = call else {
-        return Err(RenderError::invalid("assistant tool_calls entries must be objects.", "tool_calls"));
+        return Err(RenderError::invalid(
+            "assistant tool_calls entries must be objects.",
+            "tool_calls",
+        ));
     };
-    let kind_ok = call.get("type").is_none_or(|t| t.as_str() == Some("function"));
+    let kind_ok = call
+        .get("type")
+        .is_none_or(|t| t.as_str() == Some("function"));
     let Some(Value::Object(function)) = call.get("function").filter(|_| kind_ok) else {
         return Err(RenderError::invalid(
             "chat completions only support assistant tool_calls of type 'function'.",
@@ -238,7 +264,10 @@ fn developer_to_system(conversation: Vec<Value>) -> Vec<Value> {
     }
     let mut merged = Map::new();
     merged.insert("role".into(), "system".into());
-    merged.insert("content".into(), Value::String(system_contents.join("\n\n")));
+    merged.insert(
+        "content".into(),
+        Value::String(system_contents.join("\n\n")),
+    );
     let mut out = vec![Value::Object(merged)];
     out.extend(others);
     out

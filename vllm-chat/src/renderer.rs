@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use tokenizers::Tokenizer;
 
 use crate::model::{ChatTemplates, ModelFiles};
-use crate::openai::ChatCompletionRequest;
+use crate::openai::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
 use crate::template::{Clock, ContentFormat, Limits, TemplateSet, content_format, from_json};
 use crate::{RenderError, preprocess};
 
@@ -96,6 +96,12 @@ pub struct RendererOptions {
     pub clock: Clock,
     /// Fuel and recursion limits for templates.
     pub limits: Limits,
+    /// `--exclude-tools-when-tool-choice-none`: render without tools when `tool_choice` is `none`.
+    pub exclude_tools_when_tool_choice_none: bool,
+    /// `--served-model-name`: requests naming another model are refused (render mode).
+    pub served_model_name: Option<String>,
+    /// `--max-model-len`: overrides the context length read from `config.json`.
+    pub max_model_len: Option<u64>,
 }
 
 impl ChatRenderer {
@@ -107,7 +113,9 @@ impl ChatRenderer {
     /// Builds a renderer from model files and options; compiles every template.
     pub fn new(files: ModelFiles, options: RendererOptions) -> Result<Self, RenderError> {
         let tokenizer = match &files.tokenizer_json {
-            Some(bytes) => Some(Tokenizer::from_bytes(bytes).map_err(|e| RenderError::Tokenizer(e.to_string()))?),
+            Some(bytes) => Some(
+                Tokenizer::from_bytes(bytes).map_err(|e| RenderError::Tokenizer(e.to_string()))?,
+            ),
             None => None,
         };
         let mut renderer = ChatRenderer {
@@ -146,7 +154,13 @@ impl ChatRenderer {
     fn compile(&mut self, key: &str, source: &str) -> Result<(), RenderError> {
         self.templates.add(key, source)?;
         let format = content_format::detect(source);
-        self.info.insert(key.to_owned(), TemplateInfo { source: source.to_owned(), format });
+        self.info.insert(
+            key.to_owned(),
+            TemplateInfo {
+                source: source.to_owned(),
+                format,
+            },
+        );
         Ok(())
     }
 
@@ -167,12 +181,17 @@ impl ChatRenderer {
 
     /// The content format vLLM would detect for the template a request without tools uses.
     pub fn content_format(&self) -> Option<ContentFormat> {
-        self.resolve_template(None, false).ok().map(|key| self.info[&key].format)
+        self.resolve_template(None, false)
+            .ok()
+            .map(|key| self.info[&key].format)
     }
 
     /// Tokenizes text (`add_special_tokens` adds BOS/EOS as the tokenizer's post-processor says).
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, RenderError> {
-        let tokenizer = self.tokenizer.as_ref().ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
+        let tokenizer = self
+            .tokenizer
+            .as_ref()
+            .ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
         tokenizer
             .encode_fast(text, add_special_tokens)
             .map(|e| e.get_ids().to_vec())
@@ -198,7 +217,9 @@ impl ChatRenderer {
         let mut kwargs = self.template_kwargs(request);
         let tools = kwargs.remove("tools").unwrap_or(Value::Null);
         let documents = kwargs.remove("documents").unwrap_or(Value::Null);
-        let add_generation_prompt = kwargs.remove("add_generation_prompt").is_some_and(|v| truthy(&v));
+        let add_generation_prompt = kwargs
+            .remove("add_generation_prompt")
+            .is_some_and(|v| truthy(&v));
         let continue_final = kwargs.get("continue_final_message").is_some_and(truthy);
         for key in CONSUMED_KWARGS {
             kwargs.remove(key);
@@ -215,19 +236,27 @@ impl ChatRenderer {
             Some(given) if !self.named.contains(given) => {
                 let mut set = TemplateSet::new(self.options.clock, self.options.limits);
                 set.add(REQUEST_TEMPLATE, given)?;
-                Some((set, TemplateInfo { source: given.clone(), format: content_format::detect(given) }))
+                Some((
+                    set,
+                    TemplateInfo {
+                        source: given.clone(),
+                        format: content_format::detect(given),
+                    },
+                ))
             }
             _ => None,
         };
         let (set, key, info) = match &request_template {
             Some((set, info)) => (set, REQUEST_TEMPLATE.to_owned(), info),
             None => {
-                let key = self.resolve_template(request.chat_template.as_deref(), !tools.is_null())?;
+                let key =
+                    self.resolve_template(request.chat_template.as_deref(), !tools.is_null())?;
                 let info = &self.info[&key];
                 (&self.templates, key, info)
             }
         };
-        let mut conversation = preprocess::conversation(&request.messages, info.format, &info.source)?;
+        let mut conversation =
+            preprocess::conversation(&request.messages, info.format, &info.source)?;
         if conversation.is_empty() {
             return Err(RenderError::invalid(
                 "Cannot apply chat template to an empty conversation. Provide at least one message.",
@@ -237,9 +266,16 @@ impl ChatRenderer {
         if let Value::Array(docs) = &documents
             && docs.iter().any(|d| !d.is_object())
         {
-            return Err(RenderError::invalid("Documents should be a list of dicts with 'title' and 'text' keys!", "documents"));
+            return Err(RenderError::invalid(
+                "Documents should be a list of dicts with 'title' and 'text' keys!",
+                "documents",
+            ));
         }
-        let final_message = if continue_final { Some(mark_final_message(&mut conversation, &info.source)?) } else { None };
+        let final_message = if continue_final {
+            Some(mark_final_message(&mut conversation, &info.source)?)
+        } else {
+            None
+        };
 
         let mut ctx: Map<String, Value> = Map::new();
         for (k, v) in &self.special_tokens {
@@ -251,7 +287,10 @@ impl ChatRenderer {
         ctx.insert("messages".into(), Value::Array(conversation));
         ctx.insert("tools".into(), tools);
         ctx.insert("documents".into(), documents);
-        ctx.insert("add_generation_prompt".into(), Value::Bool(add_generation_prompt));
+        ctx.insert(
+            "add_generation_prompt".into(),
+            Value::Bool(add_generation_prompt),
+        );
         let ctx = from_json(&Value::Object(ctx));
         let rendered = set.render(&key, ctx)?;
         match final_message {
@@ -267,22 +306,50 @@ impl ChatRenderer {
     fn template_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
         let mut kwargs = self.options.default_chat_template_kwargs.clone();
+        let excluded = self.options.exclude_tools_when_tool_choice_none
+            && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
         let tools = match &request.tools {
-            Some(tools) => Value::Array(tools.iter().map(|t| t.template_value()).collect()),
-            None => Value::Null,
+            Some(tools) if !excluded => Value::Array(tools.iter().map(|t| t.template_value()).collect()),
+            _ => Value::Null,
         };
         kwargs.insert("tools".into(), tools);
         kwargs.insert("tokenize".into(), Value::Bool(false));
 
+        for (k, v) in self.request_kwargs(request) {
+            if !unset(&v) {
+                kwargs.insert(k, v);
+            }
+        }
+        kwargs
+    }
+
+    /// `ChatCompletionRequest.build_chat_params`: the request's `chat_template_kwargs`
+    /// overridden by its own fields unless those are null or `"auto"`.
+    fn request_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
+        let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
         let user = request.chat_template_kwargs.clone().unwrap_or_default();
         let mut extra = Map::new();
-        extra.insert("add_generation_prompt".into(), Value::Bool(request.add_generation_prompt));
-        extra.insert("continue_final_message".into(), Value::Bool(request.continue_final_message));
+        extra.insert(
+            "add_generation_prompt".into(),
+            Value::Bool(request.add_generation_prompt),
+        );
+        extra.insert(
+            "continue_final_message".into(),
+            Value::Bool(request.continue_final_message),
+        );
         extra.insert(
             "documents".into(),
-            request.documents.as_ref().map_or(Value::Null, |d| Value::Array(d.iter().cloned().map(Value::Object).collect())),
+            request.documents.as_ref().map_or(Value::Null, |d| {
+                Value::Array(d.iter().cloned().map(Value::Object).collect())
+            }),
         );
-        extra.insert("reasoning_effort".into(), request.reasoning_effort.clone().map_or(Value::Null, Value::String));
+        extra.insert(
+            "reasoning_effort".into(),
+            request
+                .reasoning_effort
+                .clone()
+                .map_or(Value::Null, Value::String),
+        );
         if let Some(effort) = &request.reasoning_effort
             && !user.contains_key("enable_thinking")
         {
@@ -294,17 +361,36 @@ impl ChatRenderer {
                 request_kwargs.insert(k, v);
             }
         }
-        for (k, v) in request_kwargs {
+        request_kwargs
+    }
+
+    /// The request's effective `chat_template_kwargs` as vLLM reports them in render
+    /// mode (`effective_chat_template_kwargs`): server defaults, the request's kwargs,
+    /// then its own fields, without the tools.
+    pub(crate) fn request_template_kwargs(
+        &self,
+        request: &ChatCompletionRequest,
+    ) -> Map<String, Value> {
+        let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
+        if self.options.default_chat_template_kwargs.is_empty() {
+            return self.request_kwargs(request);
+        }
+        let mut out = self.options.default_chat_template_kwargs.clone();
+        for (k, v) in self.request_kwargs(request) {
             if !unset(&v) {
-                kwargs.insert(k, v);
+                out.insert(k, v);
             }
         }
-        kwargs
+        out
     }
 
     /// transformers' `get_chat_template`: a named template if `given` names one, else
     /// `tool_use` (with tools) or `default` among named templates, else the single one.
-    fn resolve_template(&self, given: Option<&str>, has_tools: bool) -> Result<String, RenderError> {
+    fn resolve_template(
+        &self,
+        given: Option<&str>,
+        has_tools: bool,
+    ) -> Result<String, RenderError> {
         let given = given.or(self.options.chat_template.as_deref());
         if let Some(given) = given {
             if self.named.iter().any(|n| n == given) {
@@ -354,7 +440,10 @@ fn mark_final_message(conversation: &mut [Value], source: &str) -> Result<String
         )
     };
     let last = conversation.last_mut().ok_or_else(no_content)?;
-    let content = last.get_mut("content").filter(|c| !c.is_null()).ok_or_else(no_content)?;
+    let content = last
+        .get_mut("content")
+        .filter(|c| !c.is_null())
+        .ok_or_else(no_content)?;
     if !source.contains("content") {
         return Err(RenderError::invalid(
             "continue_final_message is set to \"content\" but this is not an accepted field in the chat_template",

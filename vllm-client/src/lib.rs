@@ -17,7 +17,12 @@ pub mod wire;
 pub mod client;
 pub mod protocol;
 
-pub use client::{ClientConfig, ClientError, EngineCoreClient, EngineInfo, OutputStream, Startup};
+#[cfg(feature = "mock")]
+pub mod mock;
+
+pub use client::{
+    ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream, Startup,
+};
 
 pub use wire::{DecodeError, Map, Value};
 

@@ -12,7 +12,16 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use vllm_detok::{DecodeOptions, HfTokenizer, IncrementalDecoder, LogprobText, Tokenizer};
 
 /// Stop strings that do not occur in the benchmark text, so the whole stream is decoded.
-pub const STOPS: [&str; 8] = ["<|user|>", "\n\nHuman:", "STOP!", "Observation:", "</answer>", "@@@", "zzz", "END OF INPUT"];
+pub const STOPS: [&str; 8] = [
+    "<|user|>",
+    "\n\nHuman:",
+    "STOP!",
+    "Observation:",
+    "</answer>",
+    "@@@",
+    "zzz",
+    "END OF INPUT",
+];
 
 /// The top-5 alternatives of a position, a fixed function of the sampled id (the Python
 /// bench uses the same formula).
@@ -32,22 +41,43 @@ struct Stream {
 fn load(name: &str) -> (Arc<HfTokenizer>, Stream) {
     let read = |path: String| {
         let mut out = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(&path).expect(&path)).read_to_end(&mut out).unwrap();
+        flate2::read::GzDecoder::new(std::fs::File::open(&path).expect(&path))
+            .read_to_end(&mut out)
+            .unwrap();
         out
     };
     let dir = env!("CARGO_MANIFEST_DIR");
-    let tokenizer = HfTokenizer::from_bytes(&read(format!("{dir}/../testdata/models/{name}/tokenizer.json.gz"))).unwrap();
-    let fixture: serde_json::Value = serde_json::from_slice(&read(format!("{dir}/tests/fixtures/{name}.json.gz"))).unwrap();
-    let ids = |v: &serde_json::Value| v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect::<Vec<_>>();
-    let stream = Stream { prompt: ids(&fixture["bench"]["prompt"]), ids: ids(&fixture["bench"]["ids"]) };
+    let tokenizer = HfTokenizer::from_bytes(&read(format!(
+        "{dir}/../testdata/models/{name}/tokenizer.json.gz"
+    )))
+    .unwrap();
+    let fixture: serde_json::Value =
+        serde_json::from_slice(&read(format!("{dir}/tests/fixtures/{name}.json.gz"))).unwrap();
+    let ids = |v: &serde_json::Value| {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap() as u32)
+            .collect::<Vec<_>>()
+    };
+    let stream = Stream {
+        prompt: ids(&fixture["bench"]["prompt"]),
+        ids: ids(&fixture["bench"]["ids"]),
+    };
     (Arc::new(tokenizer), stream)
 }
 
+/// One request over the whole stream, one token per push; the delta buffer is reused, as a
+/// server serializing each delta would.
 fn decode_all(tokenizer: &Arc<dyn Tokenizer>, stream: &Stream, options: &DecodeOptions) -> usize {
-    let mut decoder = IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, options.clone()).unwrap();
+    let mut decoder =
+        IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, options.clone()).unwrap();
+    let mut delta = String::new();
     let mut bytes = 0;
     for &id in &stream.ids {
-        bytes += decoder.push(&[id]).unwrap().text.len();
+        delta.clear();
+        decoder.push_into(&[id], &mut delta).unwrap();
+        bytes += delta.len();
     }
     assert!(!decoder.is_finished());
     bytes
@@ -62,7 +92,9 @@ fn bench(c: &mut Criterion) {
         group.sample_size(20);
 
         let plain = DecodeOptions::default();
-        group.bench_function("ours", |b| b.iter(|| decode_all(&tokenizer, &stream, &plain)));
+        group.bench_function("ours", |b| {
+            b.iter(|| decode_all(&tokenizer, &stream, &plain))
+        });
 
         let inner = hf.inner();
         group.bench_function("decode_stream", |b| {
@@ -79,21 +111,31 @@ fn bench(c: &mut Criterion) {
             })
         });
 
-        let stops = DecodeOptions { stop: STOPS.iter().map(|s| s.to_string()).collect(), ..DecodeOptions::default() };
-        group.bench_function("ours_8_stops", |b| b.iter(|| decode_all(&tokenizer, &stream, &stops)));
+        let stops = DecodeOptions {
+            stop: STOPS.iter().map(|s| s.to_string()).collect(),
+            ..DecodeOptions::default()
+        };
+        group.bench_function("ours_8_stops", |b| {
+            b.iter(|| decode_all(&tokenizer, &stream, &stops))
+        });
 
         let vocab = tokenizer.vocab_size() as u32;
         tokenizer.token_texts(); // built once per tokenizer, not per request
         group.bench_function("ours_top5_logprobs", |b| {
             b.iter(|| {
-                let mut decoder = IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, plain.clone()).unwrap();
+                let mut decoder =
+                    IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, plain.clone())
+                        .unwrap();
                 let mut logprobs = LogprobText::new(tokenizer.clone());
                 let mut ids = Vec::with_capacity(6);
+                let mut delta = String::new();
                 let mut bytes = 0;
                 for &id in &stream.ids {
-                    bytes += decoder.push(&[id]).unwrap().text.len();
+                    delta.clear();
+                    decoder.push_into(&[id], &mut delta).unwrap();
                     alternatives(id, vocab, &mut ids);
-                    bytes += logprobs.position(&ids).unwrap().iter().map(|t| t.len()).sum::<usize>();
+                    let texts = logprobs.position(&ids).unwrap();
+                    bytes += delta.len() + texts.iter().map(|t| t.len()).sum::<usize>();
                 }
                 bytes
             })

@@ -41,7 +41,7 @@ from vllm.v1.engine.logprobs import LogprobsProcessor
 from vllm.v1.outputs import LogprobsLists
 
 MODELS = ["qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "gptoss"]
-CASES_PER_MODEL = 160
+CASES_PER_MODEL = 300
 LOGPROB_POSITIONS = 300
 BENCH_TOKENS = 4000
 SEED = 20260330

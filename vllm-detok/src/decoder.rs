@@ -126,7 +126,7 @@ pub struct IncrementalDecoder {
     num_output_tokens: usize,
     /// Output text not yet returned.
     unreleased: String,
-    /// Characters and bytes of the whole output text.
+    /// Characters and bytes of the whole output text (tracked only with stop strings).
     total_chars: usize,
     total_bytes: usize,
     /// Characters and bytes already returned.
@@ -139,7 +139,6 @@ impl std::fmt::Debug for IncrementalDecoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IncrementalDecoder")
             .field("num_output_tokens", &self.num_output_tokens)
-            .field("total_chars", &self.total_chars)
             .field("finished", &self.finished)
             .finish_non_exhaustive()
     }
@@ -148,22 +147,31 @@ impl std::fmt::Debug for IncrementalDecoder {
 impl IncrementalDecoder {
     /// A decoder for a request with prompt `prompt_ids`. Only the last few prompt tokens are
     /// looked at.
-    pub fn new(tokenizer: Arc<dyn Tokenizer>, prompt_ids: &[u32], options: DecodeOptions) -> Result<Self> {
+    pub fn new(
+        tokenizer: Arc<dyn Tokenizer>,
+        prompt_ids: &[u32],
+        options: DecodeOptions,
+    ) -> Result<Self> {
         let stream = TextStream::new(tokenizer.as_ref(), prompt_ids, options.skip_special_tokens)?;
         // vLLM: `spaces_between_special_tokens = skip_special_tokens or
         // spaces_between_special_tokens`, and nothing to do without added tokens.
-        let last_added = (!options.skip_special_tokens && !options.spaces_between_special_tokens).then_some(false);
+        let last_added = (!options.skip_special_tokens && !options.spaces_between_special_tokens)
+            .then_some(false);
         let include_stop_str = options.include_stop_str_in_output;
         let (stop, hold_back) = if options.stop.is_empty() {
             (None, 0)
         } else {
+            // Built first: it rejects empty stop strings.
+            let matcher = StopMatcher::new(&options.stop)?;
+            // vLLM: `max(len(s) for s in stop) - 1` characters, none when stop strings are
+            // kept in the output.
             let hold_back = if options.include_stop_str_in_output {
                 0
             } else {
-                options.stop.iter().map(|s| s.chars().count()).max().unwrap_or(1) - 1
+                options.stop.iter().map(|s| s.chars().count()).max().unwrap_or(0).saturating_sub(1)
             };
             let state = StopState {
-                matcher: StopMatcher::new(&options.stop)?,
+                matcher,
                 strings: options.stop,
                 include: options.include_stop_str_in_output,
                 min_tokens: options.min_tokens,
@@ -190,7 +198,13 @@ impl IncrementalDecoder {
 
     /// Decodes the token ids of one engine output and returns the text that can be released.
     pub fn push(&mut self, ids: &[u32]) -> Result<Delta> {
-        self.step(ids, false, false)
+        let mut text = String::new();
+        let stop = self.push_into(ids, &mut text)?;
+        Ok(Delta {
+            text,
+            stop,
+            finished: self.finished,
+        })
     }
 
     /// Decodes the token ids of the engine output that finished the request (possibly none)
@@ -198,7 +212,29 @@ impl IncrementalDecoder {
     ///
     /// Text of an incomplete character at the very end is not returned, as in vLLM.
     pub fn finish(&mut self, ids: &[u32], kind: FinishKind) -> Result<Delta> {
-        self.step(ids, kind == FinishKind::StopToken, true)
+        let mut text = String::new();
+        let stop = self.finish_into(ids, kind, &mut text)?;
+        Ok(Delta {
+            text,
+            stop,
+            finished: self.finished,
+        })
+    }
+
+    /// [`push`](Self::push) without allocating: appends the released text to `out` and
+    /// returns the stop string that finished the request, if one matched.
+    pub fn push_into(&mut self, ids: &[u32], out: &mut String) -> Result<Option<StopMatch>> {
+        self.step(ids, false, false, out)
+    }
+
+    /// [`finish`](Self::finish) without allocating: appends the remaining text to `out`.
+    pub fn finish_into(
+        &mut self,
+        ids: &[u32],
+        kind: FinishKind,
+        out: &mut String,
+    ) -> Result<Option<StopMatch>> {
+        self.step(ids, kind == FinishKind::StopToken, true, out)
     }
 
     /// The number of output tokens decoded so far (after any stop-string trimming).
@@ -211,51 +247,71 @@ impl IncrementalDecoder {
         self.finished
     }
 
-    fn step(&mut self, ids: &[u32], stop_terminated: bool, finished: bool) -> Result<Delta> {
+    fn step(
+        &mut self,
+        ids: &[u32],
+        stop_terminated: bool,
+        finished: bool,
+        out: &mut String,
+    ) -> Result<Option<StopMatch>> {
         if self.finished {
             return Err(Error::Finished);
         }
-        let stop = self.update(ids, stop_terminated)?;
+        let stop = self.update(ids, stop_terminated, out)?;
         self.finished = finished || stop.is_some();
-        let text = self.release(self.finished);
-        Ok(Delta { text, stop, finished: self.finished })
+        self.release(self.finished, out);
+        Ok(stop)
     }
 
-    /// vLLM's `BaseIncrementalDetokenizer.update`.
-    fn update(&mut self, ids: &[u32], stop_terminated: bool) -> Result<Option<StopMatch>> {
+    /// vLLM's `BaseIncrementalDetokenizer.update`. Without stop strings nothing is held back,
+    /// so text goes straight to `out`.
+    fn update(
+        &mut self,
+        ids: &[u32],
+        stop_terminated: bool,
+        out: &mut String,
+    ) -> Result<Option<StopMatch>> {
         if ids.is_empty() {
             return Ok(None);
         }
         // A stop token's own text is left out unless stop strings are kept in the output.
         let skip_last = stop_terminated && !self.include_stop_str;
-        let decoded = if skip_last { &ids[..ids.len() - 1] } else { ids };
+        let decoded = if skip_last {
+            &ids[..ids.len() - 1]
+        } else {
+            ids
+        };
 
         let num_prev_tokens = self.num_output_tokens;
         let start_bytes = self.total_bytes;
-        if let Some(stop) = &mut self.stop {
-            stop.token_ends.clear();
-            stop.token_ends.push(start_bytes);
-        }
+        let buffer = match &mut self.stop {
+            Some(stop) => {
+                stop.token_ends.clear();
+                stop.token_ends.push(start_bytes);
+                &mut self.unreleased
+            }
+            None => out,
+        };
         for &id in decoded {
             self.num_output_tokens += 1;
-            let before = self.unreleased.len();
-            self.stream.step(self.tokenizer.as_ref(), id, &mut self.unreleased)?;
+            let before = buffer.len();
+            self.stream.step(self.tokenizer.as_ref(), id, buffer)?;
             if let Some(last_added) = &mut self.last_added {
                 match self.tokenizer.added_token(id) {
                     Some(content) => {
                         if *last_added {
-                            self.unreleased.truncate(before);
-                            self.unreleased.push_str(content);
+                            buffer.truncate(before);
+                            buffer.push_str(content);
                         }
                         *last_added = true;
                     }
                     None => *last_added = false,
                 }
             }
-            let new = &self.unreleased[before..];
-            self.total_bytes += new.len();
-            self.total_chars += new.chars().count();
             if let Some(stop) = &mut self.stop {
+                let new = &buffer[before..];
+                self.total_bytes += new.len();
+                self.total_chars += new.chars().count();
                 stop.token_ends.push(self.total_bytes);
             }
         }
@@ -269,14 +325,22 @@ impl IncrementalDecoder {
     }
 
     /// vLLM's stop-string evaluation at the end of `update`.
-    fn check_stop(&mut self, num_prev_tokens: usize, start_bytes: usize) -> Result<Option<StopMatch>> {
+    fn check_stop(
+        &mut self,
+        num_prev_tokens: usize,
+        start_bytes: usize,
+    ) -> Result<Option<StopMatch>> {
         let Some(stop) = &mut self.stop else {
             return Ok(None);
         };
         // Stop strings count only once more than `min_tokens` tokens exist, and then only
         // when they end in text of tokens past `min_tokens`.
-        let after = (self.num_output_tokens > stop.min_tokens)
-            .then(|| stop.token_ends[stop.min_tokens.saturating_sub(num_prev_tokens).min(stop.token_ends.len() - 1)]);
+        let after = (self.num_output_tokens > stop.min_tokens).then(|| {
+            stop.token_ends[stop
+                .min_tokens
+                .saturating_sub(num_prev_tokens)
+                .min(stop.token_ends.len() - 1)]
+        });
         let new_start = start_bytes - self.released_bytes;
         let new_bytes = &self.unreleased.as_bytes()[new_start..];
         let Some(found) = stop.matcher.feed(new_bytes, start_bytes, after) else {
@@ -286,8 +350,14 @@ impl IncrementalDecoder {
         let tokens_kept = stop.token_ends[1..].partition_point(|&end| end < found.end) + 1;
         let tokens_kept = tokens_kept.min(stop.token_ends.len() - 1);
         self.num_output_tokens = num_prev_tokens + tokens_kept;
-        let cut = if stop.include { found.end } else { found.end - found.len };
-        let keep = cut.saturating_sub(self.released_bytes).min(self.unreleased.len());
+        let cut = if stop.include {
+            found.end
+        } else {
+            found.end - found.len
+        };
+        let keep = cut
+            .saturating_sub(self.released_bytes)
+            .min(self.unreleased.len());
         let removed_chars = self.unreleased[keep..].chars().count();
         self.unreleased.truncate(keep);
         self.total_bytes = self.released_bytes + keep;
@@ -300,18 +370,30 @@ impl IncrementalDecoder {
         }))
     }
 
-    /// vLLM's `get_next_output_text(finished, delta=True)`.
-    fn release(&mut self, finished: bool) -> String {
+    /// vLLM's `get_next_output_text(finished, delta=True)`: the text past what was released,
+    /// minus the last `hold_back` characters unless finished. Only used with stop strings
+    /// (otherwise `update` wrote to `out` directly).
+    fn release(&mut self, finished: bool, out: &mut String) {
+        if self.stop.is_none() {
+            return;
+        }
         let hold_back = if finished { 0 } else { self.hold_back };
         let target = self.total_chars.saturating_sub(hold_back);
         if target <= self.released_chars {
-            return String::new();
+            return;
         }
-        let count = target - self.released_chars;
-        let end = self.unreleased.char_indices().nth(count).map_or(self.unreleased.len(), |(i, _)| i);
-        let text: String = self.unreleased.drain(..end).collect();
+        let end = if target == self.total_chars {
+            self.unreleased.len()
+        } else {
+            let count = target - self.released_chars;
+            self.unreleased
+                .char_indices()
+                .nth(count)
+                .map_or(self.unreleased.len(), |(i, _)| i)
+        };
+        out.push_str(&self.unreleased[..end]);
+        self.unreleased.drain(..end);
         self.released_chars = target;
-        self.released_bytes += text.len();
-        text
+        self.released_bytes += end;
     }
 }

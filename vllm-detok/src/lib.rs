@@ -20,8 +20,13 @@ mod stream;
 mod table;
 mod tokenizer;
 
-pub use decoder::{Delta, DecodeOptions, FinishKind, IncrementalDecoder, StopMatch};
+pub use decoder::{DecodeOptions, Delta, FinishKind, IncrementalDecoder, StopMatch};
 pub use error::{Error, Result};
 pub use logprobs::{LogprobText, TokenTexts};
-pub use table::DecodeTable;
+pub use table::{DecodeTable, TableKind};
 pub use tokenizer::{HfTokenizer, Tokenizer};
+
+/// The README's examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

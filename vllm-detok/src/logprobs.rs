@@ -29,11 +29,14 @@ pub struct TokenTexts {
 impl TokenTexts {
     /// Decodes every id of `tokenizer` once.
     pub fn build(tokenizer: &dyn Tokenizer) -> Self {
-        let mut texts = Self { text: String::new(), ends: Vec::with_capacity(tokenizer.vocab_size()) };
+        let mut texts = Self {
+            text: String::new(),
+            ends: Vec::with_capacity(tokenizer.vocab_size()),
+        };
         let marker = tokenizer.leading_space_marker();
         for id in 0..tokenizer.vocab_size() as u32 {
             let decoded = match tokenizer.decode_table() {
-                Some(table) => String::from_utf8_lossy(table.token_bytes(id, false)).into_owned(),
+                Some(table) => table.decode(&[id], false),
                 None => tokenizer.decode(&[id], false).unwrap_or_default(),
             };
             let start = texts.text.len();
@@ -41,12 +44,14 @@ impl TokenTexts {
             if let Some(marker) = marker {
                 // vLLM's `_restore_leading_spaces`: as many spaces as the piece has leading
                 // markers, counting the spaces decode() kept.
-                let markers = tokenizer
-                    .token_piece(id)
-                    .map_or(0, |piece| piece.chars().take_while(|&c| c == marker).count());
+                let markers = tokenizer.token_piece(id).map_or(0, |piece| {
+                    piece.chars().take_while(|&c| c == marker).count()
+                });
                 let existing = decoded.chars().take_while(|&c| c == ' ').count();
                 if markers > existing {
-                    texts.text.insert_str(start, &" ".repeat(markers - existing));
+                    texts
+                        .text
+                        .insert_str(start, &" ".repeat(markers - existing));
                 }
             }
             texts.ends.push(texts.text.len());
@@ -75,14 +80,19 @@ pub struct LogprobText {
 
 impl std::fmt::Debug for LogprobText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LogprobText").field("context", &self.context).finish_non_exhaustive()
+        f.debug_struct("LogprobText")
+            .field("context", &self.context)
+            .finish_non_exhaustive()
     }
 }
 
 impl LogprobText {
     /// Token text for a new request.
     pub fn new(tokenizer: Arc<dyn Tokenizer>) -> Self {
-        Self { tokenizer, context: VecDeque::with_capacity(MAX_CONTEXT) }
+        Self {
+            tokenizer,
+            context: VecDeque::with_capacity(MAX_CONTEXT),
+        }
     }
 
     /// The texts of one output position: `ids[0]` is the sampled token and the rest are the
@@ -130,7 +140,11 @@ impl LogprobText {
                     break;
                 }
             }
-            let clean_prefix = if clean_end > 0 { decode(&ctx[..clean_end])? } else { String::new() };
+            let clean_prefix = if clean_end > 0 {
+                decode(&ctx[..clean_end])?
+            } else {
+                String::new()
+            };
             if let Some(rest) = full.strip_prefix(clean_prefix.as_str()) {
                 return Ok(rest.to_owned());
             }

@@ -8,13 +8,14 @@
 //! valid UTF-8 strings in valid UTF-8 text start and end on character boundaries.
 
 use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::{Anchored, MatchKind, dfa::DFA};
+use aho_corasick::nfa::contiguous::NFA;
+use aho_corasick::{Anchored, MatchKind};
 
 use crate::error::{Error, Result};
 
 /// A streaming matcher for one request's stop strings.
 pub(crate) struct StopMatcher {
-    dfa: DFA,
+    automaton: NFA,
     state: StateID,
     /// Byte length of each stop string.
     lens: Vec<usize>,
@@ -36,25 +37,42 @@ impl StopMatcher {
         if stops.iter().any(String::is_empty) {
             return Err(Error::EmptyStopString);
         }
-        let dfa = DFA::builder()
+        // A contiguous NFA rather than a DFA: memory stays linear in the total length of the
+        // stop strings, which come from the request.
+        let automaton = NFA::builder()
             .match_kind(MatchKind::Standard)
             .build(stops)
             .map_err(|e| Error::StopMatcher(e.to_string()))?;
-        let state = dfa.start_state(Anchored::No).map_err(|e| Error::StopMatcher(e.to_string()))?;
-        Ok(Self { dfa, state, lens: stops.iter().map(String::len).collect() })
+        let state = automaton
+            .start_state(Anchored::No)
+            .map_err(|e| Error::StopMatcher(e.to_string()))?;
+        Ok(Self {
+            automaton,
+            state,
+            lens: stops.iter().map(String::len).collect(),
+        })
     }
 
     /// Feeds `text`, which starts at absolute byte offset `offset`, and returns the first
     /// match ending after absolute offset `after`, if `check` allows looking for one.
-    pub(crate) fn feed(&mut self, text: &[u8], offset: usize, after: Option<usize>) -> Option<Found> {
+    pub(crate) fn feed(
+        &mut self,
+        text: &[u8],
+        offset: usize,
+        after: Option<usize>,
+    ) -> Option<Found> {
         for (i, &byte) in text.iter().enumerate() {
-            self.state = self.dfa.next_state(Anchored::No, self.state, byte);
+            self.state = self.automaton.next_state(Anchored::No, self.state, byte);
             let end = offset + i + 1;
-            if self.dfa.is_match(self.state) && after.is_some_and(|after| end > after) {
-                let index = (0..self.dfa.match_len(self.state))
-                    .map(|k| self.dfa.match_pattern(self.state, k).as_usize())
+            if self.automaton.is_match(self.state) && after.is_some_and(|after| end > after) {
+                let index = (0..self.automaton.match_len(self.state))
+                    .map(|k| self.automaton.match_pattern(self.state, k).as_usize())
                     .min()?;
-                return Some(Found { index, end, len: self.lens[index] });
+                return Some(Found {
+                    index,
+                    end,
+                    len: self.lens[index],
+                });
             }
         }
         None
@@ -68,7 +86,8 @@ mod tests {
     fn first(stops: &[&str], text: &str, after: usize) -> Option<(usize, usize)> {
         let stops: Vec<String> = stops.iter().map(|s| s.to_string()).collect();
         let mut m = StopMatcher::new(&stops).unwrap();
-        m.feed(text.as_bytes(), 0, Some(after)).map(|f| (f.index, f.end))
+        m.feed(text.as_bytes(), 0, Some(after))
+            .map(|f| (f.index, f.end))
     }
 
     #[test]
@@ -85,6 +104,9 @@ mod tests {
 
     #[test]
     fn empty_stop_string_is_rejected() {
-        assert!(matches!(StopMatcher::new(&["".into()]), Err(Error::EmptyStopString)));
+        assert!(matches!(
+            StopMatcher::new(&["".into()]),
+            Err(Error::EmptyStopString)
+        ));
     }
 }

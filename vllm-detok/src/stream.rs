@@ -7,8 +7,9 @@
 //!
 //! * [`TableStream`] for tokenizers with a [`DecodeTable`]: a step appends the token's bytes
 //!   to the pending bytes and checks only the last character, O(1) per token.
-//! * [`WindowStream`] for every other tokenizer: the `DecodeStream` algorithm itself, over
-//!   [`Tokenizer::decode`], with vLLM's recovery from `InvalidPrefix`.
+//! * [`WindowStream`] for every other tokenizer: the `DecodeStream` algorithm itself, with
+//!   vLLM's recovery from `InvalidPrefix`, decoding through a byte-fallback [`DecodeTable`]
+//!   when there is one (Gemma) and through [`Tokenizer::decode`] otherwise.
 //!
 //! Both are seeded from a short suffix of the prompt. When the prompt ends in the middle of a
 //! character, only that character's bytes are kept pending, so no prompt text leaks into the
@@ -18,7 +19,7 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::table::{DecodeTable, incomplete_utf8_suffix, lossy_ends_with_replacement};
+use crate::table::{DecodeTable, TableKind, incomplete_utf8_suffix, lossy_ends_with_replacement};
 use crate::tokenizer::Tokenizer;
 
 /// The prompt tokens a window is seeded with (vLLM's slow detokenizer uses 5 + 1).
@@ -31,28 +32,64 @@ const REPLACEMENT: char = '\u{FFFD}';
 pub(crate) enum TextStream {
     /// O(1) per token through a shared [`DecodeTable`].
     Table(TableStream),
-    /// `DecodeStream`'s window algorithm.
-    Window(WindowStream),
+    /// `DecodeStream`'s window algorithm, decoding through the byte-fallback table if given.
+    Window(WindowStream, Option<Arc<DecodeTable>>),
+}
+
+/// What the window algorithm decodes with.
+trait Decode {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String>;
+}
+
+impl Decode for dyn Tokenizer + '_ {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        Tokenizer::decode(self, ids, skip_special_tokens)
+    }
+}
+
+impl Decode for DecodeTable {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        Ok(DecodeTable::decode(self, ids, skip_special_tokens))
+    }
 }
 
 impl TextStream {
     /// A stream for `tokenizer`, primed with the end of `prompt`.
-    pub(crate) fn new(tokenizer: &dyn Tokenizer, prompt: &[u32], skip_special_tokens: bool) -> Result<Self> {
+    pub(crate) fn new(
+        tokenizer: &dyn Tokenizer,
+        prompt: &[u32],
+        skip_special_tokens: bool,
+    ) -> Result<Self> {
         Ok(match tokenizer.decode_table() {
-            Some(table) => Self::Table(TableStream::new(table.clone(), prompt, skip_special_tokens)),
-            None => Self::Window(WindowStream::new(tokenizer, prompt, skip_special_tokens)?),
+            Some(table) if table.kind() == TableKind::ByteLevel => {
+                Self::Table(TableStream::new(table.clone(), prompt, skip_special_tokens))
+            }
+            Some(table) => Self::Window(
+                WindowStream::new(table.as_ref(), prompt, skip_special_tokens)?,
+                Some(table.clone()),
+            ),
+            None => Self::Window(
+                WindowStream::new(tokenizer, prompt, skip_special_tokens)?,
+                None,
+            ),
         })
     }
 
     /// Decodes one more token, appending the text it releases (possibly none) to `out`.
     #[inline]
-    pub(crate) fn step(&mut self, tokenizer: &dyn Tokenizer, id: u32, out: &mut String) -> Result<()> {
+    pub(crate) fn step(
+        &mut self,
+        tokenizer: &dyn Tokenizer,
+        id: u32,
+        out: &mut String,
+    ) -> Result<()> {
         match self {
             Self::Table(stream) => {
                 stream.step(id, out);
                 Ok(())
             }
-            Self::Window(stream) => stream.step(tokenizer, id, out),
+            Self::Window(stream, Some(table)) => stream.step(table.as_ref(), id, out),
+            Self::Window(stream, None) => stream.step(tokenizer, id, out),
         }
     }
 }
@@ -79,7 +116,11 @@ impl TableStream {
         }
         let keep = incomplete_utf8_suffix(&tail);
         let pending = tail[tail.len() - keep..].to_vec();
-        Self { table, skip_special_tokens, pending }
+        Self {
+            table,
+            skip_special_tokens,
+            pending,
+        }
     }
 
     #[inline]
@@ -90,11 +131,11 @@ impl TableStream {
         }
         if self.pending.is_empty() {
             // Fast path: a token that is complete text on its own.
-            if let Ok(text) = std::str::from_utf8(bytes) {
-                if !text.ends_with(REPLACEMENT) {
-                    out.push_str(text);
-                    return;
-                }
+            if let Ok(text) = std::str::from_utf8(bytes)
+                && !text.ends_with(REPLACEMENT)
+            {
+                out.push_str(text);
+                return;
             }
         }
         self.pending.extend_from_slice(bytes);
@@ -118,8 +159,12 @@ pub(crate) struct WindowStream {
 struct InvalidPrefix;
 
 impl WindowStream {
-    fn new(tokenizer: &dyn Tokenizer, prompt: &[u32], skip_special_tokens: bool) -> Result<Self> {
-        let decode = |ids: &[u32]| tokenizer.decode(ids, skip_special_tokens);
+    fn new(
+        decoder: &(impl Decode + ?Sized),
+        prompt: &[u32],
+        skip_special_tokens: bool,
+    ) -> Result<Self> {
+        let decode = |ids: &[u32]| decoder.decode(ids, skip_special_tokens);
         // A short suffix that does not start inside a character decodes the end of the prompt
         // as the whole prompt does.
         let floor = prompt.len().saturating_sub(MAX_SEED_TOKENS);
@@ -136,11 +181,16 @@ impl WindowStream {
             end -= 1;
             prefix = decode(&ids[..end])?;
         }
-        Ok(Self { skip_special_tokens, ids, prefix, prefix_index: end })
+        Ok(Self {
+            skip_special_tokens,
+            ids,
+            prefix,
+            prefix_index: end,
+        })
     }
 
-    fn step(&mut self, tokenizer: &dyn Tokenizer, id: u32, out: &mut String) -> Result<()> {
-        match self.try_step(tokenizer, id, out)? {
+    fn step(&mut self, decoder: &(impl Decode + ?Sized), id: u32, out: &mut String) -> Result<()> {
+        match self.try_step(decoder, id, out)? {
             Ok(()) => Ok(()),
             Err(InvalidPrefix) => {
                 // vLLM (`FastIncrementalDetokenizer._protected_step`) restarts the stream
@@ -148,7 +198,7 @@ impl WindowStream {
                 self.ids.clear();
                 self.prefix.clear();
                 self.prefix_index = 0;
-                match self.try_step(tokenizer, id, out)? {
+                match self.try_step(decoder, id, out)? {
                     Ok(()) => Ok(()),
                     // Unreachable: an empty prefix is a prefix of every string.
                     Err(InvalidPrefix) => Ok(()),
@@ -158,17 +208,22 @@ impl WindowStream {
     }
 
     /// `tokenizers::step_decode_stream`, step for step.
-    fn try_step(&mut self, tokenizer: &dyn Tokenizer, id: u32, out: &mut String) -> Result<Result<(), InvalidPrefix>> {
+    fn try_step(
+        &mut self,
+        decoder: &(impl Decode + ?Sized),
+        id: u32,
+        out: &mut String,
+    ) -> Result<Result<(), InvalidPrefix>> {
         let skip = self.skip_special_tokens;
         if self.prefix.is_empty() && !self.ids.is_empty() {
-            let new_prefix = tokenizer.decode(&self.ids, skip)?;
+            let new_prefix = decoder.decode(&self.ids, skip)?;
             if !new_prefix.ends_with(REPLACEMENT) {
                 self.prefix = new_prefix;
                 self.prefix_index = self.ids.len();
             }
         }
         self.ids.push(id);
-        let string = tokenizer.decode(&self.ids, skip)?;
+        let string = decoder.decode(&self.ids, skip)?;
         if string.len() > self.prefix.len() && !string.ends_with(REPLACEMENT) {
             if !string.starts_with(&self.prefix) {
                 return Ok(Err(InvalidPrefix));
@@ -176,7 +231,7 @@ impl WindowStream {
             out.push_str(&string[self.prefix.len()..]);
             let new_prefix_index = self.ids.len() - self.prefix_index;
             self.ids.drain(..self.prefix_index);
-            self.prefix = tokenizer.decode(&self.ids, skip)?;
+            self.prefix = decoder.decode(&self.ids, skip)?;
             self.prefix_index = new_prefix_index;
         }
         Ok(Ok(()))

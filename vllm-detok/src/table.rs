@@ -1,18 +1,36 @@
-//! The shared per-tokenizer decode table of byte-level BPE tokenizers.
+//! The shared per-tokenizer decode tables.
 //!
-//! With a GPT-2 style `ByteLevel` decoder, `tokenizers` decodes a sequence of ids by mapping
-//! every token to a fixed byte string (the byte-level alphabet mapped back to bytes, or the
-//! token's own UTF-8 when it holds a character outside that alphabet, as added tokens may) and
-//! then running `String::from_utf8_lossy` over the concatenation. Decoding therefore never
-//! needs a window of previous tokens: the table below stores every token's bytes once, and
-//! [`crate::stream`] appends them and looks only at the last character.
+//! Two decoder chains map every token to fixed text, so their decoding never needs the
+//! tokenizer's decoder pipeline:
+//!
+//! * GPT-2 style `ByteLevel` (Llama 3, Qwen, DeepSeek, GPT-OSS): `tokenizers` maps every token
+//!   to a fixed byte string (the byte-level alphabet mapped back to bytes, or the token's own
+//!   UTF-8 when it holds a character outside that alphabet, as added tokens may) and runs
+//!   `String::from_utf8_lossy` over the concatenation. Decoding never needs a window of
+//!   previous tokens: [`crate::stream`] appends bytes and looks only at the last character.
+//! * SentencePiece byte fallback, `Replace("▁", " ") + ByteFallback + Fuse` (Gemma): a token
+//!   is either fixed text or one byte (`<0xE2>`); a run of byte tokens decodes to its UTF-8 if
+//!   valid and to one U+FFFD per byte otherwise. [`DecodeTable::decode`] computes that from
+//!   the table, so `DecodeStream`'s window algorithm runs without the decoder pipeline.
 
 use std::ops::Range;
+
+/// How a table's tokens combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableKind {
+    /// Concatenated bytes, decoded lossily (`ByteLevel`, tiktoken, tekken).
+    ByteLevel,
+    /// Text tokens and byte tokens; runs of byte tokens decoded strictly (`ByteFallback`).
+    ByteFallback,
+}
 
 /// Every token's decoded bytes, computed once per tokenizer and shared (via `Arc`) by all
 /// requests.
 #[derive(Debug, Clone)]
 pub struct DecodeTable {
+    kind: TableKind,
+    /// For [`TableKind::ByteFallback`]: whether token `id` is a byte token.
+    is_byte: Vec<bool>,
     /// The bytes of all tokens, concatenated.
     bytes: Vec<u8>,
     /// `spans[id]` is the range of token `id` in `bytes`.
@@ -44,30 +62,126 @@ fn byte_level_alphabet() -> std::collections::HashMap<char, u8> {
 }
 
 impl DecodeTable {
-    /// Builds the table of a `ByteLevel`-decoded tokenizer from each token's string (as
-    /// `tokenizers` hands it to the decoder) and special flag; `tokens[id]` is `None` for ids
-    /// without a token.
-    pub fn byte_level<'a>(tokens: impl ExactSizeIterator<Item = Option<(&'a str, bool)>>) -> Self {
-        let alphabet = byte_level_alphabet();
+    /// Builds a table from each token's bytes and special flag; `tokens[id]` is `None` for
+    /// ids without a token. Backends whose tokens are raw bytes (tiktoken, Mistral's tekken)
+    /// use this directly.
+    pub fn from_token_bytes<'a>(
+        tokens: impl ExactSizeIterator<Item = Option<(&'a [u8], bool)>>,
+    ) -> Self {
         let mut table = Self {
+            kind: TableKind::ByteLevel,
+            is_byte: Vec::new(),
             bytes: Vec::new(),
             spans: Vec::with_capacity(tokens.len()),
             special: Vec::with_capacity(tokens.len()),
         };
         for token in tokens {
             let start = table.bytes.len();
-            let (token, special) = token.unwrap_or(("", false));
-            // Same rule as `ByteLevel::decode_chain`: the whole token maps through the
-            // alphabet, or, if any character is outside it, the token's UTF-8 is used as is.
-            let mapped: Option<Vec<u8>> = token.chars().map(|c| alphabet.get(&c).copied()).collect();
-            match mapped {
-                Some(bytes) => table.bytes.extend_from_slice(&bytes),
-                None => table.bytes.extend_from_slice(token.as_bytes()),
-            }
+            let (bytes, special) = token.unwrap_or((&[], false));
+            table.bytes.extend_from_slice(bytes);
             table.spans.push(span(start, table.bytes.len()));
             table.special.push(special);
         }
         table
+    }
+
+    /// Builds the table of a `ByteLevel`-decoded tokenizer from each token's string (as
+    /// `tokenizers` hands it to the decoder) and special flag; `tokens[id]` is `None` for ids
+    /// without a token.
+    pub fn byte_level<'a>(tokens: impl ExactSizeIterator<Item = Option<(&'a str, bool)>>) -> Self {
+        let alphabet = byte_level_alphabet();
+        // Same rule as `ByteLevel::decode_chain`: the whole token maps through the alphabet,
+        // or, if any character is outside it, the token's UTF-8 is used as is.
+        let bytes: Vec<Option<(Vec<u8>, bool)>> = tokens
+            .map(|token| {
+                token.map(|(token, special)| {
+                    let mapped: Option<Vec<u8>> =
+                        token.chars().map(|c| alphabet.get(&c).copied()).collect();
+                    (mapped.unwrap_or_else(|| token.as_bytes().to_vec()), special)
+                })
+            })
+            .collect();
+        Self::from_token_bytes(
+            bytes
+                .iter()
+                .map(|t| t.as_ref().map(|(b, special)| (b.as_slice(), *special))),
+        )
+    }
+
+    /// Builds the table of a `Replace("▁", " ") + ByteFallback + Fuse` decoder (Gemma) from
+    /// each token's string and special flag; `tokens[id]` is `None` for ids without a token.
+    pub fn byte_fallback<'a>(
+        tokens: impl ExactSizeIterator<Item = Option<(&'a str, bool)>>,
+    ) -> Self {
+        let mut is_byte = Vec::with_capacity(tokens.len());
+        let pieces: Vec<Option<(Vec<u8>, bool)>> = tokens
+            .map(|token| {
+                let Some((token, special)) = token else {
+                    is_byte.push(false);
+                    return None;
+                };
+                let text = token.replace('\u{2581}', " ");
+                // `ByteFallback::decode_chain`'s test, verbatim.
+                let byte = if text.len() == 6 && text.starts_with("<0x") && text.ends_with('>') {
+                    text.get(3..5)
+                        .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                } else {
+                    None
+                };
+                is_byte.push(byte.is_some());
+                Some((byte.map_or_else(|| text.into_bytes(), |b| vec![b]), special))
+            })
+            .collect();
+        let mut table = Self::from_token_bytes(
+            pieces
+                .iter()
+                .map(|t| t.as_ref().map(|(b, special)| (b.as_slice(), *special))),
+        );
+        table.kind = TableKind::ByteFallback;
+        table.is_byte = is_byte;
+        table
+    }
+
+    /// How this table's tokens combine.
+    pub fn kind(&self) -> TableKind {
+        self.kind
+    }
+
+    /// Decodes `ids` as the tokenizer's decoder would.
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
+        match self.kind {
+            TableKind::ByteLevel => {
+                let bytes: Vec<u8> = ids
+                    .iter()
+                    .flat_map(|&id| self.token_bytes(id, skip_special_tokens))
+                    .copied()
+                    .collect();
+                String::from_utf8_lossy(&bytes).into_owned()
+            }
+            TableKind::ByteFallback => {
+                let mut out = String::new();
+                let mut run = Vec::new();
+                for &id in ids {
+                    let index = id as usize;
+                    // Ids the decoder never sees (unknown, skipped special) do not end a run.
+                    let Some(span) = self.spans.get(index) else {
+                        continue;
+                    };
+                    if skip_special_tokens && self.special[index] {
+                        continue;
+                    }
+                    let bytes = &self.bytes[span.start as usize..span.end as usize];
+                    if self.is_byte[index] {
+                        run.extend_from_slice(bytes);
+                    } else {
+                        flush_byte_run(&mut run, &mut out);
+                        out.push_str(&String::from_utf8_lossy(bytes));
+                    }
+                }
+                flush_byte_run(&mut run, &mut out);
+                out
+            }
+        }
     }
 
     /// The bytes token `id` contributes to a decoding; empty for unknown ids and for special
@@ -94,6 +208,18 @@ impl DecodeTable {
     }
 }
 
+/// `ByteFallback`: a run of byte tokens is its UTF-8 if valid, else one U+FFFD per byte.
+fn flush_byte_run(run: &mut Vec<u8>, out: &mut String) {
+    if run.is_empty() {
+        return;
+    }
+    match std::str::from_utf8(run) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.extend(std::iter::repeat_n('\u{FFFD}', run.len())),
+    }
+    run.clear();
+}
+
 fn span(start: usize, end: usize) -> Range<u32> {
     // Vocabularies are far below 4 GiB of token text; saturate rather than wrap.
     let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
@@ -105,7 +231,10 @@ fn span(start: usize, end: usize) -> Range<u32> {
 /// continuation byte, so the last such byte in the final four decides.
 pub(crate) fn lossy_ends_with_replacement(bytes: &[u8]) -> bool {
     let floor = bytes.len().saturating_sub(4);
-    match (floor..bytes.len()).rev().find(|&i| bytes[i] & 0xC0 != 0x80) {
+    match (floor..bytes.len())
+        .rev()
+        .find(|&i| bytes[i] & 0xC0 != 0x80)
+    {
         Some(start) => match std::str::from_utf8(&bytes[start..]) {
             Ok(last) => last.ends_with('\u{FFFD}'),
             Err(_) => true,
@@ -119,7 +248,10 @@ pub(crate) fn lossy_ends_with_replacement(bytes: &[u8]) -> bool {
 /// start of a character whose remaining bytes have not been seen yet.
 pub(crate) fn incomplete_utf8_suffix(bytes: &[u8]) -> usize {
     let floor = bytes.len().saturating_sub(4);
-    match (floor..bytes.len()).rev().find(|&i| bytes[i] & 0xC0 != 0x80) {
+    match (floor..bytes.len())
+        .rev()
+        .find(|&i| bytes[i] & 0xC0 != 0x80)
+    {
         Some(start) => match std::str::from_utf8(&bytes[start..]) {
             Err(e) if e.error_len().is_none() && e.valid_up_to() == 0 => bytes.len() - start,
             _ => 0,
@@ -135,9 +267,22 @@ mod tests {
     #[test]
     fn replacement_detection_matches_lossy_decoding() {
         let samples: &[&[u8]] = &[
-            b"", b"a", b"\xe2", b"\xe2\x82", b"\xe2\x82\xac", b"a\x80", b"\x80\x80\x80\x80\x80",
-            b"\xef\xbf\xbd", b"\xf0\x9f\x98", b"\xf0\x9f\x98\x80", b"\xe2\x82a", b"\xc3", b"\xff",
-            b"\xed\xa0\x80", b"\xf4\x90\x80", b"ab\xe4\xb8\xad\x80",
+            b"",
+            b"a",
+            b"\xe2",
+            b"\xe2\x82",
+            b"\xe2\x82\xac",
+            b"a\x80",
+            b"\x80\x80\x80\x80\x80",
+            b"\xef\xbf\xbd",
+            b"\xf0\x9f\x98",
+            b"\xf0\x9f\x98\x80",
+            b"\xe2\x82a",
+            b"\xc3",
+            b"\xff",
+            b"\xed\xa0\x80",
+            b"\xf4\x90\x80",
+            b"ab\xe4\xb8\xad\x80",
         ];
         for s in samples {
             assert_eq!(
@@ -150,10 +295,16 @@ mod tests {
         for a in 0..=255u8 {
             for b in 0..=255u8 {
                 let s = [a, b];
-                assert_eq!(lossy_ends_with_replacement(&s), String::from_utf8_lossy(&s).ends_with('\u{FFFD}'));
+                assert_eq!(
+                    lossy_ends_with_replacement(&s),
+                    String::from_utf8_lossy(&s).ends_with('\u{FFFD}')
+                );
                 for c in [0x41u8, 0x80, 0xbf, 0xe2, 0xf0] {
                     let s = [a, b, c];
-                    assert_eq!(lossy_ends_with_replacement(&s), String::from_utf8_lossy(&s).ends_with('\u{FFFD}'));
+                    assert_eq!(
+                        lossy_ends_with_replacement(&s),
+                        String::from_utf8_lossy(&s).ends_with('\u{FFFD}')
+                    );
                 }
             }
         }
@@ -167,7 +318,11 @@ mod tests {
         assert_eq!(incomplete_utf8_suffix(b"ab\xe2\x82\xac"), 0);
         assert_eq!(incomplete_utf8_suffix(b"ab\x80"), 0);
         assert_eq!(incomplete_utf8_suffix(b"ab\xff"), 0);
-        assert_eq!(incomplete_utf8_suffix(b"\xed\xa0"), 0, "surrogate prefix is invalid");
+        assert_eq!(
+            incomplete_utf8_suffix(b"\xed\xa0"),
+            0,
+            "surrogate prefix is invalid"
+        );
         assert_eq!(incomplete_utf8_suffix(b""), 0);
     }
 }

@@ -8,7 +8,7 @@ use tokenizers::DecoderWrapper;
 
 use crate::error::{Error, Result};
 use crate::logprobs::TokenTexts;
-use crate::table::DecodeTable;
+use crate::table::{DecodeTable, TableKind};
 
 /// What the decoder needs from a tokenizer.
 ///
@@ -44,9 +44,10 @@ pub trait Tokenizer: Send + Sync {
 
 /// A Hugging Face `tokenizer.json` tokenizer.
 ///
-/// Loading decides once whether the decoder allows a [`DecodeTable`] (a `ByteLevel` decoder,
-/// as in Llama 3, Qwen, DeepSeek and GPT-OSS); other tokenizers (such as Gemma's byte-fallback
-/// chain) decode through a short window of tokens, like `tokenizers`' `DecodeStream`.
+/// Loading decides once, from the decoder in `tokenizer.json`, whether a [`DecodeTable`]
+/// applies: a `ByteLevel` decoder (Llama 3, Qwen, DeepSeek, GPT-OSS) or Gemma's
+/// `Replace("▁", " ") + ByteFallback + Fuse`. Other tokenizers decode through
+/// [`tokenizers::Tokenizer::decode`].
 pub struct HfTokenizer {
     inner: tokenizers::Tokenizer,
     table: Option<Arc<DecodeTable>>,
@@ -69,7 +70,10 @@ impl HfTokenizer {
     /// Loads a `tokenizer.json` file.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
-        let json = std::fs::read(path).map_err(|source| Error::Io { path: path.into(), source })?;
+        let json = std::fs::read(path).map_err(|source| Error::Io {
+            path: path.into(),
+            source,
+        })?;
         Self::from_bytes(&json)
     }
 
@@ -91,12 +95,15 @@ impl HfTokenizer {
             .into_iter()
             .map(|(id, token)| (id, token.content))
             .collect();
-        let table = match inner.get_decoder() {
-            Some(DecoderWrapper::ByteLevel(_)) => Some(Arc::new(byte_level_table(&inner))),
-            _ => None,
-        };
+        let table = decode_table(&inner).map(Arc::new);
         let marker = metaspace_marker(inner.get_pre_tokenizer());
-        Self { inner, table, added, marker, texts: OnceLock::new() }
+        Self {
+            inner,
+            table,
+            added,
+            marker,
+            texts: OnceLock::new(),
+        }
     }
 
     /// The wrapped `tokenizers::Tokenizer`.
@@ -105,12 +112,32 @@ impl HfTokenizer {
     }
 }
 
-/// The byte table of a `ByteLevel`-decoded tokenizer, with the same token lookup as
-/// `TokenizerImpl::decode`: added vocabulary first, then the model; a token is special when
-/// its *string* is a special added token.
-fn byte_level_table(inner: &tokenizers::Tokenizer) -> DecodeTable {
+/// The decode table the tokenizer's decoder allows, if any: a `ByteLevel` decoder, or
+/// exactly Gemma's `Replace("▁", " ") + ByteFallback + Fuse`. Tokens are looked up as
+/// `TokenizerImpl::decode` does (added vocabulary first, then the model), and a token is
+/// special when its *string* is a special added token.
+fn decode_table(inner: &tokenizers::Tokenizer) -> Option<DecodeTable> {
+    let byte_fallback = serde_json::json!({
+        "type": "Sequence",
+        "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u{2581}"}, "content": " "},
+            {"type": "ByteFallback"},
+            {"type": "Fuse"},
+        ]
+    });
+    let decoder = inner.get_decoder()?;
+    let kind = match decoder {
+        DecoderWrapper::ByteLevel(_) => TableKind::ByteLevel,
+        _ if serde_json::to_value(decoder).ok()? == byte_fallback => TableKind::ByteFallback,
+        _ => return None,
+    };
     let size = inner.get_vocab_size(true) as u32;
-    let max_id = inner.get_added_tokens_decoder().keys().copied().max().map_or(0, |m| m + 1);
+    let max_id = inner
+        .get_added_tokens_decoder()
+        .keys()
+        .copied()
+        .max()
+        .map_or(0, |m| m + 1);
     let added = inner.get_added_vocabulary();
     let tokens: Vec<Option<(String, bool)>> = (0..size.max(max_id))
         .map(|id| {
@@ -119,7 +146,13 @@ fn byte_level_table(inner: &tokenizers::Tokenizer) -> DecodeTable {
             Some((token, special))
         })
         .collect();
-    DecodeTable::byte_level(tokens.iter().map(|t| t.as_ref().map(|(s, special)| (s.as_str(), *special))))
+    let tokens = tokens
+        .iter()
+        .map(|t| t.as_ref().map(|(s, special)| (s.as_str(), *special)));
+    Some(match kind {
+        TableKind::ByteLevel => DecodeTable::byte_level(tokens),
+        TableKind::ByteFallback => DecodeTable::byte_fallback(tokens),
+    })
 }
 
 fn metaspace_marker(pre: Option<&tokenizers::PreTokenizerWrapper>) -> Option<char> {
@@ -136,7 +169,9 @@ fn metaspace_marker(pre: Option<&tokenizers::PreTokenizerWrapper>) -> Option<cha
 
 impl Tokenizer for HfTokenizer {
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
-        self.inner.decode(ids, skip_special_tokens).map_err(Error::tokenizer)
+        self.inner
+            .decode(ids, skip_special_tokens)
+            .map_err(Error::tokenizer)
     }
 
     fn decode_table(&self) -> Option<&Arc<DecodeTable>> {
@@ -148,7 +183,12 @@ impl Tokenizer for HfTokenizer {
     }
 
     fn vocab_size(&self) -> usize {
-        let max_added = self.added.keys().copied().max().map_or(0, |m| m as usize + 1);
+        let max_added = self
+            .added
+            .keys()
+            .copied()
+            .max()
+            .map_or(0, |m| m as usize + 1);
         self.inner.get_vocab_size(true).max(max_added)
     }
 

@@ -3,10 +3,44 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use common::{Case, MODELS};
-use vllm_detok::{DecodeOptions, FinishKind, IncrementalDecoder, LogprobText, Tokenizer};
+use vllm_detok::{
+    DecodeOptions, DecodeTable, FinishKind, HfTokenizer, IncrementalDecoder, LogprobText,
+    TokenTexts, Tokenizer,
+};
+
+/// The same tokenizer without its decode table, so that decoding takes the window path
+/// through `tokenizers`' own `decode` (as any tokenizer without a table does).
+struct WithoutTable {
+    inner: Arc<HfTokenizer>,
+    texts: OnceLock<TokenTexts>,
+}
+
+impl Tokenizer for WithoutTable {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> vllm_detok::Result<String> {
+        self.inner.decode(ids, skip_special_tokens)
+    }
+    fn decode_table(&self) -> Option<&Arc<DecodeTable>> {
+        None
+    }
+    fn added_token(&self, id: u32) -> Option<&str> {
+        self.inner.added_token(id)
+    }
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    fn token_piece(&self, id: u32) -> Option<String> {
+        self.inner.token_piece(id)
+    }
+    fn leading_space_marker(&self) -> Option<char> {
+        self.inner.leading_space_marker()
+    }
+    fn token_texts(&self) -> &TokenTexts {
+        self.texts.get_or_init(|| TokenTexts::build(self))
+    }
+}
 
 fn finish_kind(name: &str) -> FinishKind {
     match name {
@@ -27,7 +61,8 @@ fn replay(tokenizer: Arc<dyn Tokenizer>, case: &Case) -> Result<(), String> {
         include_stop_str_in_output: o.include_stop_str_in_output,
         min_tokens: o.min_tokens,
     };
-    let mut decoder = IncrementalDecoder::new(tokenizer, &case.prompt, options).map_err(|e| e.to_string())?;
+    let mut decoder =
+        IncrementalDecoder::new(tokenizer, &case.prompt, options).map_err(|e| e.to_string())?;
     for (i, step) in case.steps.iter().enumerate() {
         let delta = match &step.finish {
             Some(kind) => decoder.finish(&step.ids, finish_kind(kind)),
@@ -35,7 +70,10 @@ fn replay(tokenizer: Arc<dyn Tokenizer>, case: &Case) -> Result<(), String> {
         }
         .map_err(|e| format!("step {i}: {e}"))?;
         let stop = delta.stop.as_ref().map(|s| s.stop.clone());
-        let kept = delta.stop.as_ref().map_or(step.ids.len(), |s| s.tokens_kept);
+        let kept = delta
+            .stop
+            .as_ref()
+            .map_or(step.ids.len(), |s| s.tokens_kept);
         if delta.text != step.text || stop != step.stop || kept != step.kept {
             return Err(format!(
                 "step {i} ids {:?}: got {:?} stop {:?} kept {kept}, vLLM {:?} stop {:?} kept {}",
@@ -44,14 +82,20 @@ fn replay(tokenizer: Arc<dyn Tokenizer>, case: &Case) -> Result<(), String> {
         }
         let expect_finished = step.finish.is_some() || step.stop.is_some();
         if delta.finished != expect_finished {
-            return Err(format!("step {i}: finished {} != {expect_finished}", delta.finished));
+            return Err(format!(
+                "step {i}: finished {} != {expect_finished}",
+                delta.finished
+            ));
         }
     }
     Ok(())
 }
 
 fn check_model(name: &str) {
-    let tokenizer = common::tokenizer(name);
+    check_cases(name, common::tokenizer(name));
+}
+
+fn check_cases(name: &str, tokenizer: Arc<dyn Tokenizer>) {
     let fixture = common::fixture(name);
     assert_eq!(fixture.model, name);
     assert!(fixture.cases.len() >= 100);
@@ -71,7 +115,13 @@ fn check_model(name: &str) {
             ));
         }
     }
-    assert!(failures.is_empty(), "{name}: {} of {} cases differ:\n{}", failures.len(), fixture.cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{name}: {} of {} cases differ:\n{}",
+        failures.len(),
+        fixture.cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -105,14 +155,35 @@ fn deltas_match_vllm_gptoss() {
 }
 
 #[test]
+fn window_path_matches_vllm_gemma3() {
+    let inner = common::tokenizer("gemma3");
+    check_cases("gemma3", Arc::new(WithoutTable { inner, texts: OnceLock::new() }));
+}
+
+#[test]
+fn window_path_matches_vllm_qwen3() {
+    let inner = common::tokenizer("qwen3");
+    check_cases("qwen3", Arc::new(WithoutTable { inner, texts: OnceLock::new() }));
+}
+
+#[test]
 fn logprob_token_text_matches_vllm() {
     for name in MODELS {
         let tokenizer = common::tokenizer(name);
         let fixture = common::fixture(name);
         let mut text = LogprobText::new(tokenizer);
         for (n, position) in fixture.logprobs.iter().enumerate() {
-            let got: Vec<String> = text.position(&position.ids).unwrap().into_iter().map(|c| c.into_owned()).collect();
-            assert_eq!(got, position.tokens, "{name} position {n} ids {:?}", position.ids);
+            let got: Vec<String> = text
+                .position(&position.ids)
+                .unwrap()
+                .into_iter()
+                .map(|c| c.into_owned())
+                .collect();
+            assert_eq!(
+                got, position.tokens,
+                "{name} position {n} ids {:?}",
+                position.ids
+            );
         }
     }
 }

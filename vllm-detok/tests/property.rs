@@ -1,5 +1,5 @@
-//! Property tests: `IncrementalDecoder` (decode table or window) against `tokenizers`'
-//! own `DecodeStream` (same crate version) over random token streams.
+//! Property tests: `IncrementalDecoder` (through its decode tables) against `tokenizers`'
+//! own `DecodeStream` (same crate version) over random token streams, token by token.
 //!
 //! The default run checks `DEFAULT_TOKENS` tokens per tokenizer and option. The large run
 //! (millions of tokens) is:
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use vllm_detok::{DecodeOptions, HfTokenizer, IncrementalDecoder, Tokenizer};
+use vllm_detok::{DecodeOptions, HfTokenizer, IncrementalDecoder, TableKind, Tokenizer};
 
 const DEFAULT_TOKENS: usize = 6_000;
 const TEXTS: &[&str] = &[
@@ -40,16 +40,31 @@ struct Streams {
 impl Streams {
     fn new(tokenizer: Arc<HfTokenizer>) -> Self {
         let inner = tokenizer.inner();
-        let texts = TEXTS.iter().map(|t| inner.encode(*t, false).unwrap().get_ids().to_vec()).collect();
+        let texts = TEXTS
+            .iter()
+            .map(|t| inner.encode(*t, false).unwrap().get_ids().to_vec())
+            .collect();
         let mut added: Vec<u32> = inner.get_added_tokens_decoder().keys().copied().collect();
         added.sort_unstable();
-        let bytes: Vec<u32> = match tokenizer.decode_table() {
-            Some(table) => (0..table.len() as u32).filter(|&id| table.token_bytes(id, false).len() == 1).collect(),
-            None => (0..=255u8).filter_map(|b| inner.token_to_id(&format!("<0x{b:02X}>"))).collect(),
-        };
+        // Byte-fallback tokens (`<0xE2>`), else the byte-level tokens of one byte.
+        let mut bytes: Vec<u32> = (0..=255u8)
+            .filter_map(|b| inner.token_to_id(&format!("<0x{b:02X}>")))
+            .collect();
+        if bytes.is_empty() {
+            let table = tokenizer.decode_table().expect("byte-level table");
+            bytes = (0..table.len() as u32)
+                .filter(|&id| table.token_bytes(id, false).len() == 1)
+                .collect();
+        }
         assert!(bytes.len() >= 200, "single-byte tokens: {}", bytes.len());
         let vocab = tokenizer.vocab_size() as u32;
-        Self { tokenizer, texts, added, bytes, vocab }
+        Self {
+            tokenizer,
+            texts,
+            added,
+            bytes,
+            vocab,
+        }
     }
 
     fn piece(&self, rng: &mut StdRng, out: &mut Vec<u32>) {
@@ -80,7 +95,10 @@ fn check(name: &str, tokens: usize, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
     for skip in [true, false] {
         let tokenizer: Arc<dyn Tokenizer> = streams.tokenizer.clone();
-        let options = DecodeOptions { skip_special_tokens: skip, ..DecodeOptions::default() };
+        let options = DecodeOptions {
+            skip_special_tokens: skip,
+            ..DecodeOptions::default()
+        };
         let mut checked = 0;
         while checked < tokens {
             // A fresh request every few thousand tokens.
@@ -88,7 +106,8 @@ fn check(name: &str, tokens: usize, seed: u64) {
             while ids.len() < 3_000.min(tokens - checked) {
                 streams.piece(&mut rng, &mut ids);
             }
-            let mut ours = IncrementalDecoder::new(tokenizer.clone(), &[], options.clone()).unwrap();
+            let mut ours =
+                IncrementalDecoder::new(tokenizer.clone(), &[], options.clone()).unwrap();
             let mut reference = inner.decode_stream(skip);
             for (i, &id) in ids.iter().enumerate() {
                 let expected = match reference.step(id) {
@@ -99,10 +118,28 @@ fn check(name: &str, tokens: usize, seed: u64) {
                     }
                 };
                 let got = ours.push(&[id]).unwrap().text;
-                assert_eq!(got, expected, "{name} skip={skip} token {i} id {id} in {:?}", &ids[i.saturating_sub(8)..=i]);
+                assert_eq!(
+                    got,
+                    expected,
+                    "{name} skip={skip} token {i} id {id} in {:?}",
+                    &ids[i.saturating_sub(8)..=i]
+                );
             }
             checked += ids.len();
         }
+    }
+}
+
+#[test]
+fn decode_tables_are_chosen_from_the_decoder() {
+    for name in common::MODELS {
+        let kind = common::tokenizer(name).decode_table().map(|t| t.kind());
+        let expected = if *name == "gemma3" {
+            TableKind::ByteFallback
+        } else {
+            TableKind::ByteLevel
+        };
+        assert_eq!(kind, Some(expected), "{name}");
     }
 }
 
@@ -131,7 +168,7 @@ fn table_equals_decode_stream_gptoss() {
 }
 
 #[test]
-fn window_equals_decode_stream_gemma3() {
+fn byte_fallback_table_equals_decode_stream_gemma3() {
     default_run("gemma3");
 }
 
@@ -140,10 +177,17 @@ fn window_equals_decode_stream_gemma3() {
 #[test]
 #[ignore = "long: run with --release -- --ignored"]
 fn large_random_streams() {
-    let tokens = std::env::var("DETOK_PROPTEST_TOKENS").ok().and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    let tokens = std::env::var("DETOK_PROPTEST_TOKENS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000);
     for (i, name) in common::MODELS.iter().enumerate() {
         let start = std::time::Instant::now();
         check(name, tokens, 0xdec0de + i as u64);
-        eprintln!("{name}: {} tokens x 2 options equal to DecodeStream ({:.1?})", tokens, start.elapsed());
+        eprintln!(
+            "{name}: {} tokens x 2 options equal to DecodeStream ({:.1?})",
+            tokens,
+            start.elapsed()
+        );
     }
 }

@@ -32,7 +32,9 @@ Corpus file format (JSON)::
 ``model`` names a tokenizer directory under ``$REF/models`` (default qwen3);
 ``prompt`` is the end of the rendered prompt (vLLM decides from it whether reasoning
 is already over, e.g. Qwen3's ``enable_thinking=False`` template ends with an empty
-think block). A config may carry ``"follow"`` too, overriding the cases' choice when
+think block). ``model_type`` (e.g. ``"kimi_k2"``) gives the parser a model config
+of that type, which switches vLLM to deterministic tool-call ids; ids that are not
+random are then part of the expected result. A config may carry ``"follow"`` too, overriding the cases' choice when
 the config itself is why vLLM's modes disagree. A case may override ``tools`` and
 restrict itself to some configs with ``"configs": [i, ...]``.
 
@@ -52,6 +54,7 @@ import os
 import sys
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 warnings.filterwarnings("ignore")
@@ -134,11 +137,22 @@ def normalise(content, reasoning, tool_calls) -> dict:
     return {"content": content or None, "reasoning": reasoning or None, "tool_calls": calls}
 
 
+def make_parser(parser_cls, tokenizer, config, request):
+    """One per-request parser, built the way the server's ``_make_parser`` does."""
+    kwargs = {"chat_template_kwargs": config["chat_template_kwargs"]}
+    if config["model_type"]:
+        # Only what vLLM reads from the model config for parsing: the model type,
+        # which selects Kimi-style tool-call ids (functions.NAME:IDX).
+        hf_config = SimpleNamespace(model_type=config["model_type"])
+        kwargs["model_config"] = SimpleNamespace(
+            hf_config=hf_config, hf_text_config=hf_config, hf_overrides=None
+        )
+    return parser_cls(tokenizer, request.tools, **kwargs)
+
+
 def run_whole(parser_cls, tokenizer, config, tools, output):
     request = make_request(tools, config["chat_template_kwargs"])
-    parser = parser_cls(
-        tokenizer, request.tools, chat_template_kwargs=config["chat_template_kwargs"]
-    )
+    parser = make_parser(parser_cls, tokenizer, config, request)
     prompt_ids = tokenizer.encode(config["prompt"], add_special_tokens=False)
     parser.set_prompt_token_ids(prompt_ids)
     output_ids = tokenizer.encode(output, add_special_tokens=False)
@@ -158,9 +172,7 @@ def run_whole(parser_cls, tokenizer, config, tools, output):
 
 def run_streaming(parser_cls, tokenizer, config, tools, chunks):
     request = make_request(tools, config["chat_template_kwargs"])
-    parser = parser_cls(
-        tokenizer, request.tools, chat_template_kwargs=config["chat_template_kwargs"]
-    )
+    parser = make_parser(parser_cls, tokenizer, config, request)
     prompt_ids = tokenizer.encode(config["prompt"], add_special_tokens=False)
     content, reasoning, calls = "", "", {}
     for i, chunk in enumerate(chunks):
@@ -193,6 +205,7 @@ def config_defaults(config: dict) -> dict:
         "chat_template_kwargs": config.get("chat_template_kwargs", {}),
         "prompt": config.get("prompt", ""),
         "follow": config.get("follow"),
+        "model_type": config.get("model_type"),
     }
 
 

@@ -6,6 +6,10 @@
 /// emit [`Event::Content`] and the `ToolCall*` events. A [`MessageBuilder`]
 /// (or a server's SSE writer) consumes them.
 ///
+/// Contract (checked by the test harness): text events are never empty; calls are
+/// numbered 0, 1, 2… per response and come one at a time — `ToolCallBegin`, any
+/// number of `ToolCallArguments`, `ToolCallEnd` — before the next begins.
+///
 /// [`MessageBuilder`]: crate::MessageBuilder
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {

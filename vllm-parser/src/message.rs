@@ -7,6 +7,9 @@ use crate::text::py_is_blank;
 
 /// A parsed assistant message: what vLLM's non-streaming response holds, and what a
 /// client gets by merging vLLM's streamed deltas.
+///
+/// Serializes as the OpenAI assistant message fields vLLM returns:
+/// `{"content", "reasoning", "tool_calls"}`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ParsedMessage {
     /// The message text, `None` when empty.
@@ -18,15 +21,33 @@ pub struct ParsedMessage {
 }
 
 /// One tool call of a [`ParsedMessage`].
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+///
+/// Serializes in the OpenAI shape:
+/// `{"id"?, "type": "function", "function": {"name", "arguments"}}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ParsedToolCall {
     /// The id the format gave the call, if any (see [`Event::ToolCallBegin`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// The function name.
     pub name: String,
     /// The arguments as JSON text, exactly as vLLM returns them.
     pub arguments: String,
+}
+
+impl Serialize for ParsedToolCall {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut call = serializer.serialize_map(None)?;
+        if let Some(id) = &self.id {
+            call.serialize_entry("id", id)?;
+        }
+        call.serialize_entry("type", "function")?;
+        call.serialize_entry(
+            "function",
+            &serde_json::json!({"name": self.name, "arguments": self.arguments}),
+        )?;
+        call.end()
+    }
 }
 
 /// Accumulates [`Event`]s into a [`ParsedMessage`].
@@ -89,5 +110,37 @@ impl MessageBuilder {
             reasoning: (!self.reasoning.is_empty()).then_some(self.reasoning),
             tool_calls: self.tool_calls,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merges_deltas_and_serializes_like_openai() {
+        let mut builder = MessageBuilder::new();
+        builder.extend(&[
+            Event::Content("\n".into()),
+            Event::ToolCallBegin {
+                index: 0,
+                id: None,
+                name: "f".into(),
+            },
+            Event::ToolCallArguments {
+                index: 0,
+                delta: "{\"a\": ".into(),
+            },
+            Event::ToolCallArguments {
+                index: 0,
+                delta: "1}".into(),
+            },
+            Event::ToolCallEnd { index: 0 },
+        ]);
+        let json = serde_json::to_string(&builder.finish()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"content":null,"reasoning":null,"tool_calls":[{"type":"function","function":{"name":"f","arguments":"{\"a\": 1}"}}]}"#
+        );
     }
 }

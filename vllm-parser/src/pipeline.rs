@@ -1,22 +1,22 @@
 //! One request's parsing: reasoning first, then tool calls in the content.
 
+use crate::error::ParserError;
 use crate::event::Event;
 use crate::message::{MessageBuilder, ParsedMessage};
-use crate::parser::{ReasoningParser, ToolParser};
+use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
+use crate::registry;
 
 /// The per-request parser a server holds: an optional [`ReasoningParser`] whose
 /// content flows into an optional [`ToolParser`] (vLLM's `DelegatingParser`).
 ///
 /// ```
-/// use vllm_parser::{registry, MessageParser, ParserOptions};
+/// use vllm_parser::{MessageParser, ParserOptions};
 /// let options = ParserOptions::default();
-/// let mut parser = MessageParser::new(
-///     Some(registry::reasoning_parser("deepseek_r1", &options).unwrap()),
-///     Some(registry::tool_parser("hermes", &options).unwrap()),
-/// );
+/// let mut parser = MessageParser::from_names(Some("deepseek_r1"), Some("hermes"), &options)?;
 /// let message = parser.parse("<think>hm</think>Hi", &[]);
 /// assert_eq!(message.reasoning.as_deref(), Some("hm"));
 /// assert_eq!(message.content.as_deref(), Some("Hi"));
+/// # Ok::<(), vllm_parser::ParserError>(())
 /// ```
 pub struct MessageParser {
     reasoning: Option<Box<dyn ReasoningParser>>,
@@ -35,6 +35,22 @@ impl MessageParser {
             tool,
             scratch: Vec::new(),
         }
+    }
+
+    /// Build the parsers registered under vLLM's names (`--reasoning-parser`,
+    /// `--tool-call-parser`) for one request.
+    pub fn from_names(
+        reasoning: Option<&str>,
+        tool: Option<&str>,
+        options: &ParserOptions,
+    ) -> Result<Self, ParserError> {
+        Ok(Self::new(
+            reasoning
+                .map(|name| registry::reasoning_parser(name, options))
+                .transpose()?,
+            tool.map(|name| registry::tool_parser(name, options))
+                .transpose()?,
+        ))
     }
 
     /// Parse one streamed delta, appending its events to `out`.

@@ -3,8 +3,10 @@
 //! reference: it checks our own invariant on inputs no corpus lists, and that no
 //! input panics.
 
+mod common;
+
 use vllm_parser::registry::{REASONING_PARSERS, TOOL_PARSERS};
-use vllm_parser::{MessageBuilder, MessageParser, ParsedMessage, ParserOptions};
+use vllm_parser::{ParsedMessage, ParserOptions};
 
 /// Pieces that model outputs and parser markers are made of.
 const FRAGMENTS: &[&str] = &[
@@ -56,19 +58,8 @@ impl Rng {
 }
 
 fn parse(reasoning: Option<&str>, tool: Option<&str>, deltas: &[&str]) -> ParsedMessage {
-    let options = ParserOptions::default();
-    let mut parser = MessageParser::new(
-        reasoning.map(|name| vllm_parser::registry::reasoning_parser(name, &options).unwrap()),
-        tool.map(|name| vllm_parser::registry::tool_parser(name, &options).unwrap()),
-    );
-    let mut events = Vec::new();
-    for delta in deltas {
-        parser.push(delta, &[], &mut events);
-    }
-    parser.finish(&mut events);
-    let mut message = MessageBuilder::new();
-    message.extend(&events);
-    message.finish()
+    let deltas: Vec<(&str, &[u32])> = deltas.iter().map(|text| (*text, &[][..])).collect();
+    common::parse(reasoning, tool, &ParserOptions::default(), &deltas)
 }
 
 #[test]

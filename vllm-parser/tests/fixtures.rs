@@ -4,14 +4,14 @@
 //! (with their token ids) and the whole text in one chunk. Every result must equal
 //! vLLM's. Adding a parser needs no change here: a new fixture file is picked up.
 
+mod common;
+
 use std::fmt::Write;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
-use vllm_parser::{
-    MessageBuilder, MessageParser, ParsedMessage, ParsedToolCall, ParserOptions, Tool, registry,
-};
+use vllm_parser::{ParsedMessage, ParsedToolCall, ParserOptions, Tool};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -128,25 +128,17 @@ fn options(case: &Case) -> ParserOptions {
 }
 
 fn run(case: &Case, deltas: &Deltas) -> ParsedMessage {
-    let options = options(case);
-    let reasoning =
-        case.config.reasoning.as_deref().map(|name| {
-            registry::reasoning_parser(name, &options).unwrap_or_else(|e| panic!("{e}"))
-        });
-    let tool = case
-        .config
-        .tool
-        .as_deref()
-        .map(|name| registry::tool_parser(name, &options).unwrap_or_else(|e| panic!("{e}")));
-    let mut parser = MessageParser::new(reasoning, tool);
-    let mut events = Vec::new();
-    for (text, ids) in deltas {
-        parser.push(text, ids, &mut events);
-    }
-    parser.finish(&mut events);
-    let mut message = MessageBuilder::new();
-    message.extend(&events);
-    message.finish()
+    let deltas: Vec<(&str, &[u32])> = deltas
+        .iter()
+        .map(|(text, ids)| (text.as_str(), ids.as_slice()))
+        .collect();
+    let config = &case.config;
+    common::parse(
+        config.reasoning.as_deref(),
+        config.tool.as_deref(),
+        &options(case),
+        &deltas,
+    )
 }
 
 fn first_difference(expected: &ParsedMessage, got: &ParsedMessage) -> String {

@@ -1,11 +1,19 @@
 //! OpenAI-compatible request and response types, with vLLM 0.33.0's extra fields.
 
 mod request;
+mod response;
 mod tools;
 mod validate;
 
 pub use request::{
-    ChatCompletionRequest, ChatMessage, CompletionPrompt, CompletionRequest, ContentPart, MessageContent,
-    PromptInput, StopParam, StreamOptions,
+    ChatCompletionRequest, ChatMessage, CompletionPrompt, CompletionRequest, ContentPart,
+    MessageContent, PromptInput, StopParam, StreamOptions,
 };
-pub use tools::{FunctionDefinition, NamedFunction, NamedToolChoice, Tool, ToolChoice, ToolChoiceMode};
+pub use response::{
+    ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionResponse, CompletionChoice,
+    CompletionChunk, CompletionChunkChoice, CompletionResponse, DeltaFunctionCall, DeltaMessage,
+    DeltaToolCall, Emit, ErrorInfo, ErrorResponse, FunctionCall, ResponseMessage, ToolCall, Usage,
+};
+pub use tools::{
+    FunctionDefinition, NamedFunction, NamedToolChoice, Tool, ToolChoice, ToolChoiceMode,
+};

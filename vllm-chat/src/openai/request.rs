@@ -36,7 +36,11 @@ pub struct ChatMessage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// The reasoning of an earlier assistant turn (interleaved thinking).
-    #[serde(default, alias = "reasoning_content", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "reasoning_content",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub reasoning: Option<String>,
     /// Task label (used by a few templates).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -91,7 +91,10 @@ impl Tool {
         }
         let mut tool = serde_json::Map::new();
         tool.insert("type".into(), Value::String(self.kind.clone()));
-        tool.insert("function".into(), serde_json::to_value(&function).unwrap_or(Value::Null));
+        tool.insert(
+            "function".into(),
+            serde_json::to_value(&function).unwrap_or(Value::Null),
+        );
         if let Some(d) = self.defer_loading {
             tool.insert("defer_loading".into(), Value::Bool(d));
         }

@@ -24,7 +24,10 @@ impl ChatCompletionRequest {
         }
         if let Some(top) = self.top_logprobs {
             if top < 0 && top != -1 {
-                return Err(RenderError::invalid("`top_logprobs` must be a positive value or -1.", "top_logprobs"));
+                return Err(RenderError::invalid(
+                    "`top_logprobs` must be a positive value or -1.",
+                    "top_logprobs",
+                ));
             }
             if (top == -1 || top > 0) && self.logprobs != Some(true) {
                 return Err(RenderError::invalid(
@@ -41,7 +44,10 @@ impl ChatCompletionRequest {
                 ));
             }
             if p < 0 && p != -1 {
-                return Err(RenderError::invalid("`prompt_logprobs` must be a positive value or -1.", "prompt_logprobs"));
+                return Err(RenderError::invalid(
+                    "`prompt_logprobs` must be a positive value or -1.",
+                    "prompt_logprobs",
+                ));
             }
         }
         if self.tools.as_ref().is_some_and(Vec::is_empty) {
@@ -54,7 +60,10 @@ impl ChatCompletionRequest {
             None | Some(ToolChoice::Mode(ToolChoiceMode::None)) => {}
             Some(choice) => {
                 let Some(tools) = &self.tools else {
-                    return Err(RenderError::invalid("When using `tool_choice`, `tools` must be set.", "tool_choice"));
+                    return Err(RenderError::invalid(
+                        "When using `tool_choice`, `tools` must be set.",
+                        "tool_choice",
+                    ));
                 };
                 if let ToolChoice::Named(named) = choice {
                     if named.function.name.is_empty() {
@@ -74,7 +83,9 @@ impl ChatCompletionRequest {
         }
         if self.continue_final_message && self.add_generation_prompt {
             return Err(RenderError::InvalidRequest {
-                message: "Cannot set both `continue_final_message` and `add_generation_prompt` to True.".into(),
+                message:
+                    "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
+                        .into(),
                 param: None,
             });
         }

@@ -33,10 +33,28 @@ impl Clock {
     }
 }
 
-const DAYS: [&str; 7] = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
+const DAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
 const MONTHS: [&str; 12] = [
-    "January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-    "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 ];
 
 /// A broken-down UTC time.
@@ -104,7 +122,11 @@ fn strftime(t: i64, format: &str) -> String {
                 out.push_str(&format!("{v:0width$}"));
             }
         };
-        let hour12 = if tm.hour % 12 == 0 { 12 } else { tm.hour % 12 };
+        let hour12 = if tm.hour.is_multiple_of(12) {
+            12
+        } else {
+            tm.hour % 12
+        };
         match spec {
             Some('Y') => out.push_str(&tm.year.to_string()),
             Some('y') => num(&mut out, tm.year.rem_euclid(100), 2),
@@ -125,7 +147,12 @@ fn strftime(t: i64, format: &str) -> String {
             Some('w') => out.push_str(&((tm.weekday + 1) % 7).to_string()),
             Some('F') => out.push_str(&format!("{}-{:02}-{:02}", tm.year, tm.month, tm.day)),
             Some('T') => out.push_str(&format!("{:02}:{:02}:{:02}", tm.hour, tm.minute, tm.second)),
-            Some('D') => out.push_str(&format!("{:02}/{:02}/{:02}", tm.month, tm.day, tm.year.rem_euclid(100))),
+            Some('D') => out.push_str(&format!(
+                "{:02}/{:02}/{:02}",
+                tm.month,
+                tm.day,
+                tm.year.rem_euclid(100)
+            )),
             Some('Z') => out.push_str("UTC"),
             Some('z') => out.push_str("+0000"),
             Some('%') => out.push('%'),
@@ -152,8 +179,14 @@ mod tests {
         let t = 1_768_473_045;
         assert_eq!(strftime(t, "%d %b %Y"), "15 Jan 2026");
         assert_eq!(strftime(t, "%Y-%m-%d %H:%M:%S"), "2026-01-15 10:30:45");
-        assert_eq!(strftime(t, "%A, %B %-d, %Y %I:%M %p (%j)"), "Thursday, January 15, 2026 10:30 AM (015)");
+        assert_eq!(
+            strftime(t, "%A, %B %-d, %Y %I:%M %p (%j)"),
+            "Thursday, January 15, 2026 10:30 AM (015)"
+        );
         // 2024-02-29 (leap day), 23:59:59.
-        assert_eq!(strftime(1_709_251_199, "%Y-%m-%d %H:%M:%S %a %j"), "2024-02-29 23:59:59 Thu 060");
+        assert_eq!(
+            strftime(1_709_251_199, "%Y-%m-%d %H:%M:%S %a %j"),
+            "2024-02-29 23:59:59 Thu 060"
+        );
     }
 }

@@ -30,8 +30,15 @@ impl ContentFormat {
 /// One `{% … %}` statement of interest.
 #[derive(Debug)]
 enum Stmt<'a> {
-    For { target: &'a str, iter: &'a str, macro_idx: Option<usize> },
-    Set { target: &'a str, expr: &'a str },
+    For {
+        target: &'a str,
+        iter: &'a str,
+        macro_idx: Option<usize>,
+    },
+    Set {
+        target: &'a str,
+        expr: &'a str,
+    },
 }
 
 struct Macro<'a> {
@@ -48,12 +55,18 @@ pub fn detect(source: &str) -> ContentFormat {
     while i < message_lists.len() {
         let related = message_lists[i].clone();
         for stmt in &stmts {
-            let Stmt::Set { target, expr } = stmt else { continue };
+            let Stmt::Set { target, expr } = stmt else {
+                continue;
+            };
             let mut aliases: Vec<String> = Vec::new();
             if is_ident(target) {
                 if is_access(expr, &related, None) {
                     aliases.push((*target).to_owned());
-                } else if let Some(args) = expr.trim().strip_prefix("namespace(").and_then(|r| r.strip_suffix(')')) {
+                } else if let Some(args) = expr
+                    .trim()
+                    .strip_prefix("namespace(")
+                    .and_then(|r| r.strip_suffix(')'))
+                {
                     for arg in split_top(args, ',') {
                         if let Some((key, value)) = split_kwarg(arg)
                             && is_access(value, &related, None)
@@ -77,7 +90,11 @@ pub fn detect(source: &str) -> ContentFormat {
     let message_vars: Vec<&str> = stmts
         .iter()
         .filter_map(|s| match s {
-            Stmt::For { target, iter, .. } if message_lists.iter().any(|v| is_access(iter, v, None)) => Some(*target),
+            Stmt::For { target, iter, .. }
+                if message_lists.iter().any(|v| is_access(iter, v, None)) =>
+            {
+                Some(*target)
+            }
             _ => None,
         })
         .collect();
@@ -94,7 +111,9 @@ pub fn detect(source: &str) -> ContentFormat {
                         None => (m.params.get(pos).copied(), arg),
                     };
                     if let Some(param) = param
-                        && message_vars.iter().any(|v| is_access(value, v, Some("content")))
+                        && message_vars
+                            .iter()
+                            .any(|v| is_access(value, v, Some("content")))
                     {
                         params.push(param);
                     }
@@ -104,9 +123,13 @@ pub fn detect(source: &str) -> ContentFormat {
         })
         .collect();
     let openai = stmts.iter().any(|s| match s {
-        Stmt::For { iter, macro_idx, .. } => {
+        Stmt::For {
+            iter, macro_idx, ..
+        } => {
             let iter = iter.trim();
-            message_vars.iter().any(|v| is_access(iter, v, Some("content")))
+            message_vars
+                .iter()
+                .any(|v| is_access(iter, v, Some("content")))
                 || match macro_idx {
                     Some(m) => is_ident(iter) && content_params[*m].contains(&iter),
                     None => iter == "content",
@@ -114,7 +137,11 @@ pub fn detect(source: &str) -> ContentFormat {
         }
         Stmt::Set { .. } => false,
     });
-    if openai { ContentFormat::OpenAi } else { ContentFormat::String }
+    if openai {
+        ContentFormat::OpenAi
+    } else {
+        ContentFormat::String
+    }
 }
 
 /// Collects `for` and `set` statements (with the macro they are in) and macro signatures.
@@ -126,7 +153,10 @@ fn scan(source: &str) -> (Vec<Stmt<'_>>, Vec<Macro<'_>>) {
     while let Some(start) = rest.find("{%") {
         let after = &rest[start + 2..];
         let Some(end) = after.find("%}") else { break };
-        let body = after[..end].trim_start_matches(['-', '+']).trim_end_matches(['-', '+']).trim();
+        let body = after[..end]
+            .trim_start_matches(['-', '+'])
+            .trim_end_matches(['-', '+'])
+            .trim();
         rest = &after[end + 2..];
         let (keyword, tail) = body.split_once(char::is_whitespace).unwrap_or((body, ""));
         let tail = tail.trim();
@@ -134,12 +164,19 @@ fn scan(source: &str) -> (Vec<Stmt<'_>>, Vec<Macro<'_>>) {
             "for" => {
                 if let Some((target, iter)) = split_keyword(tail, "in") {
                     let iter = strip_loop_suffix(iter);
-                    stmts.push(Stmt::For { target: target.trim(), iter, macro_idx: current_macro });
+                    stmts.push(Stmt::For {
+                        target: target.trim(),
+                        iter,
+                        macro_idx: current_macro,
+                    });
                 }
             }
             "set" => {
                 if let Some((target, expr)) = split_top_assign(tail) {
-                    stmts.push(Stmt::Set { target: target.trim(), expr: expr.trim() });
+                    stmts.push(Stmt::Set {
+                        target: target.trim(),
+                        expr: expr.trim(),
+                    });
                 }
             }
             "macro" => {
@@ -150,7 +187,10 @@ fn scan(source: &str) -> (Vec<Stmt<'_>>, Vec<Macro<'_>>) {
                         .map(|a| split_kwarg(a).map(|(k, _)| k).unwrap_or(a.trim()))
                         .filter(|a| !a.is_empty())
                         .collect();
-                    macros.push(Macro { name: name.trim(), params });
+                    macros.push(Macro {
+                        name: name.trim(),
+                        params,
+                    });
                     current_macro = Some(macros.len() - 1);
                 }
             }
@@ -273,7 +313,8 @@ fn split_keyword<'a>(s: &'a str, keyword: &str) -> Option<(&'a str, &'a str)> {
             (None, _) if depth == 0 && s[i..].starts_with(keyword) => {
                 let before = s[..i].chars().next_back();
                 let after = s[i + keyword.len()..].chars().next();
-                if before.is_some_and(char::is_whitespace) && after.is_some_and(char::is_whitespace) {
+                if before.is_some_and(char::is_whitespace) && after.is_some_and(char::is_whitespace)
+                {
                     return Some((&s[..i], &s[i + keyword.len()..]));
                 }
             }
@@ -286,13 +327,19 @@ fn split_keyword<'a>(s: &'a str, keyword: &str) -> Option<(&'a str, &'a str)> {
 /// Drops a loop's `if` filter and `recursive` flag: only the iterable matters.
 fn strip_loop_suffix(iter: &str) -> &str {
     let iter = iter.trim();
-    let iter = iter.strip_suffix("recursive").map(str::trim_end).unwrap_or(iter);
-    split_keyword(iter, "if").map(|(i, _)| i.trim()).unwrap_or(iter)
+    let iter = iter
+        .strip_suffix("recursive")
+        .map(str::trim_end)
+        .unwrap_or(iter);
+    split_keyword(iter, "if")
+        .map(|(i, _)| i.trim())
+        .unwrap_or(iter)
 }
 
 fn is_ident(s: &str) -> bool {
     let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_') && chars.all(|c| c.is_alphanumeric() || c == '_')
+    chars.next().is_some_and(|c| c.is_alphabetic() || c == '_')
+        && chars.all(|c| c.is_alphanumeric() || c == '_')
 }
 
 fn is_dotted(s: &str) -> bool {
@@ -364,19 +411,31 @@ mod tests {
 
     #[test]
     fn loops_over_content_mean_openai() {
-        assert_eq!(detect("{% for m in messages %}{{ m.content }}{% endfor %}"), ContentFormat::String);
         assert_eq!(
-            detect("{% for m in messages %}{% for c in m['content'] %}{{ c.text }}{% endfor %}{% endfor %}"),
+            detect("{% for m in messages %}{{ m.content }}{% endfor %}"),
+            ContentFormat::String
+        );
+        assert_eq!(
+            detect(
+                "{% for m in messages %}{% for c in m['content'] %}{{ c.text }}{% endfor %}{% endfor %}"
+            ),
             ContentFormat::OpenAi
         );
         assert_eq!(
-            detect("{%- set msgs = messages[1:] %}{% for m in msgs if m.role %}{% for c in m.content | list %}{% endfor %}{% endfor %}"),
+            detect(
+                "{%- set msgs = messages[1:] %}{% for m in msgs if m.role %}{% for c in m.content | list %}{% endfor %}{% endfor %}"
+            ),
             ContentFormat::OpenAi
         );
         assert_eq!(
-            detect("{% macro r(c) %}{% for p in c %}{% endfor %}{% endmacro %}{% for m in messages %}{{ r(m.content) }}{% endfor %}"),
+            detect(
+                "{% macro r(c) %}{% for p in c %}{% endfor %}{% endmacro %}{% for m in messages %}{{ r(m.content) }}{% endfor %}"
+            ),
             ContentFormat::OpenAi
         );
-        assert_eq!(detect("{% for p in content %}{% endfor %}"), ContentFormat::OpenAi);
+        assert_eq!(
+            detect("{% for p in content %}{% endfor %}"),
+            ContentFormat::OpenAi
+        );
     }
 }

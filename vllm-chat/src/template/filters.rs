@@ -13,14 +13,22 @@ use super::value::{Generator, is_none};
 
 /// jinja2 iterates the input only `if value:`.
 fn input(value: Value) -> Value {
-    if is_none(&value) || !value.is_true() { Value::from(Vec::<Value>::new()) } else { value }
+    if is_none(&value) || !value.is_true() {
+        Value::from(Vec::<Value>::new())
+    } else {
+        value
+    }
 }
 
 fn generator(items: Vec<Value>) -> Value {
     Value::from_object(Generator(items))
 }
 
-pub(crate) fn map(state: &mut State, value: Value, args: Rest<ValueOrKwargs>) -> Result<Value, Error> {
+pub(crate) fn map(
+    state: &mut State,
+    value: Value,
+    args: Rest<ValueOrKwargs>,
+) -> Result<Value, Error> {
     filters::map(state, input(value), args).map(generator)
 }
 

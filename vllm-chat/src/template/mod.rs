@@ -11,8 +11,8 @@
 //! value, never a panic.
 
 mod clock;
-mod filters;
 pub mod content_format;
+mod filters;
 mod pyjson;
 mod pyrepr;
 mod value;
@@ -40,7 +40,10 @@ impl Default for Limits {
     /// 50 million instructions (a 100-turn conversation with tools takes well under
     /// one million) and a recursion depth of 200.
     fn default() -> Self {
-        Limits { fuel: 50_000_000, recursion: 200 }
+        Limits {
+            fuel: 50_000_000,
+            recursion: 200,
+        }
     }
 }
 
@@ -51,7 +54,12 @@ pub(crate) struct TemplateSet {
 
 impl std::fmt::Debug for TemplateSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TemplateSet").field("templates", &self.env.templates().map(|(n, _)| n).collect::<Vec<_>>()).finish()
+        f.debug_struct("TemplateSet")
+            .field(
+                "templates",
+                &self.env.templates().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish()
     }
 }
 
@@ -60,7 +68,10 @@ impl TemplateSet {
     pub(crate) fn new(clock: Clock, limits: Limits) -> Self {
         let mut env = Environment::new();
         // trim/lstrip on; keep_trailing_newline off, as jinja2's default.
-        let syntax = SyntaxConfig::builder().trim_blocks(true).lstrip_blocks(true).build();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build();
         if let Ok(syntax) = syntax {
             env.set_syntax(syntax);
         }
@@ -73,9 +84,12 @@ impl TemplateSet {
         env.add_filter("reject", filters::reject);
         env.add_filter("selectattr", filters::selectattr);
         env.add_filter("rejectattr", filters::rejectattr);
+        env.add_filter("wordcount", wordcount);
         env.add_test("none", |v: &Value| value::is_none(v));
         env.add_function("raise_exception", raise_exception);
-        env.add_function("strftime_now", move |format: &str| clock.strftime_now(format));
+        env.add_function("strftime_now", move |format: &str| {
+            clock.strftime_now(format)
+        });
         TemplateSet { env }
     }
 
@@ -93,9 +107,30 @@ impl TemplateSet {
 
     /// Renders template `name` with `ctx`.
     pub(crate) fn render(&self, name: &str, ctx: Value) -> Result<String, RenderError> {
-        let template = self.env.get_template(name).map_err(|e| RenderError::Template(describe(&e)))?;
-        template.render(ctx).map_err(|e| RenderError::Template(describe(&e)))
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| RenderError::Template(describe(&e)))?;
+        template
+            .render(ctx)
+            .map_err(|e| RenderError::Template(describe(&e)))
     }
+}
+
+/// Renders one template source with a JSON context in the renderer's environment
+/// (same filters, clock and limits): handy to check a template or a feature.
+pub fn render_str(
+    source: &str,
+    context: &serde_json::Value,
+    options: &crate::RendererOptions,
+) -> Result<String, RenderError> {
+    let mut set = TemplateSet::new(options.clock, options.limits);
+    set.add("template", source)?;
+    let ctx = match context {
+        serde_json::Value::Null => Value::from(()),
+        other => from_json(other),
+    };
+    set.render("template", ctx)
 }
 
 /// The message of a template error: a `raise_exception` text as the template wrote
@@ -153,12 +188,28 @@ fn rewrite_generation_tags(source: &str) -> String {
 
 /// `raise_exception(message)`: fails the render with the template's message.
 fn raise_exception(message: Rest<Value>) -> Result<Value, Error> {
-    let text = message.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(" ");
+    let text = message
+        .iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(" ");
     Err(Error::new(ErrorKind::InvalidOperation, text))
 }
 
+/// `wordcount`: jinja2 counts `\w+` runs (letters, digits and `_`, Unicode-aware).
+fn wordcount(s: &str) -> usize {
+    s.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .count()
+}
+
 /// `tojson`: Python's `json.dumps` with transformers' defaults (`ensure_ascii=False`).
-fn tojson(state: &State, value: &Value, indent: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+fn tojson(
+    state: &State,
+    value: &Value,
+    indent: Option<Value>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
     let _ = state;
     let opts = pyjson::DumpOptions::from_kwargs(indent, &kwargs)?;
     pyjson::dumps(value, &opts).map(Value::from)

@@ -35,7 +35,12 @@ impl DumpOptions {
             Some(v) => match v.kind() {
                 ValueKind::Number => Some(" ".repeat(i64::try_from(v)?.max(0) as usize)),
                 ValueKind::String => Some(v.as_str().unwrap_or_default().to_owned()),
-                _ => return Err(Error::new(ErrorKind::InvalidOperation, "tojson: indent must be an int or a string")),
+                _ => {
+                    return Err(Error::new(
+                        ErrorKind::InvalidOperation,
+                        "tojson: indent must be an int or a string",
+                    ));
+                }
             },
         };
         let (item_separator, key_separator) = match kwargs.get::<Option<Value>>("separators")? {
@@ -45,15 +50,29 @@ impl DumpOptions {
                 let key = it.next().and_then(|x| x.as_str().map(str::to_owned));
                 match (item, key) {
                     (Some(i), Some(k)) => (i, k),
-                    _ => return Err(Error::new(ErrorKind::InvalidOperation, "tojson: separators must be two strings")),
+                    _ => {
+                        return Err(Error::new(
+                            ErrorKind::InvalidOperation,
+                            "tojson: separators must be two strings",
+                        ));
+                    }
                 }
             }
-            _ => (if indent.is_some() { "," } else { ", " }.to_owned(), ": ".to_owned()),
+            _ => (
+                if indent.is_some() { "," } else { ", " }.to_owned(),
+                ": ".to_owned(),
+            ),
         };
         let ensure_ascii = kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false);
         let sort_keys = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(false);
         kwargs.assert_all_used()?;
-        Ok(DumpOptions { ensure_ascii, indent, item_separator, key_separator, sort_keys })
+        Ok(DumpOptions {
+            ensure_ascii,
+            indent,
+            item_separator,
+            key_separator,
+            sort_keys,
+        })
     }
 }
 
@@ -76,9 +95,17 @@ fn newline(out: &mut String, opts: &DumpOptions, depth: usize) {
     }
 }
 
-fn write_value(out: &mut String, value: &Value, opts: &DumpOptions, depth: usize) -> Result<(), Error> {
+fn write_value(
+    out: &mut String,
+    value: &Value,
+    opts: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
     if depth > MAX_DEPTH {
-        return Err(Error::new(ErrorKind::InvalidOperation, "maximum recursion depth exceeded while encoding a JSON object"));
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "maximum recursion depth exceeded while encoding a JSON object",
+        ));
     }
     if super::value::is_none(value) {
         out.push_str("null");
@@ -88,10 +115,15 @@ fn write_value(out: &mut String, value: &Value, opts: &DumpOptions, depth: usize
         ValueKind::Undefined | ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
         ValueKind::Number => write_number(out, value),
-        ValueKind::String => write_string(out, value.as_str().unwrap_or_default(), opts.ensure_ascii),
+        ValueKind::String => {
+            write_string(out, value.as_str().unwrap_or_default(), opts.ensure_ascii)
+        }
         // A lazy iterable is a Python generator (`map`, `select`, …): not serializable.
         ValueKind::Iterable => {
-            return Err(Error::new(ErrorKind::InvalidOperation, "Object of type generator is not JSON serializable"));
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                "Object of type generator is not JSON serializable",
+            ));
         }
         ValueKind::Seq => {
             let items: Vec<Value> = value.try_iter()?.collect();

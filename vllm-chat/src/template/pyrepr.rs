@@ -40,7 +40,11 @@ pub(crate) fn write_float(out: &mut String, f: f64) {
             out.push('.');
             out.push_str(&digits[1..]);
         }
-        out.push_str(&format!("e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs()));
+        out.push_str(&format!(
+            "e{}{:02}",
+            if exp < 0 { '-' } else { '+' },
+            exp.abs()
+        ));
     }
 }
 

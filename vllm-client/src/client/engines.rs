@@ -9,9 +9,9 @@
 
 use crate::protocol::{EngineCoreReadyResponse, SchedulerStats};
 
-/// Load bookkeeping of one engine.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct EngineLoad {
+/// Load of one engine, as the client sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineLoad {
     /// Requests of this client on the engine, exact.
     pub inflight: usize,
     /// Last reported waiting requests (bumped locally between reports).
@@ -31,7 +31,7 @@ impl EngineLoad {
         score
     }
 
-    pub fn update(&mut self, stats: &SchedulerStats) {
+    pub(crate) fn update(&mut self, stats: &SchedulerStats) {
         self.waiting = stats.num_waiting_reqs;
         self.running = stats.num_running_reqs;
         self.kv_cache_usage = stats.kv_cache_usage;

@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zeromq::{RouterSocket, Socket, SocketEvent};
 
-pub use engines::EngineInfo;
+pub use engines::{EngineInfo, EngineLoad};
 pub use error::ClientError;
 pub use stream::OutputStream;
 
@@ -340,14 +340,13 @@ impl EngineCoreClient {
 
     /// Number of requests in flight on each engine (by index), as this client counts them.
     pub fn inflight(&self) -> Vec<usize> {
-        self.inner
-            .shared
-            .lock()
-            .fleet
-            .loads
-            .iter()
-            .map(|l| l.inflight)
-            .collect()
+        self.loads().iter().map(|l| l.inflight).collect()
+    }
+
+    /// The load of each engine (by index): this client's in-flight requests and the
+    /// engine's last reported scheduler counts.
+    pub fn loads(&self) -> Vec<EngineLoad> {
+        self.inner.shared.lock().fleet.loads.clone()
     }
 
     /// Calls `method(*args)` on every engine and returns the first engine's result, as

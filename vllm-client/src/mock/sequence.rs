@@ -29,7 +29,7 @@ enum Source {
         cursor: usize,
     },
     /// Seeded uniform random tokens.
-    Random { rng: StdRng, vocab_size: u32 },
+    Random { rng: Box<StdRng>, vocab_size: u32 },
 }
 
 impl Source {
@@ -84,7 +84,9 @@ impl Rules {
             suppressed,
             min_tokens: usize::try_from(params.min_tokens).unwrap_or(0),
             max_tokens: params.max_tokens.map(|m| usize::try_from(m).unwrap_or(0)),
-            logprobs: params.logprobs.map(|k| usize::try_from(k).unwrap_or(max_logprobs).min(max_logprobs)),
+            logprobs: params
+                .logprobs
+                .map(|k| usize::try_from(k).unwrap_or(max_logprobs).min(max_logprobs)),
         }
     }
 }
@@ -128,9 +130,11 @@ impl Sequence {
                 cursor: 0,
             },
             OutputMode::Random { seed } => {
-                let request_seed = params.seed.map_or_else(|| fnv1a(request.request_id.as_bytes()), |s| s as u64);
+                let request_seed = params
+                    .seed
+                    .map_or_else(|| fnv1a(request.request_id.as_bytes()), |s| s as u64);
                 Source::Random {
-                    rng: StdRng::seed_from_u64(seed ^ request_seed),
+                    rng: Box::new(StdRng::seed_from_u64(seed ^ request_seed)),
                     vocab_size: config.vocab_size,
                 }
             }
@@ -189,11 +193,17 @@ impl Sequence {
             }
         }
         // Nothing usable in the source: the smallest id that is not a stop token.
-        (0..).find(|t| !self.rules.suppressed.contains(t)).unwrap_or(0)
+        (0..)
+            .find(|t| !self.rules.suppressed.contains(t))
+            .unwrap_or(0)
     }
 
     /// vLLM's `check_stop`, after `token` was appended.
-    fn check_stop(&self, token: u32, max_model_len: usize) -> Option<(FinishReason, Option<StopReason>)> {
+    fn check_stop(
+        &self,
+        token: u32,
+        max_model_len: usize,
+    ) -> Option<(FinishReason, Option<StopReason>)> {
         if self.rules.eos_token_id == Some(token) {
             return Some((FinishReason::Stop, None));
         }
@@ -212,7 +222,9 @@ impl Sequence {
 /// then the top-`k` (the sampled token being the most likely, then `k - 1` others). The
 /// values are deterministic, decreasing, and their probabilities sum below 1.
 fn logprob_row(token: u32, position: usize, k: usize, vocab_size: u32) -> Vec<(i32, f32)> {
-    let noise = |salt: u64| (mix(((token as u64) << 32) ^ position as u64 ^ salt) >> 40) as f32 / (1u64 << 24) as f32;
+    let noise = |salt: u64| {
+        (mix(((token as u64) << 32) ^ position as u64 ^ salt) >> 40) as f32 / (1u64 << 24) as f32
+    };
     let sampled = (token as i32, -(0.1 + 0.3 * noise(0)));
     let mut row = vec![sampled];
     if k > 0 {
@@ -220,7 +232,10 @@ fn logprob_row(token: u32, position: usize, k: usize, vocab_size: u32) -> Vec<(i
     }
     for j in 1..k {
         let alternative = (token as u64 + j as u64 * 7919) % vocab_size as u64;
-        row.push((alternative as i32, -(2.0 + j as f32 + 0.5 * noise(j as u64))));
+        row.push((
+            alternative as i32,
+            -(2.0 + j as f32 + 0.5 * noise(j as u64)),
+        ));
     }
     row
 }
@@ -235,7 +250,9 @@ fn mix(mut z: u64) -> u64 {
 
 /// FNV-1a: a stable hash of a request id, to seed its random tokens.
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]

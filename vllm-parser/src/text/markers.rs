@@ -61,42 +61,21 @@ impl MarkerScanner {
 
     /// The next piece of the pending text when searching for `markers`.
     ///
-    /// At equal positions the longest marker wins. Returns `None` when nothing can
-    /// be released until more text arrives.
+    /// At equal positions the longest marker wins; empty markers never match.
+    /// Returns `None` when nothing can be released until more text arrives.
     pub fn next<'s>(&'s mut self, markers: &[&str]) -> Option<Piece<'s>> {
         let pending = &self.buffer[self.start..];
         if pending.is_empty() {
             return None;
         }
-        let mut found: Option<(usize, usize)> = None; // (position, marker index)
-        for (index, marker) in markers.iter().enumerate() {
-            if marker.is_empty() {
-                continue;
-            }
-            if let Some(pos) = memmem::find(pending.as_bytes(), marker.as_bytes()) {
-                let better = match found {
-                    None => true,
-                    Some((best, best_index)) => {
-                        pos < best || (pos == best && marker.len() > markers[best_index].len())
-                    }
-                };
-                if better {
-                    found = Some((pos, index));
-                }
-            }
-        }
-        let (end, marker) = match found {
+        let end = match earliest_marker(pending.as_bytes(), markers) {
             Some((0, index)) => {
                 self.start += markers[index].len();
                 return Some(Piece::Marker(index));
             }
-            Some((pos, _)) => (pos, None::<usize>),
-            None => (
-                pending.len() - partial_marker_suffix(pending, markers),
-                None,
-            ),
+            Some((pos, _)) => pos,
+            None => pending.len() - partial_marker_suffix(pending, markers),
         };
-        debug_assert!(marker.is_none());
         if end == 0 {
             return None;
         }
@@ -112,12 +91,42 @@ impl MarkerScanner {
         self.start = 0;
         rest
     }
+}
 
-    /// Drop `len` bytes of pending text, e.g. text a state machine consumed itself
-    /// after looking at [`pending`](Self::pending). `len` must end on a char boundary.
-    pub fn consume(&mut self, len: usize) {
-        debug_assert!(self.pending().is_char_boundary(len));
-        self.start += len.min(self.buffer.len() - self.start);
+/// The earliest (then longest) marker in `text`: `(position, marker index)`.
+///
+/// Searches windows of doubling size, so the cost is proportional to the position
+/// of the match (or to the text when there is none), not to the text each time:
+/// the caller consumes what precedes the match, so a long stretch with many matches
+/// of one marker and none of another is not re-scanned for the absent one.
+fn earliest_marker(text: &[u8], markers: &[&str]) -> Option<(usize, usize)> {
+    let longest = markers.iter().map(|m| m.len()).max().unwrap_or(0);
+    let mut window = text.len().min(256);
+    loop {
+        let mut found: Option<(usize, usize)> = None;
+        for (index, marker) in markers.iter().enumerate() {
+            if marker.is_empty() {
+                continue;
+            }
+            let Some(pos) = memmem::find(&text[..window], marker.as_bytes()) else {
+                continue;
+            };
+            let better = match found {
+                None => true,
+                Some((best, best_index)) => {
+                    pos < best || (pos == best && marker.len() > markers[best_index].len())
+                }
+            };
+            if better {
+                found = Some((pos, index));
+            }
+        }
+        // A marker starting before `pos` but crossing the window's end would be missed.
+        match found {
+            Some((pos, _)) if pos + longest <= window || window == text.len() => return found,
+            None if window == text.len() => return None,
+            _ => window = (window * 2).min(text.len()),
+        }
     }
 }
 
@@ -174,24 +183,31 @@ mod tests {
     }
 
     #[test]
+    fn markers_crossing_a_search_window_are_found_first() {
+        for pad in 240..270 {
+            let text = format!("{}<think>{}</think>", "x".repeat(pad), "y".repeat(300));
+            assert_eq!(
+                earliest_marker(text.as_bytes(), &["</think>", "<think>"]),
+                Some((pad, 1))
+            );
+        }
+    }
+
+    #[test]
     fn longest_marker_wins_at_equal_positions() {
         let mut scanner = MarkerScanner::new();
         scanner.push("<tool_call_begin>");
-        assert_eq!(
-            scanner.next(&["<tool_call", "<tool_call_begin>"]),
-            Some(Piece::Marker(1))
-        );
+        let markers = ["<tool_call", "<tool_call_begin>"];
+        assert_eq!(scanner.next(&markers), Some(Piece::Marker(1)));
     }
 
     #[test]
     fn multibyte_markers_hold_back_on_char_boundaries() {
         let mut scanner = MarkerScanner::new();
         scanner.push("é<｜tool");
-        assert_eq!(
-            scanner.next(&["<｜tool▁calls▁begin｜>"]),
-            Some(Piece::Text("é"))
-        );
-        assert_eq!(scanner.next(&["<｜tool▁calls▁begin｜>"]), None);
+        let markers = ["<｜tool▁calls▁begin｜>"];
+        assert_eq!(scanner.next(&markers), Some(Piece::Text("é")));
+        assert_eq!(scanner.next(&markers), None);
         assert_eq!(scanner.finish(), "<｜tool");
     }
 }

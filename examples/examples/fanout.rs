@@ -1,0 +1,143 @@
+//! Fan-out benchmark of `EngineCoreClient`: N concurrent request streams fed by a mock
+//! engine in another process, measuring the client process's CPU time per delivered
+//! token, beside vLLM's Python fan-out (`vllm-client/scripts/bench_fanout.py`) when the
+//! reference environment is available.
+//!
+//! ```sh
+//! cargo run --release --example fanout -- --streams 2000 --tokens 100
+//! ```
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use futures::StreamExt;
+use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
+use vllm_client::protocol::{EngineCoreRequest, SamplingParams};
+use vllm_client::{ClientConfig, EngineCoreClient};
+
+#[derive(Parser)]
+struct Args {
+    /// Concurrent request streams.
+    #[arg(long, default_value_t = 2000)]
+    streams: usize,
+    /// Tokens per stream.
+    #[arg(long, default_value_t = 100)]
+    tokens: usize,
+    /// Python of the vLLM reference environment, for the side-by-side figure.
+    #[arg(long, env = "VLLM_REFERENCE_PYTHON")]
+    python: Option<String>,
+    /// Internal: run the mock engine side, dialing this handshake address.
+    #[arg(long, hide = true)]
+    engine_child: Option<String>,
+}
+
+/// CPU time (user + system) of this process, from /proc (Linux).
+fn process_cpu() -> Result<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    let after_comm = stat.rsplit_once(')').context("malformed /proc/self/stat")?.1;
+    let fields: Vec<&str> = after_comm.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat; after the comm they are 11 and 12.
+    let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
+    Ok(Duration::from_secs_f64(ticks as f64 / 100.0))
+}
+
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+struct KillOnDrop(Child);
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    if let Some(address) = args.engine_child {
+        let config = MockConfig {
+            output: OutputMode::Random { seed: 1 },
+            max_num_seqs: args.streams,
+            ..MockConfig::default()
+        };
+        MockEngine::spawn(address, 0, config).wait().await?;
+        return Ok(());
+    }
+
+    let port = free_port()?;
+    let connecting = tokio::spawn(EngineCoreClient::connect(
+        ClientConfig::handshake("127.0.0.1", port, 1).with_ready_timeout(Duration::from_secs(60)),
+    ));
+    let _engine = KillOnDrop(
+        Command::new(std::env::current_exe()?)
+            .args([
+                "--streams",
+                &args.streams.to_string(),
+                "--engine-child",
+                &format!("tcp://127.0.0.1:{port}"),
+            ])
+            .stdin(Stdio::null())
+            .spawn()?,
+    );
+    let client = connecting.await??;
+
+    let mut params = SamplingParams {
+        max_tokens: Some(args.tokens as i64),
+        ignore_eos: true,
+        ..SamplingParams::default()
+    };
+    params.apply_post_init();
+    let cpu0 = process_cpu()?;
+    let wall0 = Instant::now();
+    let mut consumers = Vec::with_capacity(args.streams);
+    for i in 0..args.streams {
+        let request = EngineCoreRequest::new(format!("req-{i:05}"), vec![1, 2, 3], params.clone());
+        let mut stream = client.generate(request).await?;
+        consumers.push(tokio::spawn(async move {
+            let mut tokens = 0usize;
+            while let Some(output) = stream.next().await {
+                tokens += output?.new_token_ids.len();
+            }
+            Ok::<usize, vllm_client::ClientError>(tokens)
+        }));
+    }
+    let mut delivered = 0;
+    for consumer in consumers {
+        delivered += consumer.await??;
+    }
+    let wall = wall0.elapsed();
+    let cpu = process_cpu()? - cpu0;
+    if delivered != args.streams * args.tokens {
+        bail!("delivered {delivered} tokens, expected {}", args.streams * args.tokens);
+    }
+    let ours = cpu.as_secs_f64() / delivered as f64 * 1e6;
+    println!("| implementation | streams | tokens | CPU s | wall s | CPU µs / token |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| vllm-client (ZMQ recv + decode + fan-out + stream consumers) | {} | {delivered} | {:.2} | {:.2} | {ours:.3} |",
+        args.streams,
+        cpu.as_secs_f64(),
+        wall.as_secs_f64()
+    );
+    if let Some(python) = args.python {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../vllm-client/scripts/bench_fanout.py");
+        let out = Command::new(python)
+            .args([script, "--streams", &args.streams.to_string(), "--tokens", &args.tokens.to_string()])
+            .env("HF_HUB_OFFLINE", "1")
+            .stderr(Stdio::null())
+            .output()?;
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .with_context(|| format!("python output: {}", String::from_utf8_lossy(&out.stdout)))?;
+        let theirs = json["cpu_us_per_token"].as_f64().context("no figure")?;
+        println!(
+            "| vLLM Python (msgspec decode + RequestOutputCollector fan-out) | {} | {} | {:.2} | {:.2} | {theirs:.3} |",
+            json["streams"], json["tokens"], json["cpu_s"].as_f64().unwrap_or(0.0), json["wall_s"].as_f64().unwrap_or(0.0)
+        );
+        println!("\nspeed-up: {:.1}x less CPU per token", theirs / ours);
+    }
+    Ok(())
+}

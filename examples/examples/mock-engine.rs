@@ -1,0 +1,228 @@
+//! A mock vLLM engine that stands in for `vllm serve MODEL --headless` behind any vLLM
+//! frontend (vLLM's own, `vllm-rs serve --python WRAPPER`, or one built on `vllm-client`).
+//!
+//! ```text
+//! cargo run --release --example mock-engine -- MODEL --headless \
+//!     --data-parallel-address 127.0.0.1 --data-parallel-rpc-port 5570 \
+//!     --data-parallel-size 1 [--data-parallel-start-rank 0] [--mock-text "Hi there!"]
+//! ```
+//!
+//! It starts one mock engine per local data-parallel rank (`--data-parallel-size-local`,
+//! by default all ranks from the start rank on); each dials
+//! `tcp://ADDRESS:RPC_PORT` like a headless vLLM engine. Other vLLM flags are ignored
+//! with a warning (an unknown `--flag` takes the next argument as its value unless that
+//! starts with `-`), and a leading `-m vllm.entrypoints.cli.main serve` is skipped, so
+//! the binary also works as the `PY` of a frontend that runs `PY -m … serve MODEL …`.
+//!
+//! Output: `--mock-text` (tokenized with MODEL's `tokenizer.json`), `--mock-token-ids`,
+//! `--mock-output echo|random`; by default a short fixed text, or random tokens when
+//! MODEL has no tokenizer.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::{CommandFactory, Parser, ValueEnum};
+use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
+
+const DEFAULT_TEXT: &str = "Hello! I am a mock engine, answering without a GPU.";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Output {
+    /// `--mock-text` or `--mock-token-ids` (default text when neither is given).
+    Text,
+    /// The prompt, echoed.
+    Echo,
+    /// Seeded random tokens.
+    Random,
+}
+
+/// The flags of `vllm serve --headless` that matter to the engine, and the mock's own.
+#[derive(Debug, Parser)]
+#[command(about = "Mock vLLM engine: stands in for `vllm serve MODEL --headless`")]
+struct Args {
+    /// Model name or directory (its tokenizer.json tokenizes --mock-text).
+    model: String,
+    /// Accepted for compatibility: the mock always runs headless.
+    #[arg(long)]
+    headless: bool,
+    /// Host of the frontend's handshake socket.
+    #[arg(long, default_value = "127.0.0.1")]
+    data_parallel_address: String,
+    /// Port of the frontend's handshake socket.
+    #[arg(long)]
+    data_parallel_rpc_port: u16,
+    /// Data-parallel size (engines in the deployment).
+    #[arg(long, default_value_t = 1)]
+    data_parallel_size: u16,
+    /// First data-parallel rank started here.
+    #[arg(long, default_value_t = 0)]
+    data_parallel_start_rank: u16,
+    /// Engines started here (default: every rank from the start rank on).
+    #[arg(long)]
+    data_parallel_size_local: Option<u16>,
+    /// Maximum sequence length.
+    #[arg(long, default_value_t = 32_768)]
+    max_model_len: usize,
+    /// Maximum concurrent requests per engine.
+    #[arg(long, default_value_t = 256)]
+    max_num_seqs: usize,
+    /// Where output tokens come from.
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    mock_output: Output,
+    /// Fixed output text, tokenized with MODEL's tokenizer.
+    #[arg(long)]
+    mock_text: Option<String>,
+    /// Fixed output as comma-separated token ids.
+    #[arg(long, value_delimiter = ',')]
+    mock_token_ids: Option<Vec<u32>>,
+    /// Seed of random outputs.
+    #[arg(long, default_value_t = 0)]
+    mock_seed: u64,
+    /// Tokens per second per request (0: as fast as possible).
+    #[arg(long, default_value_t = 0.0)]
+    mock_tokens_per_second: f64,
+    /// Tokens per output message.
+    #[arg(long, default_value_t = 1)]
+    mock_tokens_per_output: usize,
+    /// The model's EOS token (default: the one the frontend sends with each request).
+    #[arg(long)]
+    mock_eos_token_id: Option<u32>,
+    /// Vocabulary size for random tokens and logprob alternatives.
+    #[arg(long, default_value_t = 32_000)]
+    mock_vocab_size: u32,
+    /// Data-parallel MoE mode: run in waves (wave_complete, START_DP_WAVE).
+    #[arg(long)]
+    mock_dp_waves: bool,
+}
+
+/// Drops a leading `-m MODULE [serve]` and the flags this binary does not know, with a
+/// warning, so that any `vllm serve` command line is accepted.
+fn known_args(raw: Vec<String>) -> Vec<String> {
+    let command = Args::command();
+    let known: Vec<String> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .chain(["--help".into(), "--version".into()])
+        .collect();
+    let mut raw = raw.into_iter().peekable();
+    let mut args: Vec<String> = raw.next().into_iter().collect();
+    if raw.peek().is_some_and(|a| a == "-m") {
+        raw.next();
+        raw.next();
+        raw.next_if(|a| a == "serve");
+    }
+    while let Some(arg) = raw.next() {
+        let name = arg.split('=').next().unwrap_or_default();
+        if !arg.starts_with("--") || known.iter().any(|k| k == name) || arg == "-h" {
+            args.push(arg);
+            continue;
+        }
+        let value = if arg.contains('=') {
+            None
+        } else {
+            raw.next_if(|v| !v.starts_with('-'))
+        };
+        tracing::warn!(
+            flag = arg,
+            ?value,
+            "ignoring vLLM flag the mock engine does not use"
+        );
+    }
+    args
+}
+
+fn tokenize(model: &str, text: &str) -> anyhow::Result<Vec<u32>> {
+    let tokenizer = vllm_detok::HfTokenizer::from_dir(Path::new(model))
+        .with_context(|| format!("loading {model}/tokenizer.json"))?;
+    let encoding = tokenizer
+        .inner()
+        .encode(text, false)
+        .map_err(|e| anyhow::anyhow!("tokenizing --mock-text: {e}"))?;
+    Ok(encoding.get_ids().to_vec())
+}
+
+fn output_mode(args: &Args) -> anyhow::Result<OutputMode> {
+    Ok(match args.mock_output {
+        Output::Echo => OutputMode::Echo,
+        Output::Random => OutputMode::Random {
+            seed: args.mock_seed,
+        },
+        Output::Text => match (&args.mock_token_ids, &args.mock_text) {
+            (Some(ids), _) => OutputMode::FixedText(ids.clone()),
+            (None, Some(text)) => OutputMode::FixedText(tokenize(&args.model, text)?),
+            (None, None) => match tokenize(&args.model, DEFAULT_TEXT) {
+                Ok(ids) => OutputMode::FixedText(ids),
+                Err(error) => {
+                    tracing::warn!(%error, "no tokenizer for the default text; generating random tokens");
+                    OutputMode::Random {
+                        seed: args.mock_seed,
+                    }
+                }
+            },
+        },
+    })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let args = Args::parse_from(known_args(std::env::args().collect()));
+    let config = MockConfig {
+        output: output_mode(&args)?,
+        eos_token_id: args.mock_eos_token_id,
+        tokens_per_second: args.mock_tokens_per_second,
+        tokens_per_output: args.mock_tokens_per_output.max(1),
+        vocab_size: args.mock_vocab_size,
+        max_model_len: args.max_model_len,
+        max_num_seqs: args.max_num_seqs,
+        data_parallel_size: args.data_parallel_size.into(),
+        dp_waves: args.mock_dp_waves,
+        ..MockConfig::default()
+    };
+    let start = args.data_parallel_start_rank;
+    let local = args
+        .data_parallel_size_local
+        .unwrap_or(args.data_parallel_size.saturating_sub(start));
+    if local == 0 {
+        bail!("no local data-parallel rank to start");
+    }
+    let address = format!(
+        "tcp://{}:{}",
+        args.data_parallel_address, args.data_parallel_rpc_port
+    );
+    tracing::info!(%address, ranks = ?(start..start + local), model = args.model, "starting mock engines");
+    let engines: Vec<_> = (start..start + local)
+        .map(|rank| MockEngine::spawn(address.clone(), rank, config.clone()))
+        .collect();
+
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let stopped = async {
+        loop {
+            if engines.iter().any(|e| e.is_finished()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted, shutting down"),
+        _ = terminate.recv() => tracing::info!("terminated, shutting down"),
+        () = stopped => tracing::warn!("an engine stopped"),
+    }
+    let mut failed = false;
+    for engine in engines {
+        if let Err(error) = engine.shutdown().await {
+            tracing::error!(%error, "mock engine failed");
+            failed = true;
+        }
+    }
+    if failed {
+        bail!("mock engine failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,33 @@
+//! An OpenAI-compatible server in front of vLLM engines, or of an embedded mock engine.
+//!
+//! ```text
+//! cargo run --release --example serve            # vendored Qwen3 tokenizer + mock engine on :8000
+//! curl -N localhost:8000/v1/chat/completions -H 'Content-Type: application/json' \
+//!     -d '{"model":"qwen3","messages":[{"role":"user","content":"Hi"}],"stream":true}'
+//!
+//! # In front of real engines: the server binds the handshake port, engines dial it.
+//! cargo run --release --example serve -- /models/Qwen3-8B --data-parallel-size 2 \
+//!     --data-parallel-address 127.0.0.1 --data-parallel-rpc-port 13345 \
+//!     --reasoning-parser qwen3 --tool-call-parser hermes --enable-auto-tool-choice
+//! vllm serve /models/Qwen3-8B --headless --data-parallel-size 2 \
+//!     --data-parallel-address 127.0.0.1 --data-parallel-rpc-port 13345
+//! ```
+//!
+//! The server itself lives in `vllm_examples::serve`.
+
+use clap::Parser;
+use vllm_examples::serve::{Server, cli::Args, shutdown_signal};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let config = Args::parse().into_config()?;
+    let server = Server::bind(config).await?;
+    tracing::info!("serving on http://{}", server.local_addr());
+    server.serve(shutdown_signal()).await
+}

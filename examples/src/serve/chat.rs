@@ -1,0 +1,321 @@
+//! `POST /v1/chat/completions`, streamed and whole, as vLLM's `OpenAIServingChat`.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use serde_json::{Value, json};
+use vllm_chat::openai::{
+    ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
+    ChatCompletionResponse, DeltaMessage, Emit, FunctionCall, ResponseMessage, ToolCall, Usage,
+};
+use vllm_client::protocol::EngineCoreRequest;
+use vllm_parser::Event;
+
+use super::error::ApiError;
+use super::generation::{Finish, Generation, PositionLogprobs, Step};
+use super::parse::{ChoiceParser, delta_message, forced_tool_schema};
+use super::state::AppState;
+use super::{ids, logprobs, sampling, sse};
+
+/// How many prompt tokens reasoning parsers see (the end of the rendered prompt).
+const PROMPT_TAIL_TOKENS: usize = 32;
+
+/// A chat request accepted and sent to the engine.
+struct Accepted {
+    request: ChatCompletionRequest,
+    id: String,
+    prompt_token_ids: Vec<u32>,
+    generation: Generation,
+    parser: ChoiceParser,
+}
+
+/// The handler.
+pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let accepted = match accept(&state, &body).await {
+        Ok(a) => a,
+        Err(e) => return e.into_response(),
+    };
+    if accepted.request.stream == Some(true) {
+        sse::response(stream(state, accepted))
+    } else {
+        match whole(&state, accepted).await {
+            Ok(response) => axum::Json(response).into_response(),
+            Err(e) => e.into_response(),
+        }
+    }
+}
+
+/// vLLM's `response_format` → structured outputs (`json_object`, `json_schema`).
+fn response_format_constraint(request: &ChatCompletionRequest) -> Result<Option<Value>, ApiError> {
+    let Some(format) = &request.response_format else { return Ok(None) };
+    match format.get("type").and_then(Value::as_str) {
+        Some("json_object") => Ok(Some(json!({"json_object": true}))),
+        Some("json_schema") => {
+            let schema = format
+                .get("json_schema")
+                .and_then(|s| s.get("schema").or(Some(s)))
+                .cloned()
+                .ok_or_else(|| {
+                    ApiError::bad_request(
+                        "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
+                        Some("response_format"),
+                    )
+                })?;
+            Ok(Some(json!({"json": schema})))
+        }
+        _ => Ok(None),
+    }
+}
+
+async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
+    let mut request: ChatCompletionRequest = serde_json::from_slice(body)?;
+    if request.n.is_some_and(|n| n > 1) {
+        return Err(ApiError::bad_request("n > 1 is not supported by this server.", Some("n")));
+    }
+    if request.structured_outputs.is_none() {
+        request.structured_outputs = response_format_constraint(&request)?;
+    }
+    // A forced tool choice holds the engine to the tool's JSON schema (the tool
+    // parser's `adjust_request`).
+    if state.parsers.tool.is_some()
+        && let Some(schema) = forced_tool_schema(&request)
+    {
+        request.structured_outputs = Some(json!({ "json": schema }));
+    }
+    let generate = state.model.renderer.render_chat(&request)?;
+    let params = sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
+    let prompt_token_ids = generate.token_ids.clone();
+    let mut engine_request = EngineCoreRequest::new(
+        ids::engine_request_id(&generate.request_id),
+        generate.token_ids,
+        params,
+    );
+    engine_request.external_req_id = Some(generate.request_id.clone());
+    engine_request.priority = request.priority;
+    engine_request.cache_salt = request.cache_salt.clone();
+    let kwargs = generate
+        .parse_context
+        .as_ref()
+        .map(|c| c.chat_template_kwargs.clone())
+        .unwrap_or_default();
+    let tail = &prompt_token_ids[prompt_token_ids.len().saturating_sub(PROMPT_TAIL_TOKENS)..];
+    let prompt_end = state.model.tokenizer.decode(tail, false).unwrap_or_default();
+    let parser = ChoiceParser::new(&state.parsers, &request, kwargs, prompt_end)?;
+    let generation = Generation::start(&state.client, &state.model, engine_request).await?;
+    Ok(Accepted {
+        request,
+        id: generate.request_id,
+        prompt_token_ids,
+        generation,
+        parser,
+    })
+}
+
+/// vLLM's `resolve_finish_reason`.
+fn finish_reason(finish: &Finish, parser: &ChoiceParser) -> String {
+    if parser.tools_called() && finish.reason == "stop" && !parser.named_tool_forced() {
+        "tool_calls".into()
+    } else {
+        finish.reason.into()
+    }
+}
+
+async fn whole(state: &AppState, mut a: Accepted) -> Result<ChatCompletionResponse, ApiError> {
+    let mut text = String::new();
+    let mut token_ids = Vec::new();
+    let mut positions: Vec<PositionLogprobs> = Vec::new();
+    let mut finish = None;
+    while let Some(step) = a.generation.next().await {
+        let step = step.map_err(|e| e.0)?;
+        text.push_str(&step.text);
+        token_ids.extend_from_slice(&step.token_ids);
+        positions.extend(step.logprobs.unwrap_or_default());
+        if step.finish.is_some() {
+            finish = step.finish;
+            break;
+        }
+    }
+    let finish = finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
+    let (content, reasoning, tool_calls) = if a.parser.is_active() {
+        let events = a.parser.push(&text, &token_ids, true);
+        let message = a.parser.message(&events);
+        let calls = message
+            .tool_calls
+            .into_iter()
+            .map(|c| ToolCall {
+                id: c.id.unwrap_or_else(ids::tool_call_id),
+                kind: "function".into(),
+                function: FunctionCall { name: c.name, arguments: c.arguments },
+            })
+            .collect();
+        (message.content, message.reasoning, calls)
+    } else {
+        (Some(text), None, Vec::new())
+    };
+    let hide = a.parser.hides_metadata();
+    let wants_logprobs = a.request.logprobs == Some(true) && !hide;
+    let return_token_ids = a.request.return_token_ids == Some(true);
+    Ok(ChatCompletionResponse {
+        id: a.id,
+        object: "chat.completion",
+        created: ids::now_secs(),
+        model: state.served_model_name.clone(),
+        choices: vec![ChatChoice {
+            index: 0,
+            message: ResponseMessage::assistant(content, reasoning, tool_calls),
+            logprobs: wants_logprobs.then(|| logprobs::chat(&positions, a.request.top_logprobs)),
+            finish_reason: Some(finish_reason(&finish, &a.parser)),
+            stop_reason: finish.stop_reason.clone(),
+            token_ids: (return_token_ids && !hide).then_some(token_ids),
+            routed_experts: None,
+            weight_versions: None,
+        }],
+        service_tier: None,
+        system_fingerprint: None,
+        usage: Usage::new(
+            a.generation.num_prompt_tokens as u64,
+            a.generation.num_output_tokens as u64,
+        ),
+        prompt_logprobs: None,
+        prompt_token_ids: return_token_ids.then_some(a.prompt_token_ids),
+        prompt_text: None,
+        kv_transfer_params: None,
+        ec_transfer_params: None,
+        metrics: None,
+    })
+}
+
+/// The chunk frames of one step (none when the parser has nothing to send yet).
+struct Chunker {
+    id: String,
+    created: u64,
+    model: String,
+    include_usage: bool,
+    continuous_usage: bool,
+    logprobs: bool,
+    top_logprobs: Option<i64>,
+    return_token_ids: bool,
+}
+
+impl Chunker {
+    fn usage(&self, generation: &Generation) -> Usage {
+        Usage::new(generation.num_prompt_tokens as u64, generation.num_output_tokens as u64)
+    }
+
+    fn first(&self, generation: &Generation, prompt_token_ids: &[u32]) -> String {
+        let mut chunk = ChatCompletionChunk::first(
+            &self.id,
+            self.created,
+            &self.model,
+            0,
+            self.return_token_ids.then(|| prompt_token_ids.to_vec()),
+        );
+        if self.continuous_usage {
+            chunk.usage = Emit::value(Usage::new(generation.num_prompt_tokens as u64, 0));
+        }
+        sse::frame(&chunk, &[])
+    }
+
+    fn step(&self, step: Step, parser: &mut ChoiceParser, generation: &Generation) -> Option<String> {
+        let finished = step.finish.is_some();
+        let hide = parser.hides_metadata();
+        let delta = if step.text.is_empty() && step.token_ids.is_empty() && generation.num_output_tokens == 0 {
+            // Finished without output: the final chunk, unparsed.
+            let _ = parser.push("", &[], finished);
+            Some(DeltaMessage::default())
+        } else if parser.is_active() {
+            let events: Vec<Event> = parser.push(&step.text, &step.token_ids, finished);
+            delta_message(&events)
+        } else {
+            Some(DeltaMessage { content: Emit::value(step.text.clone()), ..DeltaMessage::default() })
+        };
+        let logprobs = match (&step.logprobs, self.logprobs && !hide) {
+            (Some(positions), true) => Some(logprobs::chat(positions, self.top_logprobs)),
+            _ => None,
+        };
+        let token_ids = (self.return_token_ids && !hide).then(|| step.token_ids.clone());
+        if delta.is_none() && !finished && logprobs.is_none() && token_ids.is_none() {
+            return None;
+        }
+        let mut choice = ChatChunkChoice::new(0, delta.unwrap_or_default());
+        choice.logprobs = Emit::Set(logprobs);
+        choice.token_ids = Emit::Set(token_ids);
+        if let Some(finish) = &step.finish {
+            choice.finish_reason = Emit::value(finish_reason(finish, parser));
+            choice.stop_reason = Emit::Set(finish.stop_reason.clone());
+        }
+        let mut chunk = ChatCompletionChunk::delta(&self.id, self.created, &self.model, choice);
+        if self.continuous_usage {
+            chunk.usage = Emit::value(self.usage(generation));
+        }
+        let mut tree = serde_json::to_value(&chunk).unwrap_or(Value::Null);
+        if finished && let Some(choice) = tree["choices"].get_mut(0).and_then(Value::as_object_mut) {
+            // vLLM sets `weight_versions` (null) on the final choice.
+            choice.insert("weight_versions".into(), Value::Null);
+        }
+        Some(format!("data: {tree}\n\n"))
+    }
+}
+
+/// The SSE frames of a streamed answer. Dropping the stream (client gone) drops the
+/// generation, which aborts the engine request.
+fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Send + 'static {
+    let include_usage = a
+        .request
+        .stream_options
+        .as_ref()
+        .is_some_and(|o| o.include_usage == Some(true));
+    let chunker = Chunker {
+        id: a.id.clone(),
+        created: ids::now_secs(),
+        model: state.served_model_name.clone(),
+        include_usage,
+        continuous_usage: include_usage
+            && a
+                .request
+                .stream_options
+                .as_ref()
+                .is_some_and(|o| o.continuous_usage_stats == Some(true)),
+        logprobs: a.request.logprobs == Some(true),
+        top_logprobs: a.request.top_logprobs,
+        return_token_ids: a.request.return_token_ids == Some(true),
+    };
+    let Accepted { mut generation, mut parser, prompt_token_ids, .. } = a;
+    sse::frames(move |tx| async move {
+        let mut first = true;
+        while let Some(step) = generation.next().await {
+            let step = match step {
+                Ok(step) => step,
+                Err(error) => {
+                    tx.send(format!("data: {}\n\n", error.0.to_json()));
+                    break;
+                }
+            };
+            if first {
+                first = false;
+                tx.send(chunker.first(&generation, &prompt_token_ids));
+            }
+            let finished = step.finish.is_some();
+            if let Some(frame) = chunker.step(step, &mut parser, &generation) {
+                tx.send(frame);
+            }
+            if finished {
+                if chunker.include_usage {
+                    let chunk = ChatCompletionChunk::usage(
+                        &chunker.id,
+                        chunker.created,
+                        &chunker.model,
+                        chunker.usage(&generation),
+                        None,
+                    );
+                    tx.send(sse::frame(&chunk, &[]));
+                }
+                break;
+            }
+        }
+        tx.send(sse::DONE.to_owned());
+    })
+}

@@ -1,0 +1,141 @@
+//! The command line, with vLLM's flag names.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use serde_json::{Map, Value};
+
+use super::engine::{DEFAULT_MOCK_TEXT, EngineSource, MockSettings};
+use super::model::default_model_dir;
+use super::{ParserChoice, ServeConfig};
+
+/// `serve`: an OpenAI-compatible server in front of vLLM engines.
+#[derive(Debug, Parser)]
+#[command(about = "OpenAI-compatible server in front of vLLM EngineCore processes (or an embedded mock engine)")]
+pub struct Args {
+    /// Model directory (tokenizer.json or tokenizer.json.gz, tokenizer_config.json,
+    /// config.json, generation_config.json). Default: the vendored Qwen3 tokenizer.
+    pub model_dir: Option<PathBuf>,
+    /// HTTP bind host.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// HTTP bind port.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Model name accepted and reported by the API (default: qwen3 for the vendored
+    /// model, else MODEL_DIR as given).
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+    /// Tool-call parser: a vLLM parser name, `auto` (from the model name) or `none`.
+    #[arg(long, default_value = "none")]
+    pub tool_call_parser: String,
+    /// Reasoning parser: a vLLM parser name, `auto` (from the model name) or `none`.
+    #[arg(long, default_value = "none")]
+    pub reasoning_parser: String,
+    /// Let the model call tools when `tool_choice` is `auto`.
+    #[arg(long)]
+    pub enable_auto_tool_choice: bool,
+    /// Chat template: a file, or the template itself.
+    #[arg(long)]
+    pub chat_template: Option<String>,
+    /// JSON object of template variables applied to every chat request.
+    #[arg(long)]
+    pub default_chat_template_kwargs: Option<String>,
+    /// Accept `chat_template` in requests.
+    #[arg(long)]
+    pub trust_request_chat_template: bool,
+    /// Context length (default: from config.json).
+    #[arg(long)]
+    pub max_model_len: Option<u64>,
+    /// Largest `logprobs` / `top_logprobs` a request may ask for.
+    #[arg(long, default_value_t = 20)]
+    pub max_logprobs: i64,
+    /// Number of data-parallel engines.
+    #[arg(long, default_value_t = 1)]
+    pub data_parallel_size: u16,
+    /// Host of the handshake socket that engines dial.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub data_parallel_address: String,
+    /// Port of the handshake socket that engines dial. Without it, mock engines run
+    /// inside the server.
+    #[arg(long)]
+    pub data_parallel_rpc_port: Option<u16>,
+    /// How long to wait for the engines at start-up.
+    #[arg(long, default_value_t = 600)]
+    pub engine_ready_timeout_secs: u64,
+    /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
+    /// show `--reasoning-parser qwen3`).
+    #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
+    pub mock_text: String,
+    /// Embedded mock engine: output tokens per second per request (0: unlimited).
+    #[arg(long, default_value_t = 20.0)]
+    pub mock_tokens_per_second: f64,
+}
+
+/// `--chat-template` is a path when such a file exists, else the template itself
+/// (vLLM's `load_chat_template`).
+fn load_chat_template(arg: &str) -> Result<String> {
+    match std::fs::read_to_string(arg) {
+        Ok(text) => Ok(text),
+        Err(_) if arg.contains("{{") || arg.contains("{%") => Ok(arg.to_owned()),
+        Err(e) => Err(e).with_context(|| format!("--chat-template {arg}: not a file and not a template")),
+    }
+}
+
+impl ParserChoice {
+    fn parse(value: &str) -> Self {
+        match value {
+            "" | "none" => ParserChoice::None,
+            "auto" => ParserChoice::Auto,
+            name => ParserChoice::Named(name.to_owned()),
+        }
+    }
+}
+
+impl Args {
+    /// The server configuration these flags describe.
+    pub fn into_config(self) -> Result<ServeConfig> {
+        let vendored = self.model_dir.is_none();
+        let model_dir = self.model_dir.unwrap_or_else(default_model_dir);
+        let served_model_name = self.served_model_name.unwrap_or_else(|| {
+            if vendored {
+                "qwen3".to_owned()
+            } else {
+                model_dir.display().to_string()
+            }
+        });
+        let default_chat_template_kwargs: Map<String, Value> = match &self.default_chat_template_kwargs {
+            Some(text) => serde_json::from_str(text).context("--default-chat-template-kwargs must be a JSON object")?,
+            None => Map::new(),
+        };
+        let engine = match self.data_parallel_rpc_port {
+            Some(rpc_port) => EngineSource::External {
+                address: self.data_parallel_address,
+                rpc_port,
+            },
+            None => EngineSource::Embedded(MockSettings {
+                text: self.mock_text,
+                tokens_per_second: self.mock_tokens_per_second,
+            }),
+        };
+        Ok(ServeConfig {
+            model_dir,
+            served_model_name,
+            host: self.host,
+            port: self.port,
+            tool_call_parser: ParserChoice::parse(&self.tool_call_parser),
+            reasoning_parser: ParserChoice::parse(&self.reasoning_parser),
+            enable_auto_tool_choice: self.enable_auto_tool_choice,
+            chat_template: self.chat_template.as_deref().map(load_chat_template).transpose()?,
+            default_chat_template_kwargs,
+            trust_request_chat_template: self.trust_request_chat_template,
+            max_model_len: self.max_model_len,
+            max_logprobs: self.max_logprobs,
+            data_parallel_size: self.data_parallel_size,
+            engine,
+            engine_ready_timeout: Duration::from_secs(self.engine_ready_timeout_secs),
+        })
+    }
+}

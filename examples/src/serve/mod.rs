@@ -1,0 +1,332 @@
+//! `serve`: an OpenAI-compatible HTTP server composed from the four crates.
+//!
+//! ```text
+//! request ──► vllm-chat (render, sampling params) ──► vllm-client (engines)
+//!                                                        │ token ids
+//! SSE/JSON ◄── vllm-parser (reasoning, tools) ◄── vllm-detok (text, stop strings)
+//! ```
+//!
+//! Layout: [`cli`] parses vLLM's flags into a [`ServeConfig`]; [`Server::bind`] loads
+//! the [`model`], connects the [`engine`]s (or starts embedded mock engines) and binds
+//! the HTTP socket; the handlers live in [`chat`], [`completions`], [`generate`] and
+//! [`tokens`]; each request runs one [`generation::Generation`] (engine stream →
+//! decoder), and chat answers go through a [`parse::ChoiceParser`]. Errors have
+//! vLLM's shape ([`error`]); streams are server-sent events ([`sse`]).
+//!
+//! Engine failure: a request whose engine died gets an error event on its open stream,
+//! and new requests get 503 (`/health` too). A client that disconnects drops its
+//! response body, which drops the engine stream and aborts the engine request.
+
+pub mod chat;
+pub mod cli;
+pub mod completions;
+pub mod engine;
+pub mod error;
+pub mod generate;
+pub mod generation;
+pub mod ids;
+pub mod logprobs;
+pub mod model;
+pub mod parse;
+pub mod sampling;
+pub mod sse;
+pub mod state;
+pub mod tokens;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Map, Value};
+use vllm_chat::RendererOptions;
+use vllm_client::mock::MockEngineHandle;
+use vllm_client::{ClientError, EngineCoreClient};
+use vllm_parser::registry;
+
+use engine::EngineSource;
+use error::ApiError;
+use model::Model;
+use parse::ParserSettings;
+use state::AppState;
+
+/// A `--tool-call-parser` / `--reasoning-parser` value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParserChoice {
+    /// No parser.
+    None,
+    /// The parser vllm-parser picks for the model name.
+    Auto,
+    /// A vLLM parser name.
+    Named(String),
+}
+
+/// Everything the server is configured with.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The model directory.
+    pub model_dir: PathBuf,
+    /// The model name of the API.
+    pub served_model_name: String,
+    /// HTTP bind host.
+    pub host: String,
+    /// HTTP bind port (0: any free port).
+    pub port: u16,
+    /// `--tool-call-parser`.
+    pub tool_call_parser: ParserChoice,
+    /// `--reasoning-parser`.
+    pub reasoning_parser: ParserChoice,
+    /// `--enable-auto-tool-choice`.
+    pub enable_auto_tool_choice: bool,
+    /// `--chat-template` (the template source).
+    pub chat_template: Option<String>,
+    /// `--default-chat-template-kwargs`.
+    pub default_chat_template_kwargs: Map<String, Value>,
+    /// `--trust-request-chat-template`.
+    pub trust_request_chat_template: bool,
+    /// `--max-model-len`.
+    pub max_model_len: Option<u64>,
+    /// `--max-logprobs`.
+    pub max_logprobs: i64,
+    /// `--data-parallel-size`.
+    pub data_parallel_size: u16,
+    /// Where the engines come from.
+    pub engine: EngineSource,
+    /// `--engine-ready-timeout-secs`.
+    pub engine_ready_timeout: Duration,
+}
+
+impl ServeConfig {
+    /// The defaults of the command line: the vendored Qwen3 tokenizer, an embedded mock
+    /// engine, no parsers, `127.0.0.1:8000`.
+    pub fn embedded_default() -> Self {
+        Self {
+            model_dir: model::default_model_dir(),
+            served_model_name: "qwen3".into(),
+            host: "127.0.0.1".into(),
+            port: 8000,
+            tool_call_parser: ParserChoice::None,
+            reasoning_parser: ParserChoice::None,
+            enable_auto_tool_choice: false,
+            chat_template: None,
+            default_chat_template_kwargs: Map::new(),
+            trust_request_chat_template: false,
+            max_model_len: None,
+            max_logprobs: 20,
+            data_parallel_size: 1,
+            engine: EngineSource::Embedded(engine::MockSettings::default()),
+            engine_ready_timeout: Duration::from_secs(600),
+        }
+    }
+
+    /// The registered parser names the choices resolve to.
+    fn parser_settings(&self, model: &Model) -> Result<ParserSettings> {
+        let auto_name = self
+            .model_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let auto = || {
+            registry::auto_parsers(&self.served_model_name).or_else(|_| registry::auto_parsers(&auto_name))
+        };
+        let tool = match &self.tool_call_parser {
+            ParserChoice::None => None,
+            ParserChoice::Auto => Some(auto()?.0),
+            ParserChoice::Named(name) => Some(registry::tool_entry(name)?.name),
+        };
+        let reasoning = match &self.reasoning_parser {
+            ParserChoice::None => None,
+            ParserChoice::Auto => auto()?.1,
+            ParserChoice::Named(name) => Some(registry::reasoning_entry(name)?.name),
+        };
+        let tokenizer = model.renderer.tokenizer().context("no tokenizer")?;
+        registry::check_tokens(reasoning, tool, |token| tokenizer.token_to_id(token).is_some())?;
+        Ok(ParserSettings {
+            reasoning,
+            tool,
+            enable_auto_tool_choice: self.enable_auto_tool_choice,
+        })
+    }
+}
+
+/// A bound server, not yet serving.
+pub struct Server {
+    state: Arc<AppState>,
+    listener: tokio::net::TcpListener,
+    mocks: Vec<MockEngineHandle>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("addr", &self.listener.local_addr().ok()).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Loads the model, connects the engines and binds the HTTP socket.
+    pub async fn bind(config: ServeConfig) -> Result<Self> {
+        let options = RendererOptions {
+            chat_template: config.chat_template.clone(),
+            default_chat_template_kwargs: config.default_chat_template_kwargs.clone(),
+            trust_request_chat_template: config.trust_request_chat_template,
+            served_model_name: Some(config.served_model_name.clone()),
+            max_model_len: config.max_model_len,
+            ..RendererOptions::default()
+        };
+        let model = Model::load(&config.model_dir, options)?;
+        let parsers = config.parser_settings(&model)?;
+        let engines = engine::connect(
+            &config.engine,
+            config.data_parallel_size.max(1),
+            config.engine_ready_timeout,
+            &model,
+        )
+        .await?;
+        let addr = format!("{}:{}", config.host, config.port);
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("binding {addr}"))?;
+        let state = Arc::new(AppState {
+            model,
+            client: engines.client,
+            served_model_name: config.served_model_name,
+            model_root: config.model_dir.display().to_string(),
+            parsers,
+            max_logprobs: config.max_logprobs,
+        });
+        Ok(Self { state, listener, mocks: engines.mocks })
+    }
+
+    /// The bound HTTP address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("a bound listener has an address")
+    }
+
+    /// The engine link.
+    pub fn client(&self) -> &EngineCoreClient {
+        &self.state.client
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight
+    /// (graceful shutdown) and stops the engines' link.
+    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+        let router = router(self.state.clone());
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .context("HTTP server failed")?;
+        self.state.client.shutdown();
+        for mock in self.mocks {
+            let _ = mock.shutdown().await;
+        }
+        Ok(())
+    }
+
+    /// Serves in a background task (for tests and embedding): returns the address, the
+    /// embedded mock engines and a handle that stops the server.
+    pub fn spawn(self) -> RunningServer {
+        let addr = self.local_addr();
+        let client = self.state.client.clone();
+        let router = router(self.state.clone());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(self.listener, router)
+                .with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        RunningServer { addr, client, mocks: self.mocks, stop: Some(stop), task }
+    }
+}
+
+/// A server running in a background task.
+pub struct RunningServer {
+    /// The HTTP address.
+    pub addr: SocketAddr,
+    /// The engine link (e.g. to look at requests in flight).
+    pub client: EngineCoreClient,
+    /// The embedded mock engines, by rank (to inject faults).
+    pub mocks: Vec<MockEngineHandle>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RunningServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunningServer").field("addr", &self.addr).finish_non_exhaustive()
+    }
+}
+
+impl RunningServer {
+    /// Stops accepting connections and waits for the requests in flight.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+        self.client.shutdown();
+    }
+}
+
+/// Every route.
+pub fn router(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat::create))
+        .route("/v1/completions", post(completions::create))
+        .route("/inference/v1/generate", post(generate::generate))
+        .route("/v1/chat/completions/render", post(tokens::render_chat))
+        .route("/v1/completions/render", post(tokens::render_completion))
+        .route("/tokenize", post(tokens::tokenize))
+        .route("/detokenize", post(tokens::detokenize))
+        .route("/v1/models", get(tokens::models))
+        .route("/health", get(health))
+        .with_state(state)
+}
+
+/// `GET /health`: 200 while the engines answer, 503 once they are dead.
+async fn health(State(state): State<Arc<AppState>>) -> Response {
+    let probe = state.client.call_utility("is_sleeping", Vec::new());
+    match tokio::time::timeout(Duration::from_secs(10), probe).await {
+        Ok(Err(e @ (ClientError::EngineDead(_) | ClientError::Shutdown))) => {
+            ApiError::from_client(&e).into_response()
+        }
+        Ok(_) => StatusCode::OK.into_response(),
+        Err(_) => ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            kind: "ServiceUnavailableError",
+            message: "the engines did not answer within 10 s".into(),
+            param: None,
+        }
+        .into_response(),
+    }
+}
+
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+}

@@ -1,0 +1,139 @@
+//! The engine-free endpoints: `/tokenize`, `/detokenize`, `/v1/models`, and the render
+//! endpoints `/v1/chat/completions/render` and `/v1/completions/render`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
+
+use super::error::ApiError;
+use super::ids;
+use super::state::AppState;
+
+/// `POST /tokenize`: a completion-style `{"prompt"}` or chat-style `{"messages"}` body.
+pub async fn tokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    tokenize_body(&state, &body).map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+}
+
+fn tokenize_body(state: &AppState, body: &Bytes) -> Result<Value, ApiError> {
+    let value: Value = serde_json::from_slice(body)?;
+    check_model(state, value.get("model"))?;
+    let return_token_strs = value.get("return_token_strs").and_then(Value::as_bool).unwrap_or(false);
+    let renderer = &state.model.renderer;
+    let tokens = if value.get("messages").is_some() {
+        let request: ChatCompletionRequest = serde_json::from_value(value)?;
+        renderer.render(&request)?.token_ids
+    } else {
+        let prompt = value.get("prompt").and_then(Value::as_str).ok_or_else(|| {
+            ApiError::bad_request("`prompt` (a string) or `messages` is required", Some("prompt"))
+        })?;
+        let add_special_tokens = value.get("add_special_tokens").and_then(Value::as_bool).unwrap_or(true);
+        renderer.encode(prompt, add_special_tokens)?
+    };
+    let token_strs = return_token_strs.then(|| {
+        tokens
+            .iter()
+            .map(|&t| state.model.tokenizer.token_piece(t).unwrap_or_default())
+            .collect::<Vec<_>>()
+    });
+    Ok(json!({
+        "count": tokens.len(),
+        "max_model_len": state.max_model_len(),
+        "tokens": tokens,
+        "token_strs": token_strs,
+    }))
+}
+
+/// `POST /detokenize`.
+pub async fn detokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    #[derive(Deserialize)]
+    struct Request {
+        #[serde(default)]
+        model: Option<Value>,
+        tokens: Vec<u32>,
+    }
+    let result = (|| {
+        let request: Request = serde_json::from_slice(&body)?;
+        check_model(&state, request.model.as_ref())?;
+        if let Some(bad) = request.tokens.iter().find(|&&t| t as usize >= state.model.tokenizer.vocab_size()) {
+            return Err(ApiError::bad_request(
+                format!("Token id {bad} is out of vocabulary"),
+                Some("tokens"),
+            ));
+        }
+        let prompt = state
+            .model
+            .tokenizer
+            .decode(&request.tokens, false)
+            .map_err(|e| ApiError::bad_request(e.to_string(), Some("tokens")))?;
+        Ok(json!({ "prompt": prompt }))
+    })();
+    result.map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+}
+
+/// A request naming another model than the served one is a 404, as in vLLM.
+pub fn check_model(state: &AppState, model: Option<&Value>) -> Result<(), ApiError> {
+    match model.and_then(Value::as_str) {
+        Some(name) if name != state.served_model_name => Err(ApiError {
+            status: axum::http::StatusCode::NOT_FOUND,
+            kind: "NotFoundError",
+            message: format!("The model `{name}` does not exist."),
+            param: Some("model".into()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `GET /v1/models`: vLLM's `ModelList` with the one served model.
+pub async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
+    let created = ids::now_secs();
+    Json(json!({
+        "object": "list",
+        "data": [{
+            "id": state.served_model_name,
+            "object": "model",
+            "created": created,
+            "owned_by": "vllm",
+            "root": state.model_root,
+            "parent": null,
+            "max_model_len": state.max_model_len(),
+            "permission": [{
+                "id": format!("modelperm-{}", ids::random_hex()),
+                "object": "model_permission",
+                "created": created,
+                "allow_create_engine": false,
+                "allow_sampling": true,
+                "allow_logprobs": true,
+                "allow_search_indices": false,
+                "allow_view": true,
+                "allow_fine_tuning": false,
+                "organization": "*",
+                "group": null,
+                "is_blocking": false,
+            }],
+        }]
+    }))
+}
+
+/// `POST /v1/chat/completions/render`: vLLM's `GenerateRequest` for a chat request.
+pub async fn render_chat(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let result = (|| {
+        let request: ChatCompletionRequest = serde_json::from_slice(&body)?;
+        Ok::<_, ApiError>(state.model.renderer.render_chat(&request)?)
+    })();
+    result.map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+}
+
+/// `POST /v1/completions/render`: one `GenerateRequest` per prompt.
+pub async fn render_completion(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+    let result = (|| {
+        let request: CompletionRequest = serde_json::from_slice(&body)?;
+        Ok::<_, ApiError>(state.model.renderer.render_completion(&request)?)
+    })();
+    result.map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+}

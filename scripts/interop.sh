@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Interop with the real vLLM 0.33.0: the one command that runs every interop check.
+#
+#   bash scripts/interop.sh            (from the repository root; .ci/run calls it too)
+#
+# 1. Ensures the reference environment ($REF, default $HOME/.cache/vllm-reference):
+#    if $REF/venv/bin/python is missing it runs ../shared/peers/setup.sh (a few minutes).
+# 2. vllm-client against vLLM's real EngineCoreProc (real scheduler, KV cache manager,
+#    ZMQ threads; scripted executor): handshake, streaming, aborts, utility calls,
+#    data parallelism, engine death  (vllm-client/tests/interop_vllm.rs).
+# 3. If present, vllm-client/scripts/interop_mock.sh: the mock engine against vLLM's
+#    real frontend and behind vllm-rs.
+# Prints a PASS/FAIL summary; exits non-zero if anything failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SHARED="$(dirname "$ROOT")/shared"
+REF="${REF:-$HOME/.cache/vllm-reference}"
+export HF_HUB_OFFLINE=1
+cd "$ROOT"
+
+declare -a NAMES=() RESULTS=()
+record() { NAMES+=("$1"); RESULTS+=("$2"); }
+
+echo "== reference environment: $REF"
+if [ ! -x "$REF/venv/bin/python" ]; then
+    if [ ! -f "$SHARED/peers/setup.sh" ]; then
+        echo "missing $REF/venv/bin/python and $SHARED/peers/setup.sh to build it" >&2
+        exit 1
+    fi
+    echo "building it with $SHARED/peers/setup.sh"
+    if ! REF="$REF" bash "$SHARED/peers/setup.sh"; then
+        echo "reference environment setup failed" >&2
+        exit 1
+    fi
+fi
+"$REF/venv/bin/python" -c 'import vllm; print("vLLM", vllm.__version__)' 2>/dev/null | tail -1
+
+echo "== vllm-client against vLLM's real EngineCoreProc"
+if VLLM_REFERENCE_PYTHON="$REF/venv/bin/python" VLLM_REFERENCE_MODELS="$REF/models" \
+    cargo test -p vllm-client --test interop_vllm -- --ignored --test-threads=1; then
+    record "vllm-client vs vLLM EngineCoreProc (tests/interop_vllm.rs)" PASS
+else
+    record "vllm-client vs vLLM EngineCoreProc (tests/interop_vllm.rs)" FAIL
+fi
+
+MOCK="vllm-client/scripts/interop_mock.sh"
+if [ -f "$MOCK" ]; then
+    echo "== mock engine against vLLM's frontend and vllm-rs ($MOCK)"
+    if REF="$REF" bash "$MOCK"; then
+        record "mock engine vs vLLM frontend / vllm-rs ($MOCK)" PASS
+    else
+        record "mock engine vs vLLM frontend / vllm-rs ($MOCK)" FAIL
+    fi
+fi
+
+echo
+echo "== interop summary"
+status=0
+for i in "${!NAMES[@]}"; do
+    printf '%-4s  %s\n' "${RESULTS[$i]}" "${NAMES[$i]}"
+    [ "${RESULTS[$i]}" = PASS ] || status=1
+done
+exit $status

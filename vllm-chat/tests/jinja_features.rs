@@ -1,0 +1,79 @@
+//! The template environment against transformers' jinja2 environment: each case of
+//! `tests/fixtures/jinja_features.json` (scripts/gen_jinja_fixtures.py) is a small
+//! template rendered by transformers, or the error jinja2 raised.
+
+use serde_json::Value;
+use vllm_chat::{Clock, ContentFormat, Limits, RenderError, RendererOptions, template::render_str};
+
+#[test]
+fn features_render_like_jinja2() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/jinja_features.json"
+    );
+    let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let options = RendererOptions {
+        clock: Clock::Fixed(1_768_473_045),
+        ..Default::default()
+    };
+    let mut failures = Vec::new();
+    for case in fixture["cases"].as_array().unwrap() {
+        let template = case["template"].as_str().unwrap();
+        let got = render_str(template, &fixture["context"], &options);
+        match (&got, case.get("output")) {
+            (Ok(out), Some(want)) if out == want.as_str().unwrap() => {}
+            (Err(_), None) => {}
+            _ => failures.push(format!(
+                "{template:?}: ours {got:?}, jinja2 {}",
+                case.get("output").unwrap_or(&case["error"])
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn raise_exception_is_a_typed_error_with_the_template_message() {
+    let err = render_str(
+        "{{ raise_exception('Only user and assistant roles are supported!') }}",
+        &Value::Null,
+        &RendererOptions::default(),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, RenderError::Template(m) if m == "Only user and assistant roles are supported!"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn runaway_templates_are_stopped() {
+    let options = RendererOptions {
+        limits: Limits {
+            fuel: 1_000_000,
+            recursion: 100,
+        },
+        ..Default::default()
+    };
+    let endless =
+        "{% for i in range(100000) %}{% for j in range(100000) %}{{ i }}{% endfor %}{% endfor %}";
+    assert!(matches!(
+        render_str(endless, &Value::Null, &options),
+        Err(RenderError::Template(_))
+    ));
+    let recursive = "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}";
+    assert!(matches!(
+        render_str(recursive, &Value::Null, &options),
+        Err(RenderError::Template(_))
+    ));
+    assert!(matches!(
+        render_str("{% for %}", &Value::Null, &options),
+        Err(RenderError::TemplateSyntax(_))
+    ));
+}
+
+#[test]
+fn content_format_names_match_vllm() {
+    assert_eq!(ContentFormat::String.as_str(), "string");
+    assert_eq!(ContentFormat::OpenAi.as_str(), "openai");
+}

@@ -1,0 +1,328 @@
+"""Run vLLM 0.33.0's real EngineCore processes, with a scripted model executor, for interop tests.
+
+The engines are what `vllm serve MODEL --headless --data-parallel-address H
+--data-parallel-rpc-port P --data-parallel-size N [--data-parallel-start-rank R]` starts:
+vLLM's own `EngineCoreProc.run_engine_core` (real handshake, real ZMQ input/output
+threads, real scheduler, KV cache manager, request lifecycle, aborts, utility calls,
+ENGINE_CORE_DEAD on a fatal error). Only the model executor is replaced, so that they run
+on a CPU-only machine without weights: `ScriptedExecutor` reports a small KV cache and
+"samples" deterministic tokens. The scheduler decides everything else (max_tokens, stop
+token ids, EOS, min_tokens, aborts, chunked prefill).
+
+Sampled tokens: output token k of a request whose first prompt token is p, on the engine
+with data-parallel rank r, is `100 + 2000 * r + (p + k) % 1000`, so a test can predict
+every token, place stop tokens / EOS, and see which engine served a request. Like vLLM's
+min_tokens logits processor, the sampler never emits one of the request's stop tokens
+(`_all_stop_token_ids`) before `min_tokens` outputs: it emits `1100 + 2000 * r` instead.
+A request whose first prompt token is `CRASH_TOKEN` (4242) makes the executor raise in
+`execute_model`, which kills the engine the way a model failure does in vLLM.
+
+Usage (reference environment built by ../shared/peers/setup.sh):
+
+    HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
+        vllm-client/scripts/interop_engine_core.py \
+        --handshake-address tcp://127.0.0.1:PORT --dp-size 2 [--start-rank 0] \
+        [--local-count N] [--model $HOME/.cache/vllm-reference/models/qwen3] \
+        [--step-delay-ms 20] [--log-file engine.log]
+
+With `--local-count 1` the engine runs in this process (its pid is the engine's pid, so
+killing it kills the engine); with more, this process is a launcher like
+`run_headless`: vLLM's `CoreEngineProcManager` forks one process per rank and watches
+them.
+"""
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import Future
+
+CRASH_TOKEN = 4242
+
+
+def parse_args():
+    ref = os.environ.get("VLLM_REFERENCE", os.path.expanduser("~/.cache/vllm-reference"))
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--handshake-address", required=True, help="tcp://HOST:PORT the engines dial")
+    p.add_argument("--dp-size", type=int, default=1, help="--data-parallel-size")
+    p.add_argument("--start-rank", type=int, default=0, help="--data-parallel-start-rank")
+    p.add_argument(
+        "--local-count",
+        type=int,
+        default=None,
+        help="engines started here (--data-parallel-size-local); default dp-size - start-rank",
+    )
+    p.add_argument("--model", default=os.path.join(ref, "models", "qwen3"), help="model dir (config.json, no weights)")
+    p.add_argument("--max-model-len", type=int, default=4096)
+    p.add_argument("--step-delay-ms", type=float, default=20.0, help="scripted time per model step")
+    p.add_argument("--log-file", default=None, help="where stderr goes (default: inherited)")
+    return p.parse_args()
+
+
+def build_executor_class(step_delay_s):
+    """The scripted executor (imports vLLM lazily so that --help is fast)."""
+    import torch
+
+    from vllm.v1.executor.abstract import Executor
+    from vllm.v1.kv_cache_interface import FullAttentionSpec
+    from vllm.v1.outputs import EMPTY_MODEL_RUNNER_OUTPUT, ModelRunnerOutput
+
+    class ScriptedExecutor(Executor):
+        """An executor without a model: a small KV cache and deterministic tokens."""
+
+        uses_ray = False
+        supports_pp = False
+
+        def _init_executor(self):
+            hf = self.model_config.hf_config
+            self._spec = FullAttentionSpec(
+                block_size=self.cache_config.block_size,
+                num_kv_heads=getattr(hf, "num_key_value_heads", 8),
+                head_size=getattr(hf, "head_dim", 128),
+                dtype=torch.float32,
+            )
+            # req_id -> (first prompt token, prompt length, min_tokens, stop token ids);
+            # dropped when the scheduler finishes the request.
+            self._requests = {}
+            self._pending = None
+            self._loras = set()
+            # The data-parallel rank (run_engine_core sets it before building the engine).
+            self._token_base = 100 + 2000 * (self.parallel_config.data_parallel_index or 0)
+
+        # --- start-up: what the KV cache manager asks of the workers -------------------
+        def determine_available_memory(self):
+            # Room for 1024 blocks of the single layer below.
+            return [1024 * self._spec.page_size_bytes]
+
+        def get_kv_cache_specs(self):
+            return [{"model.layers.0.self_attn.attn": self._spec}]
+
+        def get_supported_kv_cache_layouts(self):
+            return [["NHD"]]
+
+        def set_kv_cache_layout(self, layout_name, cp_kv_cache_interleave_size):
+            self._layout = layout_name
+
+        def initialize_from_config(self, kv_cache_configs):
+            self._kv_cache_configs = kv_cache_configs
+
+        def compile_or_warm_up_model(self):
+            pass
+
+        @property
+        def supported_tasks(self):
+            return ("generate",)
+
+        def supports_draft_weight_updates(self):
+            return False
+
+        def collective_rpc(self, method, timeout=None, args=(), kwargs=None, non_block=False):
+            """The worker RPCs the engine core makes outside the model step."""
+            if method != "synchronize_device":  # pause_scheduler / sleep wait for the device
+                raise NotImplementedError(f"scripted executor has no worker method {method!r}")
+            result = [None]
+            if non_block:
+                future = Future()
+                future.set_result(result)
+                return future
+            return result
+
+        def check_health(self):
+            pass
+
+        def shutdown(self):
+            pass
+
+        # --- LoRA-less utility calls ---------------------------------------------------
+        def add_lora(self, lora_request):
+            raise ValueError("LoRA is not enabled in the scripted executor")
+
+        def remove_lora(self, lora_id):
+            return False
+
+        def pin_lora(self, lora_id):
+            return False
+
+        def list_loras(self):
+            return set(self._loras)
+
+        def reset_mm_cache(self):
+            pass
+
+        def reset_encoder_cache(self):
+            pass
+
+        def sleep(self, level=1):
+            self.sleeping_tags |= {"weights", "kv_cache"}
+
+        def wake_up(self, tags=None):
+            if tags:
+                self.sleeping_tags -= set(tags)
+            else:
+                self.sleeping_tags.clear()
+
+        # --- the model -----------------------------------------------------------------
+        def execute_model(self, scheduler_output, non_block=False):
+            for req_id in scheduler_output.finished_req_ids:
+                self._requests.pop(req_id, None)
+            result = None
+            if scheduler_output.total_num_scheduled_tokens == 0:
+                result = EMPTY_MODEL_RUNNER_OUTPUT
+            else:
+                for new in scheduler_output.scheduled_new_reqs:
+                    prompt = new.prompt_token_ids or [0]
+                    if prompt[0] == CRASH_TOKEN:
+                        raise RuntimeError("scripted executor: crash requested by the prompt")
+                    sp = new.sampling_params
+                    min_tokens = sp.min_tokens if sp is not None else 0
+                    stops = set(sp.all_stop_token_ids) if sp is not None else set()
+                    self._requests[new.req_id] = (prompt[0], len(prompt), min_tokens, stops)
+                self._pending = scheduler_output
+                if step_delay_s > 0:
+                    time.sleep(step_delay_s)
+            if non_block:
+                future = Future()
+                future.set_result(result)
+                return future
+            return result
+
+        def sample_tokens(self, grammar_output, non_block=False):
+            out = self._sample(self._pending)
+            self._pending = None
+            if non_block:
+                future = Future()
+                future.set_result(out)
+                return future
+            return out
+
+        def _sample(self, so):
+            """One token per scheduled request whose whole sequence is computed after this
+            step, like the GPU model runner (partial prefills sample nothing)."""
+            # req_id -> (tokens computed before this step, outputs so far)
+            progress = {new.req_id: (new.num_computed_tokens, 0) for new in so.scheduled_new_reqs}
+            cached = so.scheduled_cached_reqs
+            for i, req_id in enumerate(cached.req_ids):
+                progress[req_id] = (cached.num_computed_tokens[i], cached.num_output_tokens[i])
+            req_ids = list(so.num_scheduled_tokens.keys())
+            sampled = []
+            for req_id in req_ids:
+                computed, outputs = progress[req_id]
+                first, prompt_len, min_tokens, stops = self._requests[req_id]
+                if computed + so.num_scheduled_tokens[req_id] < prompt_len + outputs:
+                    sampled.append([])  # a chunk of a long prefill
+                    continue
+                token = self._token_base + (first + outputs) % 1000
+                if outputs < min_tokens and token in stops:
+                    # vLLM's min_tokens logits processor: no stop token (EOS included)
+                    # may be sampled before min_tokens; the scheduler relies on it.
+                    token = self._token_base + 1000
+                sampled.append([token])
+            return ModelRunnerOutput(
+                req_ids=req_ids,
+                req_id_to_index={r: i for i, r in enumerate(req_ids)},
+                sampled_token_ids=sampled,
+            )
+
+    ScriptedExecutor.__module__ = __name__
+    ScriptedExecutor.__qualname__ = "ScriptedExecutor"
+    return ScriptedExecutor
+
+
+def build_config(args, executor_class):
+    from vllm.config import (
+        CacheConfig,
+        DeviceConfig,
+        ModelConfig,
+        ParallelConfig,
+        SchedulerConfig,
+        VllmConfig,
+    )
+
+    model = ModelConfig(
+        model=args.model,
+        tokenizer=args.model,
+        enforce_eager=True,
+        max_model_len=args.max_model_len,
+        dtype="float32",
+        skip_tokenizer_init=True,
+    )
+    host, port = args.handshake_address.removeprefix("tcp://").rsplit(":", 1)
+    parallel = ParallelConfig(
+        data_parallel_size=args.dp_size,
+        data_parallel_size_local=args.local_count,
+        data_parallel_rank=args.start_rank,
+        data_parallel_master_ip=host,
+        data_parallel_rpc_port=int(port),
+        distributed_executor_backend=executor_class,
+    )
+    scheduler = SchedulerConfig(
+        max_model_len=args.max_model_len,
+        is_encoder_decoder=False,
+        # A scripted executor returns its output synchronously.
+        async_scheduling=False,
+    )
+    return VllmConfig(
+        model_config=model,
+        device_config=DeviceConfig("cpu"),
+        parallel_config=parallel,
+        scheduler_config=scheduler,
+        cache_config=CacheConfig(block_size=16),
+    )
+
+
+def main():
+    args = parse_args()
+    if args.local_count is None:
+        args.local_count = args.dp_size - args.start_rank
+    if args.log_file:
+        fd = os.open(args.log_file, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 2)
+        os.close(fd)
+        sys.stderr = os.fdopen(2, "w", buffering=1)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    executor_class = build_executor_class(args.step_delay_ms / 1000.0)
+    vllm_config = build_config(args, executor_class)
+
+    from vllm.v1.engine.core import EngineCoreProc
+
+    common = dict(
+        vllm_config=vllm_config,
+        local_client=False,  # headless: the frontend is elsewhere
+        handshake_address=args.handshake_address,
+        executor_class=executor_class,
+        log_stats=True,
+    )
+    if args.local_count == 1:
+        # One engine in this process, as CoreEngineProcManager's child would run it.
+        EngineCoreProc.run_engine_core(dp_rank=args.start_rank, local_dp_rank=0, **common)
+        return
+
+    # Several engines: what `run_headless` does, with vLLM's own process manager.
+    import signal
+
+    from vllm.v1.engine.utils import CoreEngineProcManager
+
+    def on_signal(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    manager = CoreEngineProcManager(
+        local_engine_count=args.local_count,
+        start_index=args.start_rank,
+        local_start_index=0,
+        vllm_config=vllm_config,
+        local_client=False,
+        handshake_address=args.handshake_address,
+        executor_class=executor_class,
+        log_stats=True,
+    )
+    try:
+        manager.monitor_engine_liveness()
+    finally:
+        manager.shutdown(timeout=5)
+
+
+if __name__ == "__main__":
+    main()

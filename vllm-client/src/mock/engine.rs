@@ -1,0 +1,530 @@
+//! The engine loop: requests in, steps of generated tokens out.
+//!
+//! One task owns the state and the output sockets. Each input socket has a reader task
+//! that forwards its messages over a channel, so that the loop can wait at once for
+//! input, for its next step and for commands from the [`super::MockEngineHandle`].
+//! Like vLLM's `EngineCoreProc.run_busy_loop`, the loop handles all queued input before
+//! each step, and steps only while there is work.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use zeromq::{DealerSocket, PushSocket, SocketRecv, SocketSend, ZmqMessage};
+
+use crate::protocol::{
+    Abort, ENGINE_CORE_DEAD, EngineCoreOutput, EngineCoreOutputs, EngineCoreRequest, FinishReason,
+    RequestError, RequestType, SchedulerStats, StartDpWave, UtilityCall,
+};
+
+use super::startup::Connections;
+use super::{MockConfig, MockError, OutputMode, Sequence};
+use crate::Value;
+
+/// Requests from the [`super::MockEngineHandle`].
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Send `ENGINE_CORE_DEAD` and stop.
+    Die,
+    /// Stop answering (no input handled, no steps) for this long.
+    Stall(Duration),
+    /// Abort what runs (with abort outputs, as a vLLM engine on SIGTERM) and stop.
+    Shutdown,
+}
+
+/// vLLM's scheduler `PauseState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pause {
+    /// Scheduling normally.
+    Unpaused,
+    /// New requests wait; running ones continue.
+    PausedNew,
+    /// Nothing is stepped.
+    PausedAll,
+}
+
+/// The engine state.
+pub(crate) struct Engine {
+    pub(crate) config: MockConfig,
+    pub(crate) rank: u16,
+    text: Arc<[u32]>,
+    outputs: Vec<PushSocket>,
+    pub(crate) running: Vec<Sequence>,
+    pub(crate) waiting: VecDeque<Sequence>,
+    pub(crate) pause: Pause,
+    /// Set by `pause_generation`: new requests are refused with a retryable error.
+    pub(crate) reject_new_requests: bool,
+    pub(crate) sleep_level: i64,
+    pub(crate) loras: BTreeSet<i64>,
+    pub(crate) weight_version: String,
+    /// Utility calls answered once no request runs (`pause_scheduler(mode="wait")`).
+    pub(crate) idle_waiters: Vec<(usize, u64)>,
+    /// Finished request ids per client, for `finished_requests`.
+    finished: BTreeMap<usize, Vec<String>>,
+    /// `(running, waiting)` as last reported in scheduler stats.
+    reported_counts: Option<(usize, usize)>,
+    /// Data-parallel wave state (`DPEngineCoreProc`).
+    current_wave: u64,
+    engines_running: bool,
+    started: std::time::Instant,
+}
+
+impl Engine {
+    pub(crate) fn new(config: MockConfig, rank: u16, outputs: Vec<PushSocket>) -> Self {
+        let text: Arc<[u32]> = match &config.output {
+            OutputMode::FixedText(tokens) => tokens.as_slice().into(),
+            _ => Arc::from(Vec::new()),
+        };
+        Self {
+            config,
+            rank,
+            text,
+            outputs,
+            running: Vec::new(),
+            waiting: VecDeque::new(),
+            pause: Pause::Unpaused,
+            reject_new_requests: false,
+            sleep_level: 0,
+            loras: BTreeSet::new(),
+            weight_version: String::new(),
+            idle_waiters: Vec::new(),
+            finished: BTreeMap::new(),
+            reported_counts: Some((0, 0)),
+            current_wave: 0,
+            engines_running: false,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Runs the engine until it is told to die or shut down.
+    pub(crate) async fn run(
+        connections: Connections,
+        config: MockConfig,
+        rank: u16,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) -> Result<(), MockError> {
+        let Connections {
+            inputs,
+            outputs,
+            handshake: _handshake,
+        } = connections;
+        let (input_tx, mut input_rx) = mpsc::channel(1024);
+        let readers: Vec<JoinHandle<()>> = inputs
+            .into_iter()
+            .map(|socket| tokio::spawn(read_input(socket, input_tx.clone())))
+            .collect();
+        drop(input_tx);
+        let _abort_readers = AbortOnDrop(readers);
+
+        let mut engine = Engine::new(config, rank, outputs);
+        let interval = engine.config.step_interval();
+        let mut next_step = Instant::now();
+        let mut stalled_until: Option<Instant> = None;
+        loop {
+            let stalled = stalled_until.is_some();
+            let stepping = !stalled && engine.has_work();
+            tokio::select! {
+                biased;
+                command = commands.recv() => match command {
+                    Some(Command::Die) => return engine.die().await,
+                    Some(Command::Stall(duration)) => {
+                        tracing::info!(?duration, "mock engine stalling");
+                        stalled_until = Some(Instant::now() + duration);
+                    }
+                    Some(Command::Shutdown) | None => return engine.shutdown().await,
+                },
+                () = sleep_until(stalled_until), if stalled => stalled_until = None,
+                frames = input_rx.recv(), if !stalled => match frames {
+                    Some(frames) => engine.handle_input(frames).await?,
+                    None => return Err(MockError::InputClosed),
+                },
+                () = sleep_until(Some(next_step).filter(|_| !interval.is_zero())), if stepping => {
+                    engine.step().await?;
+                    next_step = (next_step + interval).max(Instant::now() - interval);
+                    if interval.is_zero() {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Dispatches one message from a frontend: `[request type, payload, extra frames…]`.
+    async fn handle_input(&mut self, frames: Vec<Bytes>) -> Result<(), MockError> {
+        let Some(kind) = frames.first().and_then(|f| RequestType::from_frame(f)) else {
+            tracing::warn!(
+                frames = frames.len(),
+                "skipping input without a valid request type"
+            );
+            return Ok(());
+        };
+        let (payload, extra) = match frames.get(1) {
+            Some(payload) => (payload, &frames[2..]),
+            None => {
+                tracing::warn!(?kind, "skipping input without a payload");
+                return Ok(());
+            }
+        };
+        match kind {
+            RequestType::Add => match crate::decode::<EngineCoreRequest>(payload, extra) {
+                Ok(request) => self.add(request).await,
+                Err(error) => {
+                    tracing::warn!(%error, "skipping malformed ADD");
+                    Ok(())
+                }
+            },
+            RequestType::Abort => {
+                match crate::decode::<Abort>(payload, extra) {
+                    Ok(Abort(ids)) => self.abort(&ids),
+                    Err(error) => tracing::warn!(%error, "skipping malformed ABORT"),
+                }
+                Ok(())
+            }
+            RequestType::StartDpWave => {
+                match crate::decode::<StartDpWave>(payload, extra) {
+                    Ok(wave) => self.start_dp_wave(wave),
+                    Err(error) => tracing::warn!(%error, "skipping malformed START_DP_WAVE"),
+                }
+                Ok(())
+            }
+            RequestType::Utility => match crate::decode::<UtilityCall>(payload, extra) {
+                Ok(call) => self.utility(call).await,
+                Err(error) => {
+                    tracing::warn!(%error, "skipping malformed UTILITY call");
+                    Ok(())
+                }
+            },
+        }
+    }
+
+    /// The output socket of a client; unknown clients fall back to the first frontend.
+    pub(crate) fn client(&self, client_index: i64) -> usize {
+        match usize::try_from(client_index) {
+            Ok(c) if c < self.outputs.len() => c,
+            _ => {
+                tracing::warn!(client_index, "unknown client index, answering client 0");
+                0
+            }
+        }
+    }
+
+    async fn add(&mut self, request: EngineCoreRequest) -> Result<(), MockError> {
+        let client = self.client(request.client_index);
+        if request.sampling_params.is_none() {
+            // Pooling requests: the mock only generates, so this is a request error.
+            return self
+                .send_finished(client, vec![request.request_id], FinishReason::Error, None)
+                .await;
+        }
+        if self.reject_new_requests && !request.abort_immediately {
+            let error = RequestError {
+                code: "engine_paused".into(),
+                message: "Generation is paused. Please retry after it resumes.".into(),
+                retryable: true,
+            };
+            let ids = vec![request.request_id];
+            return self
+                .send_finished(client, ids, FinishReason::Error, Some(error))
+                .await;
+        }
+        if self.config.dp_waves {
+            self.current_wave = self.current_wave.max(request.current_wave);
+            self.engines_running |= self.pause == Pause::Unpaused;
+        }
+        let abort_immediately = request
+            .abort_immediately
+            .then(|| request.request_id.clone());
+        self.waiting
+            .push_back(Sequence::new(request, client, &self.config, &self.text));
+        if let Some(id) = abort_immediately {
+            self.abort(&[id]);
+        }
+        Ok(())
+    }
+
+    /// A client's ABORT: like `Scheduler.finish_requests`, the requests just end; their
+    /// ids are reported only in `finished_requests` (when enabled).
+    fn abort(&mut self, ids: &[String]) {
+        let aborted = self.remove(|s| ids.contains(&s.request_id));
+        if self.config.include_finished_set {
+            for seq in aborted {
+                self.finished
+                    .entry(seq.client_index)
+                    .or_default()
+                    .push(seq.request_id);
+            }
+        }
+    }
+
+    /// Removes the requests that match, running and waiting.
+    fn remove(&mut self, matches: impl Fn(&Sequence) -> bool) -> Vec<Sequence> {
+        let (mut removed, running): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.running).into_iter().partition(&matches);
+        let (removed_waiting, waiting): (VecDeque<_>, VecDeque<_>) =
+            std::mem::take(&mut self.waiting).into_iter().partition(&matches);
+        self.running = running;
+        self.waiting = waiting;
+        removed.extend(removed_waiting);
+        removed
+    }
+
+    /// Aborts every request and tells their clients, as vLLM does when it pauses with
+    /// `mode="abort"` or shuts down (`_send_abort_outputs`).
+    pub(crate) async fn abort_all(&mut self) -> Result<(), MockError> {
+        let mut by_client: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+        for seq in self.remove(|_| true) {
+            by_client
+                .entry(seq.client_index)
+                .or_default()
+                .push(seq.request_id);
+        }
+        for (client, ids) in by_client {
+            self.send_finished(client, ids, FinishReason::Abort, None)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Finishes requests without tokens (`_send_finish_outputs_to_client`).
+    async fn send_finished(
+        &mut self,
+        client: usize,
+        ids: Vec<String>,
+        reason: FinishReason,
+        error: Option<RequestError>,
+    ) -> Result<(), MockError> {
+        let outputs = ids
+            .iter()
+            .map(|id| EngineCoreOutput {
+                request_id: id.clone(),
+                finish_reason: Some(reason),
+                error: error.clone(),
+                ..EngineCoreOutput::default()
+            })
+            .collect();
+        let message = EngineCoreOutputs {
+            outputs,
+            finished_requests: Some(ids),
+            ..EngineCoreOutputs::default()
+        };
+        self.send(client, message).await
+    }
+
+    /// `DPEngineCoreProc._handle_client_request(START_DP_WAVE)`.
+    fn start_dp_wave(
+        &mut self,
+        StartDpWave {
+            wave,
+            exclude_engine_index,
+        }: StartDpWave,
+    ) {
+        if !self.config.dp_waves {
+            tracing::debug!(
+                wave,
+                "START_DP_WAVE ignored: not in data-parallel wave mode"
+            );
+            return;
+        }
+        if exclude_engine_index != i64::from(self.rank) && wave >= self.current_wave {
+            self.current_wave = wave;
+            self.engines_running = true;
+        }
+    }
+
+    fn counts(&self) -> (usize, usize) {
+        (self.running.len(), self.waiting.len())
+    }
+
+    fn can_step(&self) -> bool {
+        match self.pause {
+            Pause::PausedAll => false,
+            Pause::PausedNew => !self.running.is_empty(),
+            Pause::Unpaused => !self.running.is_empty() || !self.waiting.is_empty(),
+        }
+    }
+
+    /// Whether a step has something to do or report.
+    fn has_work(&self) -> bool {
+        self.can_step()
+            || !self.finished.is_empty()
+            || self.reported_counts != Some(self.counts())
+            || (self.config.dp_waves && self.engines_running)
+            || (!self.idle_waiters.is_empty() && self.running.is_empty())
+    }
+
+    /// One engine step: admit waiting requests, generate for every running one, send each
+    /// client its outputs with the finished ids and scheduler statistics.
+    async fn step(&mut self) -> Result<(), MockError> {
+        if self.pause == Pause::Unpaused {
+            while self.running.len() < self.config.max_num_seqs.max(1) {
+                let Some(seq) = self.waiting.pop_front() else {
+                    break;
+                };
+                self.running.push(seq);
+            }
+        }
+        let mut messages: BTreeMap<usize, EngineCoreOutputs> = BTreeMap::new();
+        if self.pause != Pause::PausedAll {
+            let (n, max_len) = (self.config.tokens_per_output, self.config.max_model_len);
+            let mut finished = Vec::new();
+            for (i, seq) in self.running.iter_mut().enumerate() {
+                let output = seq.step(n, max_len);
+                if output.finished() {
+                    finished.push(i);
+                }
+                messages
+                    .entry(seq.client_index)
+                    .or_default()
+                    .outputs
+                    .push(output);
+            }
+            for i in finished.into_iter().rev() {
+                let seq = self.running.remove(i);
+                if self.config.include_finished_set {
+                    self.finished
+                        .entry(seq.client_index)
+                        .or_default()
+                        .push(seq.request_id);
+                }
+            }
+        }
+        for (client, ids) in std::mem::take(&mut self.finished) {
+            messages.entry(client).or_default().finished_requests = Some(ids);
+        }
+        let counts = self.counts();
+        if !messages.is_empty() || self.reported_counts != Some(counts) {
+            self.reported_counts = Some(counts);
+            let stats = self.scheduler_stats();
+            messages.entry(0).or_default().scheduler_stats = Some(stats);
+        }
+        for (client, message) in messages {
+            self.send(client, message).await?;
+        }
+        if self.running.is_empty() {
+            for (client, call_id) in std::mem::take(&mut self.idle_waiters) {
+                self.send_utility(client, call_id, Ok(Value::Nil)).await?;
+            }
+        }
+        if self.config.dp_waves && self.engines_running && !self.can_step() {
+            // The wave is over: tell the frontend and pause the loop until the next one.
+            let message = EngineCoreOutputs {
+                wave_complete: Some(self.current_wave),
+                ..EngineCoreOutputs::default()
+            };
+            self.send(0, message).await?;
+            self.current_wave += 1;
+            self.engines_running = false;
+        }
+        Ok(())
+    }
+
+    fn scheduler_stats(&self) -> SchedulerStats {
+        let used: usize = self.running.iter().map(Sequence::num_tokens).sum();
+        let capacity = self.config.max_model_len.max(1) * self.config.max_num_seqs.max(1);
+        SchedulerStats {
+            num_running_reqs: self.running.len() as i64,
+            num_waiting_reqs: self.waiting.len() as i64,
+            current_wave: self.current_wave as i64,
+            kv_cache_usage: (used as f64 / capacity as f64).min(1.0),
+            prefix_cache_stats: empty_prefix_cache_stats(),
+            ..SchedulerStats::default()
+        }
+    }
+
+    /// Sends a message to a client's output socket, stamped with the engine index.
+    pub(crate) async fn send(
+        &mut self,
+        client: usize,
+        mut message: EngineCoreOutputs,
+    ) -> Result<(), MockError> {
+        message.engine_index = i64::from(self.rank);
+        message.timestamp = self.started.elapsed().as_secs_f64();
+        let (payload, extra) = crate::encode(&message);
+        let Some(socket) = self.outputs.get_mut(client) else {
+            tracing::warn!(client, "no output socket for client");
+            return Ok(());
+        };
+        let mut message = ZmqMessage::from(payload);
+        for frame in extra {
+            message.push_back(frame);
+        }
+        socket.send(message).await?;
+        Ok(())
+    }
+
+    /// Sends `ENGINE_CORE_DEAD` to every frontend and stops.
+    async fn die(&mut self) -> Result<(), MockError> {
+        tracing::warn!("mock engine dying on request");
+        for socket in &mut self.outputs {
+            socket
+                .send(ZmqMessage::from(ENGINE_CORE_DEAD.to_vec()))
+                .await?;
+        }
+        // Give the sockets a moment to flush before they are dropped.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(())
+    }
+
+    /// Shuts down like a vLLM engine with `shutdown_timeout = 0`: in-flight requests
+    /// are aborted, with abort outputs.
+    async fn shutdown(&mut self) -> Result<(), MockError> {
+        self.abort_all().await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(())
+    }
+}
+
+/// Forwards the messages of one input socket to the engine loop.
+async fn read_input(mut socket: DealerSocket, tx: mpsc::Sender<Vec<Bytes>>) {
+    loop {
+        match socket.recv().await {
+            Ok(message) => {
+                if tx.send(message.into_vec()).await.is_err() {
+                    return;
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "input socket failed");
+                return;
+            }
+        }
+    }
+}
+
+/// An empty `PrefixCacheStats` (a dataclass: every field), vLLM's default in
+/// `SchedulerStats`; frontends such as vllm-rs do not accept `None` there.
+fn empty_prefix_cache_stats() -> Value {
+    let zero = |key: &str| (Value::from(key), Value::from(0u64));
+    Value::Map(vec![
+        (Value::from("reset"), Value::Bool(false)),
+        zero("requests"),
+        zero("queries"),
+        zero("hits"),
+        zero("preempted_requests"),
+        zero("preempted_queries"),
+        zero("preempted_hits"),
+        (Value::from("hits_by_source"), Value::Map(Vec::new())),
+    ])
+}
+
+/// Sleeps until the deadline, or not at all without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    if let Some(deadline) = deadline {
+        tokio::time::sleep_until(deadline).await;
+    }
+}
+
+/// Aborts the reader tasks (closing their sockets) when the engine stops.
+struct AbortOnDrop(Vec<JoinHandle<()>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}

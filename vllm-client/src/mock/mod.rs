@@ -1,0 +1,183 @@
+//! A mock EngineCore: the engine side of vLLM 0.33.0's protocol, for tests, examples and
+//! benchmarks of frontends without a GPU.
+//!
+//! The mock dials a frontend's handshake address exactly like a headless vLLM engine
+//! (`vllm serve MODEL --headless …`), registers with a ready response, then serves ADD,
+//! ABORT, START_DP_WAVE and UTILITY messages. It generates tokens from a
+//! [`OutputMode`] (a fixed tokenized text, an echo of the prompt or seeded random
+//! tokens) at a configurable rate, honouring `max_tokens`, `min_tokens`,
+//! `stop_token_ids`, EOS and `ignore_eos` with vLLM's rules, and attaches logprobs when
+//! asked. Its [`MockEngineHandle`] injects faults: the engine can be told to die (it
+//! sends `ENGINE_CORE_DEAD`, as a crashing vLLM engine does) or to stall.
+//!
+//! ```no_run
+//! use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
+//!
+//! # async fn example() -> Result<(), vllm_client::mock::MockError> {
+//! let config = MockConfig { output: OutputMode::Echo, ..MockConfig::default() };
+//! // A frontend is waiting for engine 0 on this handshake address.
+//! let engine = MockEngine::spawn("tcp://127.0.0.1:5570", 0, config);
+//! // … use the frontend; then:
+//! engine.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Malformed input from the frontend is logged and skipped, never a panic.
+
+mod config;
+mod engine;
+mod sequence;
+mod startup;
+mod utility;
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+pub use config::{MockConfig, OutputMode};
+
+use crate::protocol::{EngineCoreReadyResponse, EngineZmqAddresses, VLLM_VERSION};
+use engine::{Command, Engine};
+use sequence::Sequence;
+
+/// Why a mock engine stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum MockError {
+    /// A ZMQ socket failed.
+    #[error("zmq: {0}")]
+    Zmq(#[from] zeromq::ZmqError),
+    /// A start-up message could not be decoded.
+    #[error("decode: {0}")]
+    Decode(#[from] crate::DecodeError),
+    /// The start-up handshake failed.
+    #[error("handshake: {0}")]
+    Handshake(String),
+    /// Every input connection is gone.
+    #[error("all input sockets closed")]
+    InputClosed,
+    /// The engine task panicked or was cancelled.
+    #[error("engine task failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Entry points that start a mock engine on the current tokio runtime.
+#[derive(Debug, Clone, Copy)]
+pub struct MockEngine;
+
+impl MockEngine {
+    /// Starts an engine with data-parallel rank `rank` that performs the start-up
+    /// handshake with the frontend bound at `handshake_address` (e.g.
+    /// `tcp://127.0.0.1:5570`), then serves it. Must be called within a tokio runtime.
+    pub fn spawn(
+        handshake_address: impl Into<String>,
+        rank: u16,
+        config: MockConfig,
+    ) -> MockEngineHandle {
+        let address = handshake_address.into();
+        MockEngineHandle::start(move |commands| async move {
+            let timeout = config.handshake_timeout;
+            let (connections, _) = startup::handshake(&address, rank, timeout, |a| {
+                ready_response(&config, rank, a)
+            })
+            .await?;
+            Engine::run(connections, config, rank, commands).await
+        })
+    }
+
+    /// Starts an engine that skips the handshake and connects straight to a frontend's
+    /// input and output addresses (sending its ready response on each input first).
+    pub fn spawn_connected(
+        addresses: EngineZmqAddresses,
+        rank: u16,
+        config: MockConfig,
+    ) -> MockEngineHandle {
+        MockEngineHandle::start(move |commands| async move {
+            let ready = ready_response(&config, rank, &addresses);
+            let connections = startup::connect(&addresses, rank, &ready).await?;
+            Engine::run(connections, config, rank, commands).await
+        })
+    }
+}
+
+/// Controls a running mock engine. Dropping the handle shuts the engine down.
+#[derive(Debug)]
+pub struct MockEngineHandle {
+    commands: mpsc::UnboundedSender<Command>,
+    task: JoinHandle<Result<(), MockError>>,
+}
+
+impl MockEngineHandle {
+    fn start<F, Fut>(run: F) -> Self
+    where
+        F: FnOnce(mpsc::UnboundedReceiver<Command>) -> Fut,
+        Fut: Future<Output = Result<(), MockError>> + Send + 'static,
+    {
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let task = tokio::spawn(run(receiver));
+        Self { commands, task }
+    }
+
+    /// Makes the engine die: it sends `ENGINE_CORE_DEAD` to every frontend and stops.
+    pub fn die(&self) {
+        let _ = self.commands.send(Command::Die);
+    }
+
+    /// Makes the engine stop answering for `duration`: no input is read and no token
+    /// generated meanwhile; what arrived is handled afterwards.
+    pub fn stall(&self, duration: Duration) {
+        let _ = self.commands.send(Command::Stall(duration));
+    }
+
+    /// Whether the engine has stopped.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Aborts the requests in flight (with abort outputs, like a vLLM engine on
+    /// SIGTERM), stops the engine and returns how it ended.
+    pub async fn shutdown(self) -> Result<(), MockError> {
+        let _ = self.commands.send(Command::Shutdown);
+        self.wait().await
+    }
+
+    /// Waits until the engine stops (after [`Self::die`], or on an error) and returns
+    /// how it ended.
+    pub async fn wait(mut self) -> Result<(), MockError> {
+        (&mut self.task).await?
+    }
+}
+
+/// The `EngineCoreReadyResponse` of a mock engine with this configuration.
+fn ready_response(
+    config: &MockConfig,
+    rank: u16,
+    addresses: &EngineZmqAddresses,
+) -> EngineCoreReadyResponse {
+    const BLOCK_SIZE: usize = 16;
+    let kv_tokens = config
+        .max_model_len
+        .saturating_mul(config.max_num_seqs.max(1));
+    EngineCoreReadyResponse {
+        max_model_len: config.max_model_len as i64,
+        num_gpu_blocks: kv_tokens.div_ceil(BLOCK_SIZE) as i64,
+        block_size: BLOCK_SIZE as i64,
+        dp_stats_address: addresses.frontend_stats_publish_address.clone(),
+        dtype: "bfloat16".into(),
+        vllm_version: VLLM_VERSION.into(),
+        data_parallel_size: config.data_parallel_size.max(1) as i64,
+        data_parallel_rank: i64::from(rank),
+        max_num_seqs: config.max_num_seqs as i64,
+        max_num_batched_tokens: 8192,
+        instance_id: format!("mock-engine-{rank}-{}", std::process::id()),
+        supports_lora: true,
+        max_loras: 8,
+        kv_cache_size_tokens: Some(kv_tokens as i64),
+        kv_cache_max_concurrency: Some(config.max_num_seqs as f64),
+        enable_sleep_mode: true,
+        coordinator_input_address: addresses.coordinator_input.clone(),
+        coordinator_output_address: addresses.coordinator_output.clone(),
+        ..EngineCoreReadyResponse::default()
+    }
+}

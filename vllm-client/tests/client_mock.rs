@@ -1,0 +1,258 @@
+//! `EngineCoreClient` against the mock engine over real ZMQ sockets: handshake, streaming,
+//! aborts, utility calls, data-parallel routing, engine death.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
+use vllm_client::protocol::{EngineCoreRequest, EngineZmqAddresses, FinishReason, SamplingParams};
+use vllm_client::{ClientConfig, ClientError, EngineCoreClient, Startup};
+
+const EOS: i64 = 2;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn request(id: &str, max_tokens: i64) -> EngineCoreRequest {
+    let mut sp = SamplingParams {
+        max_tokens: Some(max_tokens),
+        ..SamplingParams::default()
+    };
+    sp.set_eos_token_id(EOS);
+    sp.apply_post_init();
+    EngineCoreRequest::new(id, vec![10, 11, 12], sp)
+}
+
+/// A client and `n` mock engines that registered through the handshake.
+async fn fleet(n: u16, config: MockConfig) -> (EngineCoreClient, Vec<MockEngineHandle>) {
+    let port = free_port();
+    let client_config = ClientConfig::handshake("127.0.0.1", port, n)
+        .with_ready_timeout(Duration::from_secs(30));
+    let connecting = tokio::spawn(EngineCoreClient::connect(client_config));
+    let engines = (0..n)
+        .map(|rank| {
+            MockEngine::spawn(
+                format!("tcp://127.0.0.1:{port}"),
+                rank,
+                MockConfig {
+                    data_parallel_size: n as usize,
+                    ..config.clone()
+                },
+            )
+        })
+        .collect();
+    let client = connecting.await.unwrap().expect("engines register");
+    (client, engines)
+}
+
+fn slow() -> MockConfig {
+    MockConfig {
+        output: OutputMode::Random { seed: 7 },
+        tokens_per_second: 50.0,
+        ..MockConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn handshake_then_stream_until_max_tokens() {
+    let (client, _engines) = fleet(1, MockConfig::default()).await;
+    assert_eq!(client.engines().len(), 1);
+    assert_eq!(client.engines()[0].ready.vllm_version, "0.33.0");
+    let outputs = client.generate_all(request("r1", 9)).await.unwrap();
+    let tokens: usize = outputs.iter().map(|o| o.new_token_ids.len()).sum();
+    assert_eq!(tokens, 9);
+    assert_eq!(outputs.last().unwrap().finish_reason, Some(FinishReason::Length));
+    assert!(outputs[..outputs.len() - 1].iter().all(|o| !o.finished()));
+    assert_eq!(client.inflight(), vec![0]);
+}
+
+#[tokio::test]
+async fn echo_stops_at_eos_and_stop_tokens_report_their_reason() {
+    let config = MockConfig {
+        output: OutputMode::Echo,
+        ..MockConfig::default()
+    };
+    let (client, _engines) = fleet(1, config).await;
+    // The echo ends with EOS: prompt tokens then EOS, finish "stop" with stop_reason EOS.
+    let outputs = client.generate_all(request("echo", 50)).await.unwrap();
+    let tokens: Vec<u32> = outputs.iter().flat_map(|o| o.new_token_ids.clone()).collect();
+    assert_eq!(tokens, vec![10, 11, 12, EOS as u32]);
+    assert_eq!(outputs.last().unwrap().finish_reason, Some(FinishReason::Stop));
+
+    let mut req = request("stop-id", 50);
+    let sp = req.sampling_params.as_mut().unwrap();
+    sp.stop_token_ids = vec![11];
+    sp.all_stop_token_ids.push(11);
+    let outputs = client.generate_all(req).await.unwrap();
+    let last = outputs.last().unwrap();
+    assert_eq!(last.finish_reason, Some(FinishReason::Stop));
+    assert_eq!(
+        last.stop_reason,
+        Some(vllm_client::protocol::StopReason::Token(11))
+    );
+}
+
+#[tokio::test]
+async fn dropping_a_stream_aborts_the_request_on_the_engine() {
+    let (client, _engines) = fleet(1, slow()).await;
+    let mut stream = client.generate(request("dropped", 10_000)).await.unwrap();
+    // Wait until the engine's scheduler stats show the request running, so that the
+    // check below observes the engine and not a default.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while client.loads()[0].running != 1 {
+        stream.next().await.unwrap().unwrap();
+        assert!(tokio::time::Instant::now() < deadline, "no scheduler stats");
+    }
+    assert_eq!(client.inflight(), vec![1]);
+    drop(stream);
+    assert_eq!(client.inflight(), vec![0]);
+    // The engine reports no running request once the abort arrived.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        // Keep the engine stepping so that it publishes its scheduler stats.
+        client.generate_all(request("probe", 1)).await.unwrap();
+        if client.loads()[0].running == 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "abort never reached the engine");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The client still serves new requests.
+    assert_eq!(client.generate_all(request("after", 3)).await.unwrap().len(), 3);
+}
+
+#[tokio::test]
+async fn explicit_abort_ends_the_stream_with_abort() {
+    let (client, _engines) = fleet(1, slow()).await;
+    let mut stream = client.generate(request("to-abort", 10_000)).await.unwrap();
+    stream.next().await.unwrap().unwrap();
+    client.abort(&["to-abort", "unknown-id"]);
+    let mut last = None;
+    while let Some(item) = stream.next().await {
+        last = Some(item.unwrap());
+    }
+    assert_eq!(last.unwrap().finish_reason, Some(FinishReason::Abort));
+    assert!(stream.is_finished());
+}
+
+#[tokio::test]
+async fn utility_calls_return_typed_results_and_vllm_failures() {
+    let (client, _engines) = fleet(2, MockConfig::default()).await;
+    assert_eq!(client.get_supported_tasks().await.unwrap(), vec!["generate"]);
+    assert!(!client.is_sleeping().await.unwrap());
+    client.sleep(1, "abort").await.unwrap();
+    assert!(client.is_sleeping().await.unwrap());
+    client.wake_up(None).await.unwrap();
+    assert!(!client.is_sleeping().await.unwrap());
+    let err = client
+        .call_utility("no_such_method", vec![])
+        .await
+        .unwrap_err();
+    match err {
+        ClientError::Utility { method, message } => {
+            assert_eq!(method, "no_such_method");
+            assert!(message.contains("no_such_method"), "{message}");
+        }
+        other => panic!("expected a utility failure, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn data_parallel_requests_spread_and_explicit_ranks_are_honoured() {
+    let (client, _engines) = fleet(2, slow()).await;
+    let mut streams = Vec::new();
+    for i in 0..4 {
+        streams.push(client.generate(request(&format!("dp-{i}"), 10_000)).await.unwrap());
+    }
+    assert_eq!(client.inflight(), vec![2, 2]);
+    let mut pinned = request("pinned", 10_000);
+    pinned.data_parallel_rank = Some(1);
+    let mut stream = client.generate(pinned).await.unwrap();
+    assert_eq!(client.inflight(), vec![2, 3]);
+    // Both engines produce outputs.
+    for s in streams.iter_mut().chain(std::iter::once(&mut stream)) {
+        assert!(!s.next().await.unwrap().unwrap().new_token_ids.is_empty());
+    }
+    let mut bad = request("bad-rank", 1);
+    bad.data_parallel_rank = Some(7);
+    assert!(matches!(
+        client.generate(bad).await,
+        Err(ClientError::InvalidRequest(_))
+    ));
+}
+
+#[tokio::test]
+async fn engine_death_fails_in_flight_and_later_requests() {
+    let (client, engines) = fleet(1, slow()).await;
+    let mut stream = client.generate(request("doomed", 10_000)).await.unwrap();
+    stream.next().await.unwrap().unwrap();
+    engines[0].die();
+    let mut saw_error = false;
+    while let Some(item) = stream.next().await {
+        if let Err(e) = item {
+            assert!(matches!(e, ClientError::EngineDead(_)), "{e:?}");
+            saw_error = true;
+        }
+    }
+    assert!(saw_error);
+    assert!(matches!(
+        client.generate(request("later", 1)).await,
+        Err(ClientError::EngineDead(_))
+    ));
+    assert!(matches!(
+        client.is_sleeping().await,
+        Err(ClientError::EngineDead(_))
+    ));
+}
+
+#[tokio::test]
+async fn missing_engines_are_named_after_the_timeout() {
+    let port = free_port();
+    let config = ClientConfig::handshake("127.0.0.1", port, 2)
+        .with_ready_timeout(Duration::from_secs(2));
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    let _engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, MockConfig::default());
+    match connecting.await.unwrap() {
+        Err(ClientError::EnginesNotReady { missing, .. }) => assert_eq!(missing, vec![1]),
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(_) => panic!("connected without engine 1"),
+    }
+}
+
+#[tokio::test]
+async fn direct_mode_without_handshake_over_ipc() {
+    let dir = std::env::temp_dir().join(format!("vllm-client-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = format!("ipc://{}/input", dir.display());
+    let output = format!("ipc://{}/output", dir.display());
+    let config = ClientConfig {
+        startup: Startup::Direct {
+            input_address: input.clone(),
+            output_address: output.clone(),
+        },
+        engine_count: 1,
+        start_rank: 0,
+        ready_timeout: Duration::from_secs(20),
+        client_index: 0,
+    };
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _engine = MockEngine::spawn_connected(
+        EngineZmqAddresses {
+            inputs: vec![input],
+            outputs: vec![output],
+            ..Default::default()
+        },
+        0,
+        MockConfig::default(),
+    );
+    let client = connecting.await.unwrap().unwrap();
+    let outputs = client.generate_all(request("ipc", 4)).await.unwrap();
+    assert_eq!(outputs.iter().map(|o| o.new_token_ids.len()).sum::<usize>(), 4);
+    let _ = std::fs::remove_dir_all(dir);
+}
