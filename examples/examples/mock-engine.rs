@@ -14,6 +14,9 @@
 //! starts with `-`), and a leading `-m vllm.entrypoints.cli.main serve` is skipped, so
 //! the binary also works as the `PY` of a frontend that runs `PY -m … serve MODEL …`.
 //!
+//! SIGTERM or Ctrl-C shut the engines down (in-flight requests get abort outputs); SIGUSR1
+//! makes them die as a crashing vLLM engine does (`ENGINE_CORE_DEAD`, exit status 1).
+//!
 //! Output: `--mock-text` (tokenized with MODEL's `tokenizer.json`), `--mock-token-ids`,
 //! `--mock-output echo|random`; by default a short fixed text, or random tokens when
 //! MODEL has no tokenizer.
@@ -23,6 +26,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::{CommandFactory, Parser, ValueEnum};
+use tokio::signal::unix::{SignalKind, signal};
 use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
 
 const DEFAULT_TEXT: &str = "Hello! I am a mock engine, answering without a GPU.";
@@ -200,29 +204,37 @@ async fn main() -> anyhow::Result<()> {
         .map(|rank| MockEngine::spawn(address.clone(), rank, config.clone()))
         .collect();
 
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let mut die = signal(SignalKind::user_defined1())?;
     let stopped = async {
-        loop {
-            if engines.iter().any(|e| e.is_finished()) {
-                break;
-            }
+        while !engines.iter().any(|e| e.is_finished()) {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => tracing::info!("interrupted, shutting down"),
-        _ = terminate.recv() => tracing::info!("terminated, shutting down"),
-        () = stopped => tracing::warn!("an engine stopped"),
+    let dying = tokio::select! {
+        _ = tokio::signal::ctrl_c() => false,
+        _ = terminate.recv() => false,
+        _ = die.recv() => true,
+        () = stopped => false,
+    };
+    if dying {
+        tracing::warn!("SIGUSR1: the engines die (ENGINE_CORE_DEAD)");
+        engines.iter().for_each(|e| e.die());
     }
-    let mut failed = false;
+    let mut failed = dying;
     for engine in engines {
-        if let Err(error) = engine.shutdown().await {
+        let ended = if dying {
+            engine.wait().await
+        } else {
+            engine.shutdown().await
+        };
+        if let Err(error) = ended {
             tracing::error!(%error, "mock engine failed");
             failed = true;
         }
     }
     if failed {
-        bail!("mock engine failed");
+        bail!("mock engine stopped abnormally");
     }
     Ok(())
 }

@@ -7,7 +7,8 @@
 # 2. interop_vllm_frontend.py: vLLM 0.33.0's own frontend code (wait_for_engine_startup,
 #    MsgpackEncoder / MsgpackDecoder) drives the mock as a headless engine;
 # 3. interop_vllm_rs.py: the mock behind `vllm-rs serve MODEL --python WRAPPER`,
-#    answering OpenAI chat completions over HTTP.
+#    answering OpenAI chat completions over HTTP, with one engine and with two
+#    (`--data-parallel-size 2`).
 #
 # Needs the reference environment (REF, default $HOME/.cache/vllm-reference, built by
 # ../shared/peers/setup.sh). Prints a PASS/FAIL summary; exits non-zero on any failure.
@@ -37,18 +38,20 @@ export MOCK_ENGINE="$target/$dir/examples/mock-engine"
 
 declare -A results
 status=0
-for test in interop_vllm_frontend interop_vllm_rs; do
-    echo "== $test"
-    if "$PY" "$here/$test.py" --model "$REF/models/qwen3"; then
-        results[$test]=PASS
+runs=("interop_vllm_frontend" "interop_vllm_rs --data-parallel-size 1" "interop_vllm_rs --data-parallel-size 2")
+for run in "${runs[@]}"; do
+    read -r -a words <<< "$run"
+    echo "== $run"
+    if "$PY" "$here/${words[0]}.py" --model "$REF/models/qwen3" "${words[@]:1}"; then
+        results[$run]=PASS
     else
-        results[$test]=FAIL
+        results[$run]=FAIL
         status=1
     fi
 done
 
 echo "== summary"
-for test in interop_vllm_frontend interop_vllm_rs; do
-    echo "${results[$test]}: $test"
+for run in "${runs[@]}"; do
+    echo "${results[$run]}: $run"
 done
 exit $status

@@ -42,7 +42,7 @@ from vllm.v1.serial_utils import MsgpackDecoder, MsgpackEncoder
 
 TEXT = [9707, 0, 358, 1079, 264, 7860]  # any token ids: the mock's fixed text
 EOS = 151645
-IDENTITY = (0).to_bytes(2, "little")
+DP_SIZE = 2  # two engine ranks in one mock-engine process, as `--data-parallel-size 2`
 failures: list[str] = []
 
 
@@ -80,8 +80,9 @@ class Frontend:
         self.encoder = MsgpackEncoder()
         self.decoder = MsgpackDecoder(EngineCoreOutputs)
 
-    def send(self, kind: EngineCoreRequestType, obj) -> None:
-        self.input.send_multipart((IDENTITY, kind.value, *self.encoder.encode(obj)), copy=False)
+    def send(self, kind: EngineCoreRequestType, obj, rank: int = 0) -> None:
+        identity = rank.to_bytes(2, "little")
+        self.input.send_multipart((identity, kind.value, *self.encoder.encode(obj)), copy=False)
 
     def recv(self, timeout_ms: int = 10_000) -> EngineCoreOutputs | None:
         if not self.output.poll(timeout_ms):
@@ -129,31 +130,35 @@ def main() -> int:
     engine = subprocess.Popen(
         [args.mock_engine, args.model, "--headless",
          "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(port),
-         "--data-parallel-size", "1", "--data-parallel-start-rank", "0",
+         "--data-parallel-size", str(DP_SIZE), "--data-parallel-start-rank", "0",
          "--enforce-eager", "--gpu-memory-utilization", "0.5",  # ignored with a warning
          "--mock-token-ids", ",".join(map(str, TEXT)), "--mock-eos-token-id", str(EOS)],
     )
     try:
-        # vLLM's own startup barrier, for one remote headless engine.
-        parallel_config = ParallelConfig(data_parallel_size=1, data_parallel_size_local=0)
+        # vLLM's own startup barrier, for remote headless engines.
+        parallel_config = ParallelConfig(data_parallel_size=DP_SIZE, data_parallel_size_local=0)
         launch = CoreEngineLaunch(
             engine_manager=None,
             coordinator=None,
             addresses=EngineZmqAddresses(inputs=[input_address], outputs=[output_address]),
             tensor_queue=None,
         )
-        wait_for_engine_startup(
-            handshake, [CoreEngine(index=0, local=False)], parallel_config, False, None, launch
-        )
-        check("wait_for_engine_startup (HELLO, metadata, READY)", True)
+        engines = [CoreEngine(index=rank, local=False) for rank in range(DP_SIZE)]
+        wait_for_engine_startup(handshake, engines, parallel_config, False, None, launch)
+        check(f"wait_for_engine_startup: {DP_SIZE} engines (HELLO, metadata, READY)", True)
 
-        # MPClient: the first message on the input socket is the ready response.
-        if not input_socket.poll(10_000):
-            raise TimeoutError("no ready response")
-        identity, payload = input_socket.recv_multipart()
-        ready = msgspec.msgpack.decode(payload, type=EngineCoreReadyResponse)
-        check("ready response decodes as EngineCoreReadyResponse",
-              identity == IDENTITY and ready.vllm_version == "0.33.0", (identity, ready))
+        # MPClient: the first message from each engine on the input socket is its ready
+        # response.
+        ranks = set()
+        for _ in range(DP_SIZE):
+            if not input_socket.poll(10_000):
+                raise TimeoutError("no ready response")
+            identity, payload = input_socket.recv_multipart()
+            ready = msgspec.msgpack.decode(payload, type=EngineCoreReadyResponse)
+            if identity == ready.data_parallel_rank.to_bytes(2, "little"):
+                ranks.add(ready.data_parallel_rank)
+        check("ready responses decode as EngineCoreReadyResponse, identity = rank",
+              ranks == set(range(DP_SIZE)) and ready.vllm_version == "0.33.0", (ranks, ready))
 
         fe = Frontend(input_socket, output_socket)
         fe.send(EngineCoreRequestType.ADD, request("eos", params(max_tokens=50, logprobs=3)))
@@ -204,6 +209,14 @@ def main() -> int:
         check("unknown utility fails like vLLM",
               bad.result is None and bad.failure_message.startswith("Call to no_such_method method failed:"),
               bad)
+        fe.send(EngineCoreRequestType.ADD, request("on-rank-1", params(max_tokens=2)), rank=1)
+        outs = fe.recv()
+        check("a request sent to identity 1 is answered by engine 1",
+              outs is not None and outs.engine_index == 1
+              and outs.outputs[0].request_id == "on-rank-1", outs)
+        if outs is not None and outs.outputs[0].finish_reason is None:
+            fe.run({"on-rank-1"})
+
         fe.send(EngineCoreRequestType.ADD, request("stats", params(max_tokens=3)))
         seen_stats = None
         while (outs := fe.recv(1000)) is not None:

@@ -8,7 +8,8 @@ wrapper written here drops `-m vllm.entrypoints.cli.main serve` and execs the
 server (whole and streamed) and must carry the mock's text.
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
-        scripts/interop_vllm_rs.py --mock-engine PATH/TO/mock-engine [--vllm-rs PATH] [--model DIR]
+        scripts/interop_vllm_rs.py --mock-engine PATH/TO/mock-engine [--vllm-rs PATH] [--model DIR] \
+        [--data-parallel-size N]
 
 Prints PASS/FAIL per check; exits non-zero on any failure.
 """
@@ -74,7 +75,9 @@ def main() -> int:
     parser.add_argument("--mock-engine", default=os.environ.get("MOCK_ENGINE"))
     parser.add_argument("--vllm-rs", default=os.path.join(REF, "vllm_src/vllm/vllm-rs"))
     parser.add_argument("--model", default=os.path.join(REF, "models/qwen3"))
+    parser.add_argument("--data-parallel-size", type=int, default=1)
     args = parser.parse_args()
+    dp = args.data_parallel_size
     if not args.mock_engine:
         parser.error("--mock-engine (or MOCK_ENGINE) is required")
 
@@ -96,13 +99,14 @@ def main() -> int:
     log_path = os.path.join(workdir, "vllm-rs.log")
     log = open(log_path, "w")
     server = subprocess.Popen(
-        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port)],
+        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port),
+         "--data-parallel-size", str(dp)],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     try:
         ready = wait_ready(base, server)
-        check("vllm-rs serve starts with the mock engine", ready, f"see {log_path}")
+        check(f"vllm-rs serve starts with {dp} mock engine(s)", ready, f"see {log_path}")
         if ready:
             model = args.model
             status, body = post(f"{base}/v1/chat/completions", {
@@ -150,7 +154,7 @@ def main() -> int:
         check("vllm-rs and the mock engine shut down on SIGTERM", code == 0, f"{code}, see {log_path}")
         log.close()
 
-    print(f"interop_vllm_rs: {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
+    print(f"interop_vllm_rs (data parallel size {dp}): {'FAIL' if failures else 'PASS'} ({len(failures)} failed)")
     return 1 if failures else 0
 
 

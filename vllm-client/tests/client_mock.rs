@@ -256,3 +256,24 @@ async fn direct_mode_without_handshake_over_ipc() {
     assert_eq!(outputs.iter().map(|o| o.new_token_ids.len()).sum::<usize>(), 4);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[tokio::test]
+async fn a_lost_engine_connection_is_the_engine_s_death() {
+    let (client, mut engines) = fleet(1, MockConfig::default()).await;
+    assert_eq!(client.generate_all(request("before", 2)).await.unwrap().len(), 2);
+    // The engine goes away without saying ENGINE_CORE_DEAD (a crash, a network cut).
+    engines.pop().unwrap().shutdown().await.unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match client.generate(request("after", 2)).await {
+            Err(ClientError::EngineDead(_)) => break,
+            _ => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the lost connection was not noticed"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}

@@ -401,7 +401,7 @@ async fn die_sends_engine_core_dead() {
 #[tokio::test]
 async fn stall_delays_answers_and_bad_frames_are_skipped() {
     let (mut frontend, engine, _) = start(0, fixed_text()).await;
-    engine.stall(Duration::from_millis(500));
+    engine.stall(Duration::from_millis(1000));
     tokio::time::sleep(Duration::from_millis(50)).await;
     frontend
         .send_frames(
@@ -480,7 +480,11 @@ async fn data_parallel_ranks_share_a_frontend() {
         let status: HandshakeStatus = decode(&message[1], &[]).unwrap();
         if status.status == "HELLO" {
             let reply = vec![message[0].clone(), Bytes::from(encode(&metadata).0)];
-            frontend.handshake.send(ZmqMessage::try_from(reply).unwrap()).await.unwrap();
+            frontend
+                .handshake
+                .send(ZmqMessage::try_from(reply).unwrap())
+                .await
+                .unwrap();
         }
         statuses.push((message[0].clone(), status.status));
     }
@@ -488,7 +492,10 @@ async fn data_parallel_ranks_share_a_frontend() {
     for _ in 0..2 {
         let first = Frontend::recv_from(&mut frontend.input).await;
         let ready: EngineCoreReadyResponse = decode(&first[1], &[]).unwrap();
-        assert_eq!(first[0].as_ref(), engine_identity(ready.data_parallel_rank as u16));
+        assert_eq!(
+            first[0].as_ref(),
+            engine_identity(ready.data_parallel_rank as u16)
+        );
         ranks.push(ready.data_parallel_rank);
     }
     ranks.sort();
@@ -497,7 +504,10 @@ async fn data_parallel_ranks_share_a_frontend() {
     // Requests are routed by identity; outputs carry the engine index.
     frontend.add(1, &request("on-1", |_| {})).await;
     let outputs = frontend.recv().await;
-    assert_eq!((outputs.engine_index, outputs.outputs[0].request_id.as_str()), (1, "on-1"));
+    assert_eq!(
+        (outputs.engine_index, outputs.outputs[0].request_id.as_str()),
+        (1, "on-1")
+    );
     frontend.add(0, &request("on-0", |_| {})).await;
     loop {
         let outputs = frontend.recv().await;
@@ -510,4 +520,89 @@ async fn data_parallel_ranks_share_a_frontend() {
     for engine in engines {
         engine.shutdown().await.unwrap();
     }
+}
+
+#[tokio::test]
+async fn pausing_generation_refuses_and_wait_mode_answers_once_idle() {
+    let config = MockConfig {
+        tokens_per_second: 200.0,
+        ..fixed_text()
+    };
+    let (mut frontend, engine, _) = start(0, config).await;
+    let echo = frontend
+        .call(
+            0,
+            1,
+            "collective_rpc",
+            vec![Value::from("ping"), Value::Nil, Value::from(vec![1i64, 2])],
+        )
+        .await;
+    assert_eq!(
+        result(&echo),
+        &Value::from(vec![Value::from(vec![1i64, 2])])
+    );
+
+    // pause_generation("keep"): running requests freeze, new ones are still queued.
+    let keep = frontend
+        .call(0, 2, "pause_generation", vec![Value::from("keep")])
+        .await;
+    assert_eq!(result(&keep), &Value::Nil);
+    let paused = frontend.call(0, 3, "is_scheduler_paused", vec![]).await;
+    assert_eq!(result(&paused), &Value::Bool(true));
+    frontend
+        .add(0, &request("queued", |p| p.max_tokens = Some(4)))
+        .await;
+    let stats = loop {
+        let outputs = frontend.recv().await;
+        assert!(outputs.outputs.is_empty(), "generated while paused");
+        if let Some(stats) = outputs.scheduler_stats {
+            break stats;
+        }
+    };
+    assert_eq!((stats.num_running_reqs, stats.num_waiting_reqs), (0, 1));
+    assert_eq!(
+        result(&frontend.call(0, 4, "resume_scheduler", vec![]).await),
+        &Value::Nil
+    );
+    assert_eq!(frontend.run(&["queued"]).await["queued"].0, [1, 2, 3, EOS]);
+
+    // pause_generation("wait"): the answer comes once running requests are done, and new
+    // requests are refused with vLLM's retryable error meanwhile.
+    frontend
+        .add(0, &request("draining", |p| p.max_tokens = Some(3)))
+        .await;
+    assert!(!frontend.recv().await.outputs.is_empty());
+    let call = UtilityCall {
+        client_index: 0,
+        call_id: 5,
+        method: "pause_generation".into(),
+        args: vec![Value::from("wait")],
+    };
+    frontend.send(0, RequestType::Utility, &call).await;
+    frontend.add(0, &request("refused", |_| {})).await;
+    let (mut drained, mut refused, mut answered) = (false, false, false);
+    while !(refused && answered) {
+        let outputs = frontend.recv().await;
+        for output in &outputs.outputs {
+            match output.request_id.as_str() {
+                "draining" if output.finished() => drained = true,
+                "refused" => {
+                    let error = output.error.as_ref().expect("an error");
+                    assert_eq!(output.finish_reason, Some(FinishReason::Error));
+                    assert_eq!(
+                        (error.code.as_str(), error.retryable),
+                        ("engine_paused", true)
+                    );
+                    refused = true;
+                }
+                _ => {}
+            }
+        }
+        if let Some(utility) = outputs.utility_output {
+            assert!(drained, "answered before the running request finished");
+            assert_eq!(result(&utility), &Value::Nil);
+            answered = true;
+        }
+    }
+    engine.shutdown().await.unwrap();
 }

@@ -168,7 +168,13 @@ impl IncrementalDecoder {
             let hold_back = if options.include_stop_str_in_output {
                 0
             } else {
-                options.stop.iter().map(|s| s.chars().count()).max().unwrap_or(0).saturating_sub(1)
+                options
+                    .stop
+                    .iter()
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+                    .saturating_sub(1)
             };
             let state = StopState {
                 matcher,

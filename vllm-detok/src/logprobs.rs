@@ -73,6 +73,9 @@ impl TokenTexts {
 }
 
 /// One request's logprob token texts; remembers the last sampled tokens for context.
+///
+/// The tokenizer's [`TokenTexts`] are built on first use (O(vocabulary)); call
+/// [`Tokenizer::token_texts`] at startup to build them eagerly.
 pub struct LogprobText {
     tokenizer: Arc<dyn Tokenizer>,
     context: VecDeque<u32>,
@@ -121,7 +124,10 @@ impl LogprobText {
     /// vLLM's `_correct_decoded_token`.
     fn correct(&self, id: u32) -> Result<String> {
         let tokenizer = self.tokenizer.as_ref();
-        let decode = |ids: &[u32]| tokenizer.decode(ids, false);
+        let decode = |ids: &[u32]| match tokenizer.decode_table() {
+            Some(table) => Ok(table.decode(ids, false)),
+            None => tokenizer.decode(ids, false),
+        };
         let context: Vec<u32> = self.context.iter().copied().collect();
         for num_ctx in 1..=context.len() {
             let mut ids = context[context.len() - num_ctx..].to_vec();

@@ -8,17 +8,27 @@
 //! valid UTF-8 strings in valid UTF-8 text start and end on character boundaries.
 
 use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::dfa::DFA;
 use aho_corasick::nfa::contiguous::NFA;
 use aho_corasick::{Anchored, MatchKind};
 
 use crate::error::{Error, Result};
 
+/// Up to this many bytes of stop strings, a DFA (one table lookup per byte); beyond, a
+/// contiguous NFA, whose memory stays linear in the stop strings (they come from requests).
+const MAX_DFA_PATTERN_BYTES: usize = 1024;
+
 /// A streaming matcher for one request's stop strings.
 pub(crate) struct StopMatcher {
-    automaton: NFA,
+    automaton: Matcher,
     state: StateID,
     /// Byte length of each stop string.
     lens: Vec<usize>,
+}
+
+enum Matcher {
+    Dfa(DFA),
+    Nfa(NFA),
 }
 
 /// A stop string found in the text.
@@ -37,15 +47,27 @@ impl StopMatcher {
         if stops.iter().any(String::is_empty) {
             return Err(Error::EmptyStopString);
         }
-        // A contiguous NFA rather than a DFA: memory stays linear in the total length of the
-        // stop strings, which come from the request.
-        let automaton = NFA::builder()
-            .match_kind(MatchKind::Standard)
-            .build(stops)
-            .map_err(|e| Error::StopMatcher(e.to_string()))?;
-        let state = automaton
-            .start_state(Anchored::No)
-            .map_err(|e| Error::StopMatcher(e.to_string()))?;
+        let error = |e: aho_corasick::BuildError| Error::StopMatcher(e.to_string());
+        let automaton = if stops.iter().map(String::len).sum::<usize>() <= MAX_DFA_PATTERN_BYTES {
+            Matcher::Dfa(
+                DFA::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(stops)
+                    .map_err(error)?,
+            )
+        } else {
+            Matcher::Nfa(
+                NFA::builder()
+                    .match_kind(MatchKind::Standard)
+                    .build(stops)
+                    .map_err(error)?,
+            )
+        };
+        let start = match &automaton {
+            Matcher::Dfa(a) => a.start_state(Anchored::No),
+            Matcher::Nfa(a) => a.start_state(Anchored::No),
+        };
+        let state = start.map_err(|e| Error::StopMatcher(e.to_string()))?;
         Ok(Self {
             automaton,
             state,
@@ -54,29 +76,46 @@ impl StopMatcher {
     }
 
     /// Feeds `text`, which starts at absolute byte offset `offset`, and returns the first
-    /// match ending after absolute offset `after`, if `check` allows looking for one.
+    /// match ending after absolute offset `after` (none when `after` is `None`).
     pub(crate) fn feed(
         &mut self,
         text: &[u8],
         offset: usize,
         after: Option<usize>,
     ) -> Option<Found> {
-        for (i, &byte) in text.iter().enumerate() {
-            self.state = self.automaton.next_state(Anchored::No, self.state, byte);
-            let end = offset + i + 1;
-            if self.automaton.is_match(self.state) && after.is_some_and(|after| end > after) {
-                let index = (0..self.automaton.match_len(self.state))
-                    .map(|k| self.automaton.match_pattern(self.state, k).as_usize())
-                    .min()?;
-                return Some(Found {
-                    index,
-                    end,
-                    len: self.lens[index],
-                });
-            }
-        }
-        None
+        let found = match &self.automaton {
+            Matcher::Dfa(a) => feed(a, &mut self.state, text, offset, after),
+            Matcher::Nfa(a) => feed(a, &mut self.state, text, offset, after),
+        }?;
+        Some(Found {
+            index: found.0,
+            end: found.1,
+            len: self.lens[found.0],
+        })
     }
+}
+
+/// Runs `automaton` over `text`; returns the (stop index, end offset) of the first match
+/// ending after `after`, the lowest stop index among those ending there.
+#[inline]
+fn feed(
+    automaton: &impl Automaton,
+    state: &mut StateID,
+    text: &[u8],
+    offset: usize,
+    after: Option<usize>,
+) -> Option<(usize, usize)> {
+    for (i, &byte) in text.iter().enumerate() {
+        *state = automaton.next_state(Anchored::No, *state, byte);
+        let end = offset + i + 1;
+        if automaton.is_match(*state) && after.is_some_and(|after| end > after) {
+            let index = (0..automaton.match_len(*state))
+                .map(|k| automaton.match_pattern(*state, k).as_usize())
+                .min()?;
+            return Some((index, end));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -100,6 +139,21 @@ mod tests {
         // Matches ending at or before `after` are ignored.
         assert_eq!(first(&["ab"], "abxab", 2), Some((0, 5)));
         assert_eq!(first(&["zz"], "abc", 0), None);
+    }
+
+    #[test]
+    fn nfa_and_dfa_agree() {
+        // Long stop strings take the NFA.
+        let long = "x".repeat(MAX_DFA_PATTERN_BYTES);
+        let text = format!("{long}abcd");
+        assert_eq!(
+            first(&[&long, "bc"], &text, 0),
+            Some((0, MAX_DFA_PATTERN_BYTES))
+        );
+        assert_eq!(
+            first(&[&long, "zz", "bc"], &format!("a{}", &text[1..]), 0),
+            Some((2, MAX_DFA_PATTERN_BYTES + 3))
+        );
     }
 
     #[test]

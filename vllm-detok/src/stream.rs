@@ -19,7 +19,9 @@
 use std::sync::Arc;
 
 use crate::error::Result;
-use crate::table::{DecodeTable, TableKind, incomplete_utf8_suffix, lossy_ends_with_replacement};
+use crate::table::{
+    DecodeTable, Piece, TableKind, incomplete_utf8_suffix, lossy_ends_with_replacement,
+};
 use crate::tokenizer::Tokenizer;
 
 /// The prompt tokens a window is seeded with (vLLM's slow detokenizer uses 5 + 1).
@@ -125,20 +127,16 @@ impl TableStream {
 
     #[inline]
     fn step(&mut self, id: u32, out: &mut String) {
-        let bytes = self.table.token_bytes(id, self.skip_special_tokens);
-        if bytes.is_empty() {
-            return;
-        }
-        if self.pending.is_empty() {
-            // Fast path: a token that is complete text on its own.
-            if let Ok(text) = std::str::from_utf8(bytes)
-                && !text.ends_with(REPLACEMENT)
-            {
+        match self.table.piece(id, self.skip_special_tokens) {
+            Piece::Empty => return,
+            // The common case: a token that is complete text on its own.
+            Piece::Text(text) if self.pending.is_empty() => {
                 out.push_str(text);
                 return;
             }
+            Piece::Text(text) => self.pending.extend_from_slice(text.as_bytes()),
+            Piece::Bytes(bytes) => self.pending.extend_from_slice(bytes),
         }
-        self.pending.extend_from_slice(bytes);
         if lossy_ends_with_replacement(&self.pending) {
             return;
         }

@@ -13,8 +13,6 @@
 //!   valid and to one U+FFFD per byte otherwise. [`DecodeTable::decode`] computes that from
 //!   the table, so `DecodeStream`'s window algorithm runs without the decoder pipeline.
 
-use std::ops::Range;
-
 /// How a table's tokens combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableKind {
@@ -26,17 +24,44 @@ pub enum TableKind {
 
 /// Every token's decoded bytes, computed once per tokenizer and shared (via `Arc`) by all
 /// requests.
+///
+/// Tokens that are complete text on their own (valid UTF-8, not ending in U+FFFD: nearly all
+/// of them) live in a `String` arena, so a decode step pushes them without validation; the
+/// rest live in a byte arena. One 12-byte entry per id keeps a lookup to two cache lines.
 #[derive(Debug, Clone)]
 pub struct DecodeTable {
     kind: TableKind,
-    /// For [`TableKind::ByteFallback`]: whether token `id` is a byte token.
-    is_byte: Vec<bool>,
-    /// The bytes of all tokens, concatenated.
-    bytes: Vec<u8>,
-    /// `spans[id]` is the range of token `id` in `bytes`.
-    spans: Vec<Range<u32>>,
-    /// Whether token `id` is a special token, removed when `skip_special_tokens` is set.
-    special: Vec<bool>,
+    entries: Vec<Entry>,
+    /// Complete tokens, concatenated.
+    text: String,
+    /// Other tokens' bytes, concatenated.
+    raw: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    start: u32,
+    len: u32,
+    flags: u8,
+}
+
+/// The token is special: removed when `skip_special_tokens` is set.
+const SPECIAL: u8 = 1;
+/// The token is complete text, stored in `text`.
+const COMPLETE: u8 = 2;
+/// [`TableKind::ByteFallback`]: the token is one byte (`<0xE2>`).
+const BYTE: u8 = 4;
+/// The id has a token.
+const KNOWN: u8 = 8;
+
+/// What one token contributes to a decoding.
+pub(crate) enum Piece<'a> {
+    /// Nothing (unknown id, skipped special token, empty token).
+    Empty,
+    /// Text that is complete on its own.
+    Text(&'a str),
+    /// Bytes that are not (part of a character, invalid UTF-8, or ending in U+FFFD).
+    Bytes(&'a [u8]),
 }
 
 /// The token bytes of the GPT-2 byte-level alphabet: `char` -> byte.
@@ -70,17 +95,34 @@ impl DecodeTable {
     ) -> Self {
         let mut table = Self {
             kind: TableKind::ByteLevel,
-            is_byte: Vec::new(),
-            bytes: Vec::new(),
-            spans: Vec::with_capacity(tokens.len()),
-            special: Vec::with_capacity(tokens.len()),
+            entries: Vec::with_capacity(tokens.len()),
+            text: String::new(),
+            raw: Vec::new(),
         };
         for token in tokens {
-            let start = table.bytes.len();
-            let (bytes, special) = token.unwrap_or((&[], false));
-            table.bytes.extend_from_slice(bytes);
-            table.spans.push(span(start, table.bytes.len()));
-            table.special.push(special);
+            let Some((bytes, special)) = token else {
+                table.entries.push(Entry::default());
+                continue;
+            };
+            let mut flags = KNOWN | if special { SPECIAL } else { 0 };
+            let start = match std::str::from_utf8(bytes) {
+                Ok(text) if !text.is_empty() && !text.ends_with('\u{FFFD}') => {
+                    flags |= COMPLETE;
+                    table.text.push_str(text);
+                    table.text.len() - text.len()
+                }
+                _ => {
+                    table.raw.extend_from_slice(bytes);
+                    table.raw.len() - bytes.len()
+                }
+            };
+            // Vocabularies are far below 4 GiB of token text; saturate rather than wrap.
+            let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+            table.entries.push(Entry {
+                start: clamp(start),
+                len: clamp(bytes.len()),
+                flags,
+            });
         }
         table
     }
@@ -138,7 +180,11 @@ impl DecodeTable {
                 .map(|t| t.as_ref().map(|(b, special)| (b.as_slice(), *special))),
         );
         table.kind = TableKind::ByteFallback;
-        table.is_byte = is_byte;
+        for (entry, is_byte) in table.entries.iter_mut().zip(is_byte) {
+            if is_byte {
+                entry.flags |= BYTE;
+            }
+        }
         table
     }
 
@@ -162,16 +208,12 @@ impl DecodeTable {
                 let mut out = String::new();
                 let mut run = Vec::new();
                 for &id in ids {
-                    let index = id as usize;
                     // Ids the decoder never sees (unknown, skipped special) do not end a run.
-                    let Some(span) = self.spans.get(index) else {
+                    let Some(entry) = self.entry(id, skip_special_tokens) else {
                         continue;
                     };
-                    if skip_special_tokens && self.special[index] {
-                        continue;
-                    }
-                    let bytes = &self.bytes[span.start as usize..span.end as usize];
-                    if self.is_byte[index] {
+                    let bytes = self.bytes_of(entry);
+                    if entry.flags & BYTE != 0 {
                         run.extend_from_slice(bytes);
                     } else {
                         flush_byte_run(&mut run, &mut out);
@@ -184,27 +226,56 @@ impl DecodeTable {
         }
     }
 
+    /// The entry of `id`, unless the decoder never sees it (unknown id, or special and
+    /// skipped).
+    #[inline]
+    fn entry(&self, id: u32, skip_special_tokens: bool) -> Option<Entry> {
+        let entry = *self.entries.get(id as usize)?;
+        let hidden =
+            entry.flags & KNOWN == 0 || (skip_special_tokens && entry.flags & SPECIAL != 0);
+        (!hidden).then_some(entry)
+    }
+
+    fn bytes_of(&self, entry: Entry) -> &[u8] {
+        let range = entry.start as usize..entry.start as usize + entry.len as usize;
+        let arena = if entry.flags & COMPLETE != 0 {
+            self.text.as_bytes()
+        } else {
+            &self.raw
+        };
+        arena.get(range).unwrap_or_default()
+    }
+
+    /// What token `id` contributes to a decoding.
+    #[inline]
+    pub(crate) fn piece(&self, id: u32, skip_special_tokens: bool) -> Piece<'_> {
+        match self.entry(id, skip_special_tokens) {
+            Some(entry) if entry.flags & COMPLETE != 0 => {
+                let start = entry.start as usize;
+                self.text
+                    .get(start..start + entry.len as usize)
+                    .map_or(Piece::Empty, Piece::Text)
+            }
+            Some(entry) if entry.len > 0 => Piece::Bytes(self.bytes_of(entry)),
+            _ => Piece::Empty,
+        }
+    }
+
     /// The bytes token `id` contributes to a decoding; empty for unknown ids and for special
     /// tokens when `skip_special_tokens` is set.
-    #[inline]
     pub fn token_bytes(&self, id: u32, skip_special_tokens: bool) -> &[u8] {
-        let id = id as usize;
-        match self.spans.get(id) {
-            Some(span) if !(skip_special_tokens && self.special[id]) => {
-                &self.bytes[span.start as usize..span.end as usize]
-            }
-            _ => &[],
-        }
+        self.entry(id, skip_special_tokens)
+            .map_or(&[], |entry| self.bytes_of(entry))
     }
 
     /// The number of ids in the table.
     pub fn len(&self) -> usize {
-        self.spans.len()
+        self.entries.len()
     }
 
     /// Whether the table has no ids.
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.entries.is_empty()
     }
 }
 
@@ -218,12 +289,6 @@ fn flush_byte_run(run: &mut Vec<u8>, out: &mut String) {
         Err(_) => out.extend(std::iter::repeat_n('\u{FFFD}', run.len())),
     }
     run.clear();
-}
-
-fn span(start: usize, end: usize) -> Range<u32> {
-    // Vocabularies are far below 4 GiB of token text; saturate rather than wrap.
-    let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-    clamp(start)..clamp(end)
 }
 
 /// Whether `String::from_utf8_lossy(bytes)` ends with U+FFFD, looking only at the last

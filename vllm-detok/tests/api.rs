@@ -18,7 +18,10 @@ fn tiny_tokenizer_uses_the_decode_table() {
 #[test]
 fn empty_stop_string_is_an_error() {
     for stop in [vec![String::new()], vec!["a".into(), String::new()]] {
-        let options = DecodeOptions { stop, ..DecodeOptions::default() };
+        let options = DecodeOptions {
+            stop,
+            ..DecodeOptions::default()
+        };
         assert!(matches!(
             IncrementalDecoder::new(tiny(), &[], options),
             Err(Error::EmptyStopString)

@@ -34,7 +34,10 @@ Corpus file format (JSON)::
 is already over, e.g. Qwen3's ``enable_thinking=False`` template ends with an empty
 think block). ``model_type`` (e.g. ``"kimi_k2"``) gives the parser a model config
 of that type, which switches vLLM to deterministic tool-call ids; ids that are not
-random are then part of the expected result. A config may carry ``"follow"`` too, overriding the cases' choice when
+random are then part of the expected result; ``"gpt_oss"`` selects vLLM's
+``HarmonyParser``, as the server does for gpt-oss models. ``rename_tokens`` (``{"<|reserved_special_token_5|>":
+"<|python_tag|>"}``) gives a model's unused reserved tokens a format's marker
+text, for markers no tokenizer in the reference env has. A config may carry ``"follow"`` too, overriding the cases' choice when
 the config itself is why vLLM's modes disagree. A case may override ``tools`` and
 restrict itself to some configs with ``"configs": [i, ...]``.
 
@@ -52,6 +55,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -82,13 +86,29 @@ logging.disable(logging.CRITICAL)
 if vllm.__version__ != VLLM_VERSION:
     sys.exit(f"reference env has vLLM {vllm.__version__}, fixtures pin {VLLM_VERSION}")
 
-_TOKENIZERS: dict[str, object] = {}
+_TOKENIZERS: dict[tuple, object] = {}
+_RENAMED_DIRS: list[tempfile.TemporaryDirectory] = []
 
 
-def tokenizer_for(model: str):
-    if model not in _TOKENIZERS:
-        _TOKENIZERS[model] = get_tokenizer(str(REF / "models" / model))
-    return _TOKENIZERS[model]
+def tokenizer_for(model: str, rename_tokens: dict | None = None):
+    """The tokenizer of ``$REF/models/<model>``; ``rename_tokens`` (old -> new
+    special-token text) gives a copy whose unused reserved tokens carry a format's
+    markers, for formats whose model tokenizer is not in the reference env (e.g.
+    Llama 3.1's ``<|python_tag|>`` is ``<|reserved_special_token_5|>`` there)."""
+    key = (model, tuple(sorted((rename_tokens or {}).items())))
+    if key not in _TOKENIZERS:
+        path = REF / "models" / model
+        if rename_tokens:
+            tmp = tempfile.TemporaryDirectory(prefix=f"tok-{model}-")
+            _RENAMED_DIRS.append(tmp)
+            for file in path.iterdir():
+                text = file.read_text()
+                for old, new in rename_tokens.items():
+                    text = text.replace(json.dumps(old), json.dumps(new))
+                (Path(tmp.name) / file.name).write_text(text)
+            path = Path(tmp.name)
+        _TOKENIZERS[key] = get_tokenizer(str(path))
+    return _TOKENIZERS[key]
 
 
 def token_chunks(tokenizer, text: str) -> list[dict]:
@@ -206,6 +226,7 @@ def config_defaults(config: dict) -> dict:
         "prompt": config.get("prompt", ""),
         "follow": config.get("follow"),
         "model_type": config.get("model_type"),
+        "rename_tokens": config.get("rename_tokens", {}),
     }
 
 
@@ -214,12 +235,14 @@ def generate(family: str) -> int:
     configs = [config_defaults(c) for c in corpus["configs"]]
     results, disagreements = [], []
     for config in configs:
-        tokenizer = tokenizer_for(config["model"])
+        tokenizer = tokenizer_for(config["model"], config["rename_tokens"])
         parser_cls = ParserManager.get_parser(
             tool_parser_name=config["tool"],
             reasoning_parser_name=config["reasoning"],
             enable_auto_tools=True,
             model_name=config["model"],
+            # The server's rule: gpt-oss models get vLLM's HarmonyParser.
+            is_harmony=config["model_type"] == "gpt_oss",
             tokenizer=tokenizer,
         )
         for case in corpus["cases"]:

@@ -41,8 +41,10 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod engine;
 mod error;
 mod event;
+pub mod harmony;
 pub mod json;
 mod message;
 mod parser;

@@ -21,6 +21,12 @@ pub trait ReasoningParser: Send {
 
     /// End of output: release anything held back.
     fn finish(&mut self, out: &mut Vec<Event>);
+
+    /// Called once, before any text, when a tool parser runs after this one.
+    /// A format that vLLM parses as one grammar with its tool parser (gpt-oss
+    /// Harmony) then passes all text through as content for the tool parser,
+    /// which parses reasoning and calls together.
+    fn precedes_tool_parser(&mut self) {}
 }
 
 /// Finds tool calls in content.
@@ -34,6 +40,11 @@ pub trait ToolParser: Send {
 
     /// End of output: release anything held back, settle unfinished calls.
     fn finish(&mut self, out: &mut Vec<Event>);
+
+    /// Called once, before any text, when a reasoning parser runs before this
+    /// one. vLLM treats reasoning markup as text in a tool parser that runs
+    /// alone, and engine-based tool parsers parse it when composed.
+    fn follows_reasoning_parser(&mut self) {}
 }
 
 /// What a request tells its parsers.

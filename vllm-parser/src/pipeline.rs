@@ -27,9 +27,15 @@ pub struct MessageParser {
 impl MessageParser {
     /// Compose the parsers; with neither, all text is content.
     pub fn new(
-        reasoning: Option<Box<dyn ReasoningParser>>,
-        tool: Option<Box<dyn ToolParser>>,
+        mut reasoning: Option<Box<dyn ReasoningParser>>,
+        mut tool: Option<Box<dyn ToolParser>>,
     ) -> Self {
+        if let (Some(_), Some(tool)) = (&reasoning, &mut tool) {
+            tool.follows_reasoning_parser();
+        }
+        if let (Some(reasoning), Some(_)) = (&mut reasoning, &tool) {
+            reasoning.precedes_tool_parser();
+        }
         Self {
             reasoning,
             tool,

@@ -6,11 +6,16 @@
 //! vLLM refuses to build when the tokenizer lacks some token lists those tokens in
 //! `required_tokens`, so a server can check its tokenizer at start-up like vLLM.
 
+use crate::engine::adapters::EngineToolParser;
+use crate::engine::models::qwen3;
 use crate::error::ParserError;
+use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 use crate::reasoning::append_think::AppendThinkParser;
 use crate::reasoning::think::{self, ThinkParser};
 use crate::tool::hermes::HermesParser;
+use crate::tool::json_calls;
+use crate::tool::settle::SettleParser;
 
 /// A registered reasoning parser.
 #[derive(Clone, Copy)]
@@ -69,10 +74,22 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: THINK_TAGS,
         build: |o| ThinkParser::boxed(think::DEEPSEEK_R1, o),
     },
+    // gpt-oss Harmony (src/harmony/); with `openai` it passes the text through.
+    ReasoningEntry {
+        name: "openai_gptoss",
+        required_tokens: &[],
+        build: HarmonyParser::reasoning_parser,
+    },
 ];
 
 /// Every tool parser, by vLLM name.
 pub const TOOL_PARSERS: &[ToolEntry] = &[
+    // gpt-oss Harmony (src/harmony/): parses reasoning too after `openai_gptoss`.
+    ToolEntry {
+        name: "openai",
+        required_tokens: &[],
+        build: HarmonyParser::tool_parser,
+    },
     ToolEntry {
         name: "hermes",
         required_tokens: &[],
@@ -83,6 +100,28 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "qwen3_json",
         required_tokens: &[],
         build: HermesParser::boxed,
+    },
+    ToolEntry {
+        name: "llama3_json",
+        required_tokens: &["<|python_tag|>"],
+        build: |_| SettleParser::boxed(json_calls::LLAMA),
+    },
+    // vLLM registers llama4_json to the same Llama3JsonToolParser.
+    ToolEntry {
+        name: "llama4_json",
+        required_tokens: &["<|python_tag|>"],
+        build: |_| SettleParser::boxed(json_calls::LLAMA),
+    },
+    // Engine-based (src/engine/models/).
+    ToolEntry {
+        name: "qwen3_xml",
+        required_tokens: &[],
+        build: |o| EngineToolParser::boxed(qwen3::config(o.template_flag("enable_thinking", true)), &o.tools),
+    },
+    ToolEntry {
+        name: "qwen3_coder",
+        required_tokens: &[],
+        build: |o| EngineToolParser::boxed(qwen3::config(o.template_flag("enable_thinking", true)), &o.tools),
     },
 ];
 

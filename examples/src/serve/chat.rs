@@ -50,7 +50,9 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
 
 /// vLLM's `response_format` → structured outputs (`json_object`, `json_schema`).
 fn response_format_constraint(request: &ChatCompletionRequest) -> Result<Option<Value>, ApiError> {
-    let Some(format) = &request.response_format else { return Ok(None) };
+    let Some(format) = &request.response_format else {
+        return Ok(None);
+    };
     match format.get("type").and_then(Value::as_str) {
         Some("json_object") => Ok(Some(json!({"json_object": true}))),
         Some("json_schema") => {
@@ -73,7 +75,10 @@ fn response_format_constraint(request: &ChatCompletionRequest) -> Result<Option<
 async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
     let mut request: ChatCompletionRequest = serde_json::from_slice(body)?;
     if request.n.is_some_and(|n| n > 1) {
-        return Err(ApiError::bad_request("n > 1 is not supported by this server.", Some("n")));
+        return Err(ApiError::bad_request(
+            "n > 1 is not supported by this server.",
+            Some("n"),
+        ));
     }
     if request.structured_outputs.is_none() {
         request.structured_outputs = response_format_constraint(&request)?;
@@ -86,7 +91,8 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
         request.structured_outputs = Some(json!({ "json": schema }));
     }
     let generate = state.model.renderer.render_chat(&request)?;
-    let params = sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
+    let params =
+        sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
     let prompt_token_ids = generate.token_ids.clone();
     let mut engine_request = EngineCoreRequest::new(
         ids::engine_request_id(&generate.request_id),
@@ -102,7 +108,11 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
         .map(|c| c.chat_template_kwargs.clone())
         .unwrap_or_default();
     let tail = &prompt_token_ids[prompt_token_ids.len().saturating_sub(PROMPT_TAIL_TOKENS)..];
-    let prompt_end = state.model.tokenizer.decode(tail, false).unwrap_or_default();
+    let prompt_end = state
+        .model
+        .tokenizer
+        .decode(tail, false)
+        .unwrap_or_default();
     let parser = ChoiceParser::new(&state.parsers, &request, kwargs, prompt_end)?;
     let generation = Generation::start(&state.client, &state.model, engine_request).await?;
     Ok(Accepted {
@@ -148,7 +158,10 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<ChatCompletionRespon
             .map(|c| ToolCall {
                 id: c.id.unwrap_or_else(ids::tool_call_id),
                 kind: "function".into(),
-                function: FunctionCall { name: c.name, arguments: c.arguments },
+                function: FunctionCall {
+                    name: c.name,
+                    arguments: c.arguments,
+                },
             })
             .collect();
         (message.content, message.reasoning, calls)
@@ -202,7 +215,10 @@ struct Chunker {
 
 impl Chunker {
     fn usage(&self, generation: &Generation) -> Usage {
-        Usage::new(generation.num_prompt_tokens as u64, generation.num_output_tokens as u64)
+        Usage::new(
+            generation.num_prompt_tokens as u64,
+            generation.num_output_tokens as u64,
+        )
     }
 
     fn first(&self, generation: &Generation, prompt_token_ids: &[u32]) -> String {
@@ -219,10 +235,18 @@ impl Chunker {
         sse::frame(&chunk, &[])
     }
 
-    fn step(&self, step: Step, parser: &mut ChoiceParser, generation: &Generation) -> Option<String> {
+    fn step(
+        &self,
+        step: Step,
+        parser: &mut ChoiceParser,
+        generation: &Generation,
+    ) -> Option<String> {
         let finished = step.finish.is_some();
         let hide = parser.hides_metadata();
-        let delta = if step.text.is_empty() && step.token_ids.is_empty() && generation.num_output_tokens == 0 {
+        let delta = if step.text.is_empty()
+            && step.token_ids.is_empty()
+            && generation.num_output_tokens == 0
+        {
             // Finished without output: the final chunk, unparsed.
             let _ = parser.push("", &[], finished);
             Some(DeltaMessage::default())
@@ -230,7 +254,10 @@ impl Chunker {
             let events: Vec<Event> = parser.push(&step.text, &step.token_ids, finished);
             delta_message(&events)
         } else {
-            Some(DeltaMessage { content: Emit::value(step.text.clone()), ..DeltaMessage::default() })
+            Some(DeltaMessage {
+                content: Emit::value(step.text.clone()),
+                ..DeltaMessage::default()
+            })
         };
         let logprobs = match (&step.logprobs, self.logprobs && !hide) {
             (Some(positions), true) => Some(logprobs::chat(positions, self.top_logprobs)),
@@ -252,7 +279,8 @@ impl Chunker {
             chunk.usage = Emit::value(self.usage(generation));
         }
         let mut tree = serde_json::to_value(&chunk).unwrap_or(Value::Null);
-        if finished && let Some(choice) = tree["choices"].get_mut(0).and_then(Value::as_object_mut) {
+        if finished && let Some(choice) = tree["choices"].get_mut(0).and_then(Value::as_object_mut)
+        {
             // vLLM sets `weight_versions` (null) on the final choice.
             choice.insert("weight_versions".into(), Value::Null);
         }
@@ -274,8 +302,7 @@ fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Sen
         model: state.served_model_name.clone(),
         include_usage,
         continuous_usage: include_usage
-            && a
-                .request
+            && a.request
                 .stream_options
                 .as_ref()
                 .is_some_and(|o| o.continuous_usage_stats == Some(true)),
@@ -283,7 +310,12 @@ fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Sen
         top_logprobs: a.request.top_logprobs,
         return_token_ids: a.request.return_token_ids == Some(true),
     };
-    let Accepted { mut generation, mut parser, prompt_token_ids, .. } = a;
+    let Accepted {
+        mut generation,
+        mut parser,
+        prompt_token_ids,
+        ..
+    } = a;
     sse::frames(move |tx| async move {
         let mut first = true;
         while let Some(step) = generation.next().await {

@@ -13,7 +13,9 @@ use super::{ParserChoice, ServeConfig};
 
 /// `serve`: an OpenAI-compatible server in front of vLLM engines.
 #[derive(Debug, Parser)]
-#[command(about = "OpenAI-compatible server in front of vLLM EngineCore processes (or an embedded mock engine)")]
+#[command(
+    about = "OpenAI-compatible server in front of vLLM EngineCore processes (or an embedded mock engine)"
+)]
 pub struct Args {
     /// Model directory (tokenizer.json or tokenizer.json.gz, tokenizer_config.json,
     /// config.json, generation_config.json). Default: the vendored Qwen3 tokenizer.
@@ -80,7 +82,9 @@ fn load_chat_template(arg: &str) -> Result<String> {
     match std::fs::read_to_string(arg) {
         Ok(text) => Ok(text),
         Err(_) if arg.contains("{{") || arg.contains("{%") => Ok(arg.to_owned()),
-        Err(e) => Err(e).with_context(|| format!("--chat-template {arg}: not a file and not a template")),
+        Err(e) => {
+            Err(e).with_context(|| format!("--chat-template {arg}: not a file and not a template"))
+        }
     }
 }
 
@@ -106,10 +110,12 @@ impl Args {
                 model_dir.display().to_string()
             }
         });
-        let default_chat_template_kwargs: Map<String, Value> = match &self.default_chat_template_kwargs {
-            Some(text) => serde_json::from_str(text).context("--default-chat-template-kwargs must be a JSON object")?,
-            None => Map::new(),
-        };
+        let default_chat_template_kwargs: Map<String, Value> =
+            match &self.default_chat_template_kwargs {
+                Some(text) => serde_json::from_str(text)
+                    .context("--default-chat-template-kwargs must be a JSON object")?,
+                None => Map::new(),
+            };
         let engine = match self.data_parallel_rpc_port {
             Some(rpc_port) => EngineSource::External {
                 address: self.data_parallel_address,
@@ -128,7 +134,11 @@ impl Args {
             tool_call_parser: ParserChoice::parse(&self.tool_call_parser),
             reasoning_parser: ParserChoice::parse(&self.reasoning_parser),
             enable_auto_tool_choice: self.enable_auto_tool_choice,
-            chat_template: self.chat_template.as_deref().map(load_chat_template).transpose()?,
+            chat_template: self
+                .chat_template
+                .as_deref()
+                .map(load_chat_template)
+                .transpose()?,
             default_chat_template_kwargs,
             trust_request_chat_template: self.trust_request_chat_template,
             max_model_len: self.max_model_len,

@@ -47,7 +47,10 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
 async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
     let request: CompletionRequest = serde_json::from_slice(body)?;
     if request.n.is_some_and(|n| n > 1) {
-        return Err(ApiError::bad_request("n > 1 is not supported by this server.", Some("n")));
+        return Err(ApiError::bad_request(
+            "n > 1 is not supported by this server.",
+            Some("n"),
+        ));
     }
     if matches!(&request.prompt, CompletionPrompt::Texts(v) if v.len() > 1)
         || matches!(&request.prompt, CompletionPrompt::TokenBatches(v) if v.len() > 1)
@@ -67,10 +70,15 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
     let generate = generated
         .pop()
         .ok_or_else(|| ApiError::bad_request("Prompt cannot be empty", Some("prompt")))?;
-    let params = sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
+    let params =
+        sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
     let prompt_text = match request.prompt.prompts().first() {
         Some(vllm_chat::openai::PromptInput::Text(text)) => (*text).to_owned(),
-        _ => state.model.tokenizer.decode(&generate.token_ids, false).unwrap_or_default(),
+        _ => state
+            .model
+            .tokenizer
+            .decode(&generate.token_ids, false)
+            .unwrap_or_default(),
     };
     let prompt_token_ids = generate.token_ids.clone();
     let mut engine_request = EngineCoreRequest::new(
@@ -92,7 +100,11 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
 }
 
 async fn whole(state: &AppState, mut a: Accepted) -> Result<CompletionResponse, ApiError> {
-    let mut text = if a.request.echo { a.prompt_text.clone() } else { String::new() };
+    let mut text = if a.request.echo {
+        a.prompt_text.clone()
+    } else {
+        String::new()
+    };
     let mut logprobs = CompletionLogprobs::starting_at(0);
     let mut token_ids = Vec::new();
     let mut finish = None;
@@ -143,7 +155,13 @@ fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Sen
     let continuous_usage = include_usage && options.continuous_usage_stats == Some(true);
     let model = state.served_model_name.clone();
     let created = ids::now_secs();
-    let Accepted { request, id, prompt_token_ids, prompt_text, mut generation } = a;
+    let Accepted {
+        request,
+        id,
+        prompt_token_ids,
+        prompt_text,
+        mut generation,
+    } = a;
     let return_token_ids = request.return_token_ids == Some(true);
     sse::frames(move |tx| async move {
         let mut echo = request.echo.then_some(prompt_text);
@@ -159,7 +177,11 @@ fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Sen
             };
             let mut text = echo.take().unwrap_or_default();
             text.push_str(&step.text);
-            if text.is_empty() && step.token_ids.is_empty() && generation.num_output_tokens == 0 && step.finish.is_none() {
+            if text.is_empty()
+                && step.token_ids.is_empty()
+                && generation.num_output_tokens == 0
+                && step.finish.is_none()
+            {
                 continue;
             }
             let chunk_logprobs = match (&step.logprobs, request.logprobs) {

@@ -73,7 +73,8 @@ pub async fn connect(
         EngineSource::Embedded(_) => ("127.0.0.1".to_owned(), free_port()?),
         EngineSource::External { address, rpc_port } => (address.clone(), *rpc_port),
     };
-    let config = ClientConfig::handshake(&host, port, engine_count).with_ready_timeout(ready_timeout);
+    let config =
+        ClientConfig::handshake(&host, port, engine_count).with_ready_timeout(ready_timeout);
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     let mocks = match source {
         EngineSource::Embedded(settings) => {

@@ -22,10 +22,6 @@ use super::state::AppState;
 use super::tokens::check_model;
 use super::{ids, logprobs, sampling, sse};
 
-fn default_true() -> bool {
-    true
-}
-
 /// vLLM's `SamplingParams` as JSON, with its defaults.
 #[derive(Debug, Deserialize)]
 #[serde(default)]
@@ -126,7 +122,11 @@ impl WireSamplingParams {
             top_k: self.top_k,
             min_p: Some(self.min_p),
             seed: self.seed,
-            stop: self.stop.as_ref().map(StopParam::to_vec).unwrap_or_default(),
+            stop: self
+                .stop
+                .as_ref()
+                .map(StopParam::to_vec)
+                .unwrap_or_default(),
             stop_token_ids: self.stop_token_ids.unwrap_or_default(),
             ignore_eos: self.ignore_eos,
             max_tokens: self.max_tokens.map_or(room, |m| m.min(room)),
@@ -187,25 +187,38 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<(Accepted, bool), ApiE
         }
     };
     if request.token_ids.is_empty() {
-        return Err(ApiError::bad_request("token_ids must not be empty", Some("token_ids")));
+        return Err(ApiError::bad_request(
+            "token_ids must not be empty",
+            Some("token_ids"),
+        ));
     }
     if request.sampling_params.n > 1 {
-        return Err(ApiError::bad_request("n > 1 is not supported by this server.", Some("n")));
+        return Err(ApiError::bad_request(
+            "n > 1 is not supported by this server.",
+            Some("n"),
+        ));
     }
     let max_model_len = i64::try_from(state.max_model_len()).unwrap_or(i64::MAX);
     let prompt_len = request.token_ids.len() as i64;
     if prompt_len > max_model_len {
         return Err(ApiError::bad_request(
-            format!("Input length ({prompt_len}) exceeds model's maximum context length ({max_model_len})."),
+            format!(
+                "Input length ({prompt_len}) exceeds model's maximum context length ({max_model_len})."
+            ),
             Some("token_ids"),
         ));
     }
     let stream = request.stream == Some(true);
-    let resolved = request.sampling_params.resolve(stream, max_model_len - prompt_len);
+    let resolved = request
+        .sampling_params
+        .resolve(stream, max_model_len - prompt_len);
     let params = sampling::engine_params(&resolved, &state.model, state.max_logprobs)?;
     let request_id = request.request_id.unwrap_or_else(ids::random_hex);
-    let mut engine_request =
-        EngineCoreRequest::new(ids::engine_request_id(&request_id), request.token_ids.clone(), params);
+    let mut engine_request = EngineCoreRequest::new(
+        ids::engine_request_id(&request_id),
+        request.token_ids.clone(),
+        params,
+    );
     engine_request.external_req_id = Some(request_id.clone());
     engine_request.priority = request.priority;
     engine_request.cache_salt = request.cache_salt;
@@ -273,7 +286,10 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<Value, ApiError> {
         }
     }
     let finish = finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
-    let all = Step { logprobs: wants_logprobs.then_some(positions), ..Step::default() };
+    let all = Step {
+        logprobs: wants_logprobs.then_some(positions),
+        ..Step::default()
+    };
     let mut choice = json!({
         "index": 0,
         "finish_reason": finish.reason,
@@ -305,7 +321,15 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<Value, ApiError> {
 }
 
 fn stream_frames(a: Accepted) -> impl Stream<Item = String> + Send + 'static {
-    let Accepted { request_id, text_mode, return_token_ids, prompt_token_ids, include_usage, continuous_usage, mut generation } = a;
+    let Accepted {
+        request_id,
+        text_mode,
+        return_token_ids,
+        prompt_token_ids,
+        include_usage,
+        continuous_usage,
+        mut generation,
+    } = a;
     let mode = if text_mode { "text" } else { "tokens" };
     sse::frames(move |tx| async move {
         let mut prompt = return_token_ids.then_some(prompt_token_ids);
@@ -318,15 +342,25 @@ fn stream_frames(a: Accepted) -> impl Stream<Item = String> + Send + 'static {
                 }
             };
             let finished = step.finish.is_some();
-            if step.token_ids.is_empty() && !finished && !(text_mode && !step.text.is_empty()) {
+            // Terminal outputs always go out; text mode also sends text held back
+            // for stop strings, which can arrive without tokens.
+            let has_text = text_mode && !step.text.is_empty();
+            if step.token_ids.is_empty() && !finished && !has_text {
                 continue;
             }
             let mut choice = json!({"index": 0});
             if text_mode {
                 choice["text"] = Value::String(step.text.clone());
             }
-            choice["finish_reason"] = step.finish.as_ref().map_or(Value::Null, |f| Value::from(f.reason));
-            choice["stop_reason"] = step.finish.as_ref().and_then(|f| f.stop_reason.clone()).unwrap_or(Value::Null);
+            choice["finish_reason"] = step
+                .finish
+                .as_ref()
+                .map_or(Value::Null, |f| Value::from(f.reason));
+            choice["stop_reason"] = step
+                .finish
+                .as_ref()
+                .and_then(|f| f.stop_reason.clone())
+                .unwrap_or(Value::Null);
             choice["token_ids"] = json!(step.token_ids);
             choice["routed_experts"] = Value::Null;
             choice["sampling_mask"] = Value::Null;

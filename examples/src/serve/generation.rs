@@ -243,7 +243,11 @@ fn positions(
             .filter_map(|col| lists.entry(row, col).map(|e| (col, e)))
             .map(|(col, (id, lp))| {
                 let rank = if col == 0 { sampled_rank } else { col as i64 };
-                (u32::try_from(id).unwrap_or(0), f64::from(lp).max(-9999.0), rank)
+                (
+                    u32::try_from(id).unwrap_or(0),
+                    f64::from(lp).max(-9999.0),
+                    rank,
+                )
             })
             .collect();
         let ids: Vec<u32> = entries.iter().map(|e| e.0).collect();
@@ -268,7 +272,10 @@ fn positions(
         if let Some(mut sampled) = candidates.first().cloned() {
             // The sampled entry itself keeps the engine's rank for it.
             sampled.rank = sampled_rank;
-            out.push(PositionLogprobs { sampled, candidates });
+            out.push(PositionLogprobs {
+                sampled,
+                candidates,
+            });
         }
     }
     Ok(out)

@@ -102,7 +102,12 @@ mod tests {
     use super::*;
 
     fn candidate(id: u32, text: &str, logprob: f64) -> Candidate {
-        Candidate { id, logprob, text: text.into(), rank: 1 }
+        Candidate {
+            id,
+            logprob,
+            text: text.into(),
+            rank: 1,
+        }
     }
 
     #[test]
@@ -126,7 +131,11 @@ mod tests {
     fn chat_top_logprobs_are_limited_and_carry_bytes() {
         let p = PositionLogprobs {
             sampled: candidate(1, "é", -0.25),
-            candidates: vec![candidate(1, "é", -0.25), candidate(2, "a", -2.0), candidate(3, "b", -3.0)],
+            candidates: vec![
+                candidate(1, "é", -0.25),
+                candidate(2, "a", -2.0),
+                candidate(3, "b", -3.0),
+            ],
         };
         let content = chat_content(&[p], Some(2));
         assert_eq!(content[0]["bytes"], json!([195, 169]));

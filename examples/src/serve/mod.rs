@@ -133,7 +133,8 @@ impl ServeConfig {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         let auto = || {
-            registry::auto_parsers(&self.served_model_name).or_else(|_| registry::auto_parsers(&auto_name))
+            registry::auto_parsers(&self.served_model_name)
+                .or_else(|_| registry::auto_parsers(&auto_name))
         };
         let tool = match &self.tool_call_parser {
             ParserChoice::None => None,
@@ -146,7 +147,9 @@ impl ServeConfig {
             ParserChoice::Named(name) => Some(registry::reasoning_entry(name)?.name),
         };
         let tokenizer = model.renderer.tokenizer().context("no tokenizer")?;
-        registry::check_tokens(reasoning, tool, |token| tokenizer.token_to_id(token).is_some())?;
+        registry::check_tokens(reasoning, tool, |token| {
+            tokenizer.token_to_id(token).is_some()
+        })?;
         Ok(ParserSettings {
             reasoning,
             tool,
@@ -164,7 +167,9 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("addr", &self.listener.local_addr().ok()).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("addr", &self.listener.local_addr().ok())
+            .finish_non_exhaustive()
     }
 }
 
@@ -200,12 +205,18 @@ impl Server {
             parsers,
             max_logprobs: config.max_logprobs,
         });
-        Ok(Self { state, listener, mocks: engines.mocks })
+        Ok(Self {
+            state,
+            listener,
+            mocks: engines.mocks,
+        })
     }
 
     /// The bound HTTP address.
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("a bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
     }
 
     /// The engine link.
@@ -242,7 +253,13 @@ impl Server {
                 })
                 .await;
         });
-        RunningServer { addr, client, mocks: self.mocks, stop: Some(stop), task }
+        RunningServer {
+            addr,
+            client,
+            mocks: self.mocks,
+            stop: Some(stop),
+            task,
+        }
     }
 }
 
@@ -260,7 +277,9 @@ pub struct RunningServer {
 
 impl std::fmt::Debug for RunningServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunningServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("RunningServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 

@@ -12,7 +12,10 @@ use vllm_detok::{HfTokenizer, Tokenizer};
 
 /// The vendored Qwen3 tokenizer directory the examples run on by default.
 pub fn default_model_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/models/qwen3"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/models/qwen3"
+    ))
 }
 
 /// A loaded model: what the frontend needs, no weights.

@@ -142,7 +142,9 @@ impl ChoiceParser {
             (Some(_), ToolChoice::Named(named)) => ToolMode::Named(named.function.name),
             (Some(_), ToolChoice::Mode(ToolChoiceMode::Required)) => ToolMode::Required,
             (Some(_), ToolChoice::Mode(ToolChoiceMode::Auto)) => {
-                if settings.enable_auto_tool_choice && request.tools.as_ref().is_some_and(|t| !t.is_empty()) {
+                if settings.enable_auto_tool_choice
+                    && request.tools.as_ref().is_some_and(|t| !t.is_empty())
+                {
                     ToolMode::Auto
                 } else {
                     ToolMode::Content
@@ -156,7 +158,9 @@ impl ChoiceParser {
             .transpose()
             .map_err(build_error)?;
         let tool = match (&mode, settings.tool) {
-            (ToolMode::Auto, Some(name)) => Some(registry::tool_parser(name, &options).map_err(build_error)?),
+            (ToolMode::Auto, Some(name)) => {
+                Some(registry::tool_parser(name, &options).map_err(build_error)?)
+            }
             _ => None,
         };
         let has_parser = settings.reasoning.is_some() || settings.tool.is_some();
@@ -202,7 +206,11 @@ impl ChoiceParser {
     /// its events; `finished` flushes the parsers.
     pub fn push(&mut self, text: &str, token_ids: &[u32], finished: bool) -> Vec<Event> {
         let Some(inner) = &mut self.inner else {
-            return if text.is_empty() { Vec::new() } else { vec![Event::Content(text.to_owned())] };
+            return if text.is_empty() {
+                Vec::new()
+            } else {
+                vec![Event::Content(text.to_owned())]
+            };
         };
         let mut raw = std::mem::take(&mut self.scratch);
         raw.clear();
@@ -220,7 +228,11 @@ impl ChoiceParser {
                         continue;
                     }
                     self.call_ids.push(id.unwrap_or_else(ids::tool_call_id));
-                    out.push(Event::ToolCallBegin { index, id: self.call_ids.last().cloned(), name });
+                    out.push(Event::ToolCallBegin {
+                        index,
+                        id: self.call_ids.last().cloned(),
+                        name,
+                    });
                 }
                 Event::ToolCallArguments { index, .. } | Event::ToolCallEnd { index }
                     if self.single_call && index > 0 => {}
@@ -245,9 +257,16 @@ impl ChoiceParser {
                     self.named_started = true;
                     let id = ids::tool_call_id();
                     self.call_ids.push(id.clone());
-                    out.push(Event::ToolCallBegin { index: 0, id: Some(id), name: name.clone() });
+                    out.push(Event::ToolCallBegin {
+                        index: 0,
+                        id: Some(id),
+                        name: name.clone(),
+                    });
                 }
-                out.push(Event::ToolCallArguments { index: 0, delta: content });
+                out.push(Event::ToolCallArguments {
+                    index: 0,
+                    delta: content,
+                });
             }
             ToolMode::Required => self.required_text.push_str(&content),
         }
@@ -268,8 +287,15 @@ impl ChoiceParser {
             }
             let id = ids::tool_call_id();
             self.call_ids.push(id.clone());
-            out.push(Event::ToolCallBegin { index, id: Some(id), name: call.name });
-            out.push(Event::ToolCallArguments { index, delta: python_json(&call.parameters) });
+            out.push(Event::ToolCallBegin {
+                index,
+                id: Some(id),
+                name: call.name,
+            });
+            out.push(Event::ToolCallArguments {
+                index,
+                delta: python_json(&call.parameters),
+            });
             out.push(Event::ToolCallEnd { index });
         }
     }

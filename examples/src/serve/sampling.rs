@@ -33,70 +33,108 @@ fn invalid(message: String, param: &str) -> ApiError {
 fn verify(p: &render_mode::SamplingParams, max_logprobs: i64) -> Result<(), ApiError> {
     if !(-2.0..=2.0).contains(&p.presence_penalty) {
         return Err(invalid(
-            format!("presence_penalty must be in [-2, 2], got {}.", py_float(p.presence_penalty)),
+            format!(
+                "presence_penalty must be in [-2, 2], got {}.",
+                py_float(p.presence_penalty)
+            ),
             "presence_penalty",
         ));
     }
     if !(-2.0..=2.0).contains(&p.frequency_penalty) {
         return Err(invalid(
-            format!("frequency_penalty must be in [-2, 2], got {}.", py_float(p.frequency_penalty)),
+            format!(
+                "frequency_penalty must be in [-2, 2], got {}.",
+                py_float(p.frequency_penalty)
+            ),
             "frequency_penalty",
         ));
     }
     if !p.repetition_penalty.is_finite() || p.repetition_penalty <= 0.0 {
         return Err(invalid(
-            format!("repetition_penalty must be greater than zero, got {}.", py_float(p.repetition_penalty)),
+            format!(
+                "repetition_penalty must be greater than zero, got {}.",
+                py_float(p.repetition_penalty)
+            ),
             "repetition_penalty",
         ));
     }
     if !p.temperature.is_finite() {
         return Err(invalid(
-            format!("temperature must be a finite number, got {}.", py_float(p.temperature)),
+            format!(
+                "temperature must be a finite number, got {}.",
+                py_float(p.temperature)
+            ),
             "temperature",
         ));
     }
     if p.temperature > 2.0 {
         return Err(invalid(
-            format!("temperature must be in [0, 2], got {}.", py_float(p.temperature)),
+            format!(
+                "temperature must be in [0, 2], got {}.",
+                py_float(p.temperature)
+            ),
             "temperature",
         ));
     }
     if let Some(top_p) = p.top_p
         && !(top_p > 0.0 && top_p <= 1.0)
     {
-        return Err(invalid(format!("top_p must be in (0, 1], got {}.", py_float(top_p)), "top_p"));
+        return Err(invalid(
+            format!("top_p must be in (0, 1], got {}.", py_float(top_p)),
+            "top_p",
+        ));
     }
     if p.top_k < -1 {
-        return Err(invalid(format!("top_k must be 0 (disable), or at least 1, got {}.", p.top_k), "top_k"));
+        return Err(invalid(
+            format!("top_k must be 0 (disable), or at least 1, got {}.", p.top_k),
+            "top_k",
+        ));
     }
     if let Some(min_p) = p.min_p
         && !(0.0..=1.0).contains(&min_p)
     {
-        return Err(invalid(format!("min_p must be in [0, 1], got {}.", py_float(min_p)), "min_p"));
+        return Err(invalid(
+            format!("min_p must be in [0, 1], got {}.", py_float(min_p)),
+            "min_p",
+        ));
     }
     if p.max_tokens < 1 {
-        return Err(invalid(format!("max_tokens must be at least 1, got {}.", p.max_tokens), "max_tokens"));
+        return Err(invalid(
+            format!("max_tokens must be at least 1, got {}.", p.max_tokens),
+            "max_tokens",
+        ));
     }
     if p.min_tokens < 0 {
         return Err(invalid(
-            format!("min_tokens must be greater than or equal to 0, got {}.", p.min_tokens),
+            format!(
+                "min_tokens must be greater than or equal to 0, got {}.",
+                p.min_tokens
+            ),
             "min_tokens",
         ));
     }
     if p.min_tokens > p.max_tokens {
         return Err(invalid(
-            format!("min_tokens must be less than or equal to max_tokens={}, got {}.", p.max_tokens, p.min_tokens),
+            format!(
+                "min_tokens must be less than or equal to max_tokens={}, got {}.",
+                p.max_tokens, p.min_tokens
+            ),
             "min_tokens",
         ));
     }
     if let Some(l) = p.logprobs {
         if l < -1 {
-            return Err(invalid(format!("logprobs must be non-negative or -1, got {l}."), "logprobs"));
+            return Err(invalid(
+                format!("logprobs must be non-negative or -1, got {l}."),
+                "logprobs",
+            ));
         }
         let requested = if l == -1 { max_logprobs } else { l };
         if max_logprobs != -1 && requested > max_logprobs {
             return Err(invalid(
-                format!("Requested sample logprobs of {requested}, which is greater than max allowed: {max_logprobs}"),
+                format!(
+                    "Requested sample logprobs of {requested}, which is greater than max allowed: {max_logprobs}"
+                ),
                 "logprobs",
             ));
         }
@@ -112,11 +150,17 @@ fn verify(p: &render_mode::SamplingParams, max_logprobs: i64) -> Result<(), ApiE
         }
     }
     if p.stop.iter().any(String::is_empty) {
-        return Err(invalid("stop cannot contain an empty string.".into(), "stop"));
+        return Err(invalid(
+            "stop cannot contain an empty string.".into(),
+            "stop",
+        ));
     }
     if p.bad_words.iter().any(String::is_empty) {
         return Err(invalid(
-            format!("bad_words cannot contain an empty string. Got bad_words={:?}", p.bad_words),
+            format!(
+                "bad_words cannot contain an empty string. Got bad_words={:?}",
+                p.bad_words
+            ),
             "bad_words",
         ));
     }
@@ -145,7 +189,10 @@ fn json_to_wire(value: &Json) -> Value {
 /// vLLM's `StructuredOutputsParams` from the request's `structured_outputs` object.
 fn structured_outputs(value: &Json) -> Result<StructuredOutputsParams, ApiError> {
     let Some(map) = value.as_object() else {
-        return Err(ApiError::bad_request("structured_outputs must be an object", Some("structured_outputs")));
+        return Err(ApiError::bad_request(
+            "structured_outputs must be an object",
+            Some("structured_outputs"),
+        ));
     };
     let text = |key: &str| map.get(key).and_then(Json::as_str).map(str::to_owned);
     let flag = |key: &str| map.get(key).and_then(Json::as_bool).unwrap_or(false);
@@ -156,7 +203,9 @@ fn structured_outputs(value: &Json) -> Result<StructuredOutputsParams, ApiError>
     let params = StructuredOutputsParams {
         json,
         regex: text("regex"),
-        choice: map.get("choice").and_then(|c| serde_json::from_value(c.clone()).ok()),
+        choice: map
+            .get("choice")
+            .and_then(|c| serde_json::from_value(c.clone()).ok()),
         grammar: text("grammar"),
         json_object: map.get("json_object").and_then(Json::as_bool),
         disable_any_whitespace: flag("disable_any_whitespace"),
@@ -220,7 +269,11 @@ pub fn engine_params(
             _ => RequestOutputKind::FinalOnly,
         },
         skip_clone: true,
-        structured_outputs: p.structured_outputs.as_ref().map(structured_outputs).transpose()?,
+        structured_outputs: p
+            .structured_outputs
+            .as_ref()
+            .map(structured_outputs)
+            .transpose()?,
         logit_bias: p.logit_bias.as_ref().map(logit_bias).transpose()?,
         allowed_token_ids: p
             .allowed_token_ids
@@ -254,10 +307,16 @@ fn logit_bias(map: &serde_json::Map<String, Json>) -> Result<Map<i64, f64>, ApiE
     let mut out = Vec::with_capacity(map.len());
     for (token, bias) in map {
         let id = token.parse::<i64>().map_err(|_| {
-            ApiError::bad_request(format!("logit_bias key {token:?} is not a token id"), Some("logit_bias"))
+            ApiError::bad_request(
+                format!("logit_bias key {token:?} is not a token id"),
+                Some("logit_bias"),
+            )
         })?;
         let bias = bias.as_f64().ok_or_else(|| {
-            ApiError::bad_request(format!("logit_bias value for {token} is not a number"), Some("logit_bias"))
+            ApiError::bad_request(
+                format!("logit_bias value for {token} is not a number"),
+                Some("logit_bias"),
+            )
         })?;
         out.push((id, bias.clamp(-100.0, 100.0)));
     }

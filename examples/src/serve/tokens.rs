@@ -17,22 +17,32 @@ use super::state::AppState;
 
 /// `POST /tokenize`: a completion-style `{"prompt"}` or chat-style `{"messages"}` body.
 pub async fn tokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    tokenize_body(&state, &body).map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+    tokenize_body(&state, &body)
+        .map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
 }
 
 fn tokenize_body(state: &AppState, body: &Bytes) -> Result<Value, ApiError> {
     let value: Value = serde_json::from_slice(body)?;
     check_model(state, value.get("model"))?;
-    let return_token_strs = value.get("return_token_strs").and_then(Value::as_bool).unwrap_or(false);
+    let return_token_strs = value
+        .get("return_token_strs")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let renderer = &state.model.renderer;
     let tokens = if value.get("messages").is_some() {
         let request: ChatCompletionRequest = serde_json::from_value(value)?;
         renderer.render(&request)?.token_ids
     } else {
         let prompt = value.get("prompt").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::bad_request("`prompt` (a string) or `messages` is required", Some("prompt"))
+            ApiError::bad_request(
+                "`prompt` (a string) or `messages` is required",
+                Some("prompt"),
+            )
         })?;
-        let add_special_tokens = value.get("add_special_tokens").and_then(Value::as_bool).unwrap_or(true);
+        let add_special_tokens = value
+            .get("add_special_tokens")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
         renderer.encode(prompt, add_special_tokens)?
     };
     let token_strs = return_token_strs.then(|| {
@@ -60,7 +70,11 @@ pub async fn detokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Resp
     let result = (|| {
         let request: Request = serde_json::from_slice(&body)?;
         check_model(&state, request.model.as_ref())?;
-        if let Some(bad) = request.tokens.iter().find(|&&t| t as usize >= state.model.tokenizer.vocab_size()) {
+        if let Some(bad) = request
+            .tokens
+            .iter()
+            .find(|&&t| t as usize >= state.model.tokenizer.vocab_size())
+        {
             return Err(ApiError::bad_request(
                 format!("Token id {bad} is out of vocabulary"),
                 Some("tokens"),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
-use zeromq::{PullSocket, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage};
+use zeromq::{PullSocket, RouterRecvHalf, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage};
 
 use super::ClientError;
 use super::shared::{Command, Shared};
@@ -78,6 +78,17 @@ async fn send(
         .send(message)
         .await
         .map_err(|e| ClientError::EngineDead(format!("cannot reach engine {engine}: {e}").into()))
+}
+
+/// Drains the input ROUTER's receive side: engines send nothing there after their ready
+/// response, so anything else is logged and dropped rather than left buffered.
+pub(crate) async fn input_watch_task(mut receiver: RouterRecvHalf) {
+    while let Ok(message) = receiver.recv().await {
+        tracing::warn!(
+            frames = message.len(),
+            "unexpected message on the input socket; ignored"
+        );
+    }
 }
 
 /// Reads engine outputs and hands each to its request's stream or utility call.

@@ -189,7 +189,7 @@ impl EngineCoreClient {
             .collect();
 
         let monitor = sockets.input.monitor();
-        let (sender, _receiver) = sockets.input.split();
+        let (sender, receiver) = sockets.input.split();
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let identities = ranks
             .iter()
@@ -206,6 +206,7 @@ impl EngineCoreClient {
             tokio::spawn(io::input_task(shared.clone(), sender, commands_rx)),
             tokio::spawn(io::output_task(shared.clone(), sockets.output)),
             tokio::spawn(watch_disconnects(shared.clone(), monitor)),
+            tokio::spawn(io::input_watch_task(receiver)),
         ];
         Ok(Self {
             inner: Arc::new(Inner {

@@ -127,6 +127,10 @@ impl Engine {
         loop {
             let stalled = stalled_until.is_some();
             let stepping = !stalled && engine.has_work();
+            if !stepping {
+                // Idle: the first step after new work comes at once.
+                next_step = Instant::now();
+            }
             tokio::select! {
                 biased;
                 command = commands.recv() => match command {
@@ -144,7 +148,8 @@ impl Engine {
                 },
                 () = sleep_until(Some(next_step).filter(|_| !interval.is_zero())), if stepping => {
                     engine.step().await?;
-                    next_step = (next_step + interval).max(Instant::now() - interval);
+                    // Keep the cadence, without bursts to catch up after a slow step.
+                    next_step = (next_step + interval).max(Instant::now());
                     if interval.is_zero() {
                         tokio::task::yield_now().await;
                     }
@@ -262,10 +267,13 @@ impl Engine {
 
     /// Removes the requests that match, running and waiting.
     fn remove(&mut self, matches: impl Fn(&Sequence) -> bool) -> Vec<Sequence> {
-        let (mut removed, running): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.running).into_iter().partition(&matches);
+        let (mut removed, running): (Vec<_>, Vec<_>) = std::mem::take(&mut self.running)
+            .into_iter()
+            .partition(&matches);
         let (removed_waiting, waiting): (VecDeque<_>, VecDeque<_>) =
-            std::mem::take(&mut self.waiting).into_iter().partition(&matches);
+            std::mem::take(&mut self.waiting)
+                .into_iter()
+                .partition(&matches);
         self.running = running;
         self.waiting = waiting;
         removed.extend(removed_waiting);

@@ -1,6 +1,8 @@
 //! Tool-call parsers, one module per family of output formats.
 
 pub mod hermes;
+pub mod json_calls;
+pub mod settle;
 
 use crate::event::Event;
 

@@ -1,0 +1,163 @@
+//! `serve` when things go wrong or are cut short: a client that disconnects, a stop
+//! string matched in the frontend, an engine that dies; and several engines (DP).
+//! Each test runs its own server with a slow mock engine so that requests are still
+//! running when the test acts.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use hyper::{Method, StatusCode};
+use serde_json::json;
+use vllm_examples::serve::ServeConfig;
+use vllm_examples::serve::engine::{EngineSource, MockSettings};
+
+const LONG_TEXT: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen \
+fifteen sixteen seventeen eighteen nineteen twenty";
+
+fn slow(engines: u16) -> ServeConfig {
+    ServeConfig {
+        engine: EngineSource::Embedded(MockSettings {
+            text: LONG_TEXT.into(),
+            tokens_per_second: 20.0,
+        }),
+        data_parallel_size: engines,
+        ..config(LONG_TEXT)
+    }
+}
+
+fn chat(stream: bool) -> serde_json::Value {
+    json!({"messages": [{"role": "user", "content": "Count"}], "stream": stream, "max_tokens": 1000})
+}
+
+#[test]
+fn a_disconnecting_client_and_a_stop_string_abort_the_engine_request() {
+    let server = start(slow(1));
+    run(async {
+        let response = send(
+            server.addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(chat(true).to_string()),
+        )
+        .await;
+        let mut events = response.events();
+        for _ in 0..3 {
+            assert!(matches!(events.next().await, Some(Event::Data(_))));
+        }
+        assert_eq!(
+            server.client.inflight(),
+            vec![1],
+            "the request runs while the client reads"
+        );
+        events.disconnect();
+        let client = server.client.clone();
+        eventually(
+            "the engine request is aborted",
+            Duration::from_secs(5),
+            || client.inflight() == vec![0],
+        )
+        .await;
+
+        // A stop string early in a long answer ends the request at once, in the
+        // frontend, and frees the engine.
+        let mut request = chat(false);
+        request["stop"] = json!(["three"]);
+        let (status, body) = post(server.addr, "/v1/chat/completions", request).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["choices"][0]["message"]["content"], "one two ");
+        assert_eq!(body["choices"][0]["stop_reason"], "three");
+        assert_eq!(server.client.inflight(), vec![0]);
+    });
+    run(server.stop());
+}
+
+#[test]
+fn a_dead_engine_errors_open_streams_and_refuses_new_requests() {
+    let server = start(slow(1));
+    run(async {
+        let response = send(
+            server.addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(chat(true).to_string()),
+        )
+        .await;
+        let mut events = response.events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        server.mocks[0].die();
+        let mut error = None;
+        loop {
+            match events.next().await {
+                Some(Event::Data(value)) if value.get("error").is_some() => error = Some(value),
+                Some(Event::Data(_)) => {}
+                Some(Event::Done) => break,
+                None => panic!("stream ended without [DONE]"),
+            }
+        }
+        let error = error.expect("an error event");
+        assert_eq!(error["error"]["code"], 503, "{error}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("engine"),
+            "{error}"
+        );
+
+        let (status, body) = post(server.addr, "/v1/chat/completions", chat(false)).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+        assert_eq!(body["error"]["code"], 503);
+        let (status, _) = post(server.addr, "/v1/completions", json!({"prompt": "x"})).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            get(server.addr, "/health").await.status,
+            StatusCode::SERVICE_UNAVAILABLE
+        );
+        // Engine-free endpoints keep working.
+        let (status, _) = post(server.addr, "/tokenize", json!({"prompt": "x"})).await;
+        assert_eq!(status, StatusCode::OK);
+    });
+    run(server.stop());
+}
+
+#[test]
+fn requests_are_spread_over_data_parallel_engines() {
+    let server = start(slow(2));
+    run(async {
+        let first = send(
+            server.addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(chat(true).to_string()),
+        )
+        .await;
+        let second = send(
+            server.addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(chat(true).to_string()),
+        )
+        .await;
+        let (mut a, mut b) = (first.events(), second.events());
+        assert!(matches!(a.next().await, Some(Event::Data(_))));
+        assert!(matches!(b.next().await, Some(Event::Data(_))));
+        assert_eq!(
+            server.client.inflight(),
+            vec![1, 1],
+            "one request per engine"
+        );
+        a.disconnect();
+        b.disconnect();
+        let mut request = chat(false);
+        request["max_tokens"] = json!(4);
+        let (status, body) = post(server.addr, "/v1/chat/completions", request).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["choices"][0]["message"]["content"],
+            "one two three four"
+        );
+    });
+    run(server.stop());
+}

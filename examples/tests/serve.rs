@@ -1,0 +1,649 @@
+//! End-to-end HTTP tests of `serve` with the embedded mock engine: every endpoint,
+//! streamed and whole, stop strings, logprobs, tools, reasoning and errors.
+
+mod common;
+
+use common::*;
+use hyper::StatusCode;
+use serde_json::{Value, json};
+
+/// Token ids of `text` as the server tokenizes it.
+async fn tokenize(addr: std::net::SocketAddr, text: &str) -> Vec<u64> {
+    let (status, body) = post(
+        addr,
+        "/tokenize",
+        json!({"prompt": text, "add_special_tokens": false}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap())
+        .collect()
+}
+
+fn hi() -> Value {
+    json!([{"role": "user", "content": "Hi"}])
+}
+
+#[test]
+fn health_and_models() {
+    run(async {
+        let addr = plain();
+        assert_eq!(get(addr, "/health").await.status, StatusCode::OK);
+        let models = get(addr, "/v1/models").await.json().await;
+        let config: Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../testdata/models/qwen3/config.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(models["object"], "list");
+        assert_eq!(models["data"][0]["id"], "qwen3");
+        assert_eq!(models["data"][0]["owned_by"], "vllm");
+        assert_eq!(
+            models["data"][0]["max_model_len"],
+            config["max_position_embeddings"]
+        );
+    });
+}
+
+#[test]
+fn chat_whole_answer_has_the_engine_text_and_usage() {
+    run(async {
+        let addr = plain();
+        let (status, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"model": "qwen3", "messages": hi()}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["object"], "chat.completion");
+        let choice = &body["choices"][0];
+        assert_eq!(choice["message"]["role"], "assistant");
+        assert_eq!(choice["message"]["content"], PLAIN_TEXT);
+        assert_eq!(choice["message"]["reasoning"], Value::Null);
+        assert!(choice["message"].get("tool_calls").is_none());
+        assert_eq!(choice["finish_reason"], "stop");
+        assert_eq!(choice["stop_reason"], Value::Null, "EOS has no stop_reason");
+        // The prompt is the rendered chat; the output is the text plus EOS.
+        let (_, rendered) = post(addr, "/tokenize", json!({"messages": hi()})).await;
+        assert_eq!(body["usage"]["prompt_tokens"], rendered["count"]);
+        let output = tokenize(addr, PLAIN_TEXT).await.len() as u64 + 1;
+        assert_eq!(body["usage"]["completion_tokens"], output);
+        assert_eq!(
+            body["usage"]["total_tokens"].as_u64().unwrap(),
+            rendered["count"].as_u64().unwrap() + output
+        );
+    });
+}
+
+#[test]
+fn chat_stream_carries_the_same_answer_in_deltas() {
+    run(async {
+        let addr = plain();
+        let events = stream_all(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "stream": true, "stream_options": {"include_usage": true}}),
+        )
+        .await;
+        assert_eq!(
+            events[0]["choices"][0]["delta"],
+            json!({"role": "assistant", "content": ""})
+        );
+        assert!(
+            events
+                .iter()
+                .all(|e| e["object"] == "chat.completion.chunk")
+        );
+        assert!(events.iter().all(|e| e["id"] == events[0]["id"]));
+        assert_eq!(concat_delta(&events, "content"), PLAIN_TEXT);
+        assert_eq!(final_choice(&events)["finish_reason"], "stop");
+        let usage = events.last().unwrap();
+        assert_eq!(usage["choices"], json!([]));
+        let output = tokenize(addr, PLAIN_TEXT).await.len() as u64 + 1;
+        assert_eq!(usage["usage"]["completion_tokens"], output);
+    });
+}
+
+#[test]
+fn max_tokens_finishes_with_length() {
+    run(async {
+        let addr = plain();
+        let (_, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "max_tokens": 3}),
+        )
+        .await;
+        assert_eq!(body["choices"][0]["finish_reason"], "length");
+        assert_eq!(body["usage"]["completion_tokens"], 3);
+        let first3 = tokenize(addr, PLAIN_TEXT).await[..3].to_vec();
+        let (_, text) = post(addr, "/detokenize", json!({"tokens": first3})).await;
+        assert_eq!(body["choices"][0]["message"]["content"], text["prompt"]);
+    });
+}
+
+#[test]
+fn stop_strings_cut_the_text_and_report_the_string() {
+    run(async {
+        let addr = plain();
+        let (_, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "stop": ["mock"]}),
+        )
+        .await;
+        let choice = &body["choices"][0];
+        assert_eq!(choice["message"]["content"], "Hello! I am a ");
+        assert_eq!(choice["finish_reason"], "stop");
+        assert_eq!(choice["stop_reason"], "mock");
+
+        let (_, body) = post(
+            addr,
+            "/v1/completions",
+            json!({"prompt": "Hi", "max_tokens": 50, "stop": "engine", "include_stop_str_in_output": true}),
+        )
+        .await;
+        assert_eq!(body["choices"][0]["text"], "Hello! I am a mock engine");
+        assert_eq!(body["choices"][0]["stop_reason"], "engine");
+
+        let events = stream_all(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "stream": true, "stop": ["mock", "!"]}),
+        )
+        .await;
+        assert_eq!(concat_delta(&events, "content"), "Hello");
+        let last = final_choice(&events);
+        assert_eq!(last["finish_reason"], "stop");
+        assert_eq!(last["stop_reason"], "!");
+    });
+}
+
+#[test]
+fn chat_logprobs_have_tokens_bytes_and_top_logprobs() {
+    run(async {
+        let addr = plain();
+        let (status, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "logprobs": true, "top_logprobs": 2}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let content = body["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap();
+        assert_eq!(
+            content.len() as u64,
+            body["usage"]["completion_tokens"].as_u64().unwrap()
+        );
+        let mut text = String::new();
+        for entry in content {
+            let token = entry["token"].as_str().unwrap();
+            text.push_str(token);
+            let bytes: Vec<u8> = entry["bytes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b.as_u64().unwrap() as u8)
+                .collect();
+            assert_eq!(bytes, token.as_bytes());
+            assert!(entry["logprob"].as_f64().unwrap() <= 0.0);
+            let top = entry["top_logprobs"].as_array().unwrap();
+            assert_eq!(top.len(), 2, "{entry}");
+            assert!(
+                top.iter()
+                    .all(|t| t["token"].is_string() && t["logprob"].as_f64().unwrap() <= 0.0)
+            );
+        }
+        // The sampled tokens spell the answer, then the EOS token.
+        assert_eq!(text, format!("{PLAIN_TEXT}<|im_end|>"));
+
+        let events = stream_all(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "stream": true, "logprobs": true, "top_logprobs": 0}),
+        )
+        .await;
+        let streamed: String = events
+            .iter()
+            .filter_map(|e| {
+                e["choices"].get(0)?["logprobs"]["content"]
+                    .as_array()
+                    .cloned()
+            })
+            .flatten()
+            .map(|entry| {
+                assert_eq!(entry["top_logprobs"], json!([]));
+                entry["token"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(streamed, text);
+    });
+}
+
+#[test]
+fn completion_logprobs_have_consistent_offsets() {
+    run(async {
+        let addr = plain();
+        let (status, body) = post(
+            addr,
+            "/v1/completions",
+            json!({"prompt": "Hi", "max_tokens": 6, "logprobs": 1}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let lp = &body["choices"][0]["logprobs"];
+        let tokens: Vec<&str> = lp["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert_eq!(tokens.len(), 6);
+        assert_eq!(
+            tokens.concat(),
+            body["choices"][0]["text"].as_str().unwrap()
+        );
+        let offsets: Vec<u64> = lp["text_offset"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o.as_u64().unwrap())
+            .collect();
+        assert_eq!(offsets[0], 0);
+        for i in 1..offsets.len() {
+            assert_eq!(
+                offsets[i],
+                offsets[i - 1] + tokens[i - 1].chars().count() as u64
+            );
+        }
+        for (i, top) in lp["top_logprobs"].as_array().unwrap().iter().enumerate() {
+            let top = top.as_object().unwrap();
+            assert!((1..=2).contains(&top.len()));
+            assert!(top.contains_key(tokens[i]), "sampled token first: {top:?}");
+        }
+    });
+}
+
+#[test]
+fn completions_whole_stream_and_echo() {
+    run(async {
+        let addr = plain();
+        let (status, body) = post(
+            addr,
+            "/v1/completions",
+            json!({"model": "qwen3", "prompt": "Say hi", "max_tokens": 100}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["object"], "text_completion");
+        assert_eq!(body["choices"][0]["text"], PLAIN_TEXT);
+        assert_eq!(body["choices"][0]["finish_reason"], "stop");
+        assert_eq!(
+            body["usage"]["prompt_tokens"].as_u64().unwrap(),
+            tokenize(addr, "Say hi").await.len() as u64
+        );
+
+        let (_, echoed) = post(
+            addr,
+            "/v1/completions",
+            json!({"prompt": "Say hi", "max_tokens": 100, "echo": true}),
+        )
+        .await;
+        assert_eq!(echoed["choices"][0]["text"], format!("Say hi{PLAIN_TEXT}"));
+
+        let events = stream_all(
+            addr,
+            "/v1/completions",
+            json!({"prompt": [1, 2, 3], "max_tokens": 100, "stream": true, "stream_options": {"include_usage": true}}),
+        )
+        .await;
+        let text: String = events
+            .iter()
+            .filter_map(|e| e["choices"].get(0)?["text"].as_str().map(str::to_owned))
+            .collect();
+        assert_eq!(text, PLAIN_TEXT);
+        assert_eq!(events.last().unwrap()["usage"]["prompt_tokens"], 3);
+    });
+}
+
+#[test]
+fn tokenize_detokenize_and_render_agree() {
+    run(async {
+        let addr = plain();
+        let tokens = tokenize(addr, "Hello world, héllo 世界").await;
+        let (_, text) = post(addr, "/detokenize", json!({"tokens": tokens})).await;
+        assert_eq!(text["prompt"], "Hello world, héllo 世界");
+
+        let (_, chat_tokens) = post(
+            addr,
+            "/tokenize",
+            json!({"messages": hi(), "return_token_strs": true}),
+        )
+        .await;
+        assert_eq!(
+            chat_tokens["count"],
+            chat_tokens["tokens"].as_array().unwrap().len()
+        );
+        assert_eq!(
+            chat_tokens["token_strs"].as_array().unwrap().len(),
+            chat_tokens["tokens"].as_array().unwrap().len()
+        );
+        let (status, rendered) = post(
+            addr,
+            "/v1/chat/completions/render",
+            json!({"messages": hi(), "max_tokens": 7}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{rendered}");
+        assert_eq!(rendered["token_ids"], chat_tokens["tokens"]);
+        assert_eq!(rendered["sampling_params"]["max_tokens"], 7);
+
+        let (status, rendered) = post(
+            addr,
+            "/v1/completions/render",
+            json!({"prompt": "Hello world, héllo 世界"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{rendered}");
+        assert_eq!(rendered[0]["token_ids"], json!(tokens));
+    });
+}
+
+#[test]
+fn generate_endpoint_takes_and_returns_token_ids() {
+    run(async {
+        let addr = plain();
+        let answer = tokenize(addr, PLAIN_TEXT).await;
+        let request = json!({"token_ids": [1, 2, 3], "sampling_params": {"max_tokens": 5, "temperature": 0.0}});
+        let (status, body) = post(addr, "/inference/v1/generate", request.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(body["output_mode"], "tokens");
+        assert_eq!(body["choices"][0]["token_ids"], json!(answer[..5]));
+        assert_eq!(body["choices"][0]["finish_reason"], "length");
+        assert_eq!(body["usage"]["prompt_tokens"], 3);
+
+        let mut streamed = request.clone();
+        streamed["stream"] = json!(true);
+        streamed["output_mode"] = json!("text");
+        let events = stream_all(addr, "/inference/v1/generate", streamed).await;
+        let ids: Vec<Value> = events
+            .iter()
+            .flat_map(|e| {
+                e["choices"][0]["token_ids"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            answer[..5].iter().map(|&t| json!(t)).collect::<Vec<_>>()
+        );
+        let text: String = events
+            .iter()
+            .filter_map(|e| e["choices"][0]["text"].as_str().map(str::to_owned))
+            .collect();
+        let (_, expected) = post(addr, "/detokenize", json!({"tokens": answer[..5]})).await;
+        assert_eq!(text, expected["prompt"].as_str().unwrap());
+    });
+}
+
+#[test]
+fn auto_tool_choice_returns_tool_calls() {
+    run(async {
+        let addr = tools();
+        let request = json!({"messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": weather_tool()});
+        let (status, body) = post(addr, "/v1/chat/completions", request.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let choice = &body["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls");
+        assert_eq!(choice["message"]["content"], Value::Null);
+        let call = &choice["message"]["tool_calls"][0];
+        assert_eq!(call["type"], "function");
+        assert!(call["id"].as_str().unwrap().starts_with("chatcmpl-tool-"));
+        assert_eq!(call["function"]["name"], "get_weather");
+        let args: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(args, json!({"city": "Paris"}));
+
+        let mut streamed = request.clone();
+        streamed["stream"] = json!(true);
+        let events = stream_all(addr, "/v1/chat/completions", streamed).await;
+        let calls: Vec<Value> = events
+            .iter()
+            .filter_map(|e| {
+                e["choices"].get(0)?["delta"]["tool_calls"]
+                    .as_array()
+                    .cloned()
+            })
+            .flatten()
+            .collect();
+        assert_eq!(calls[0]["function"]["name"], "get_weather");
+        assert_eq!(calls[0]["type"], "function");
+        assert!(calls[0]["id"].is_string());
+        assert!(calls.iter().all(|c| c["index"] == 0));
+        let arguments: String = calls
+            .iter()
+            .filter_map(|c| c["function"]["arguments"].as_str())
+            .collect();
+        assert_eq!(
+            serde_json::from_str::<Value>(&arguments).unwrap(),
+            json!({"city": "Paris"})
+        );
+        assert_eq!(final_choice(&events)["finish_reason"], "tool_calls");
+        assert_eq!(concat_delta(&events, "content").trim(), "");
+    });
+}
+
+#[test]
+fn tool_choice_none_and_named() {
+    run(async {
+        let addr = tools();
+        let messages = json!([{"role": "user", "content": "Weather in Paris?"}]);
+        let (_, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": messages, "tools": weather_tool(), "tool_choice": "none"}),
+        )
+        .await;
+        assert_eq!(body["choices"][0]["message"]["content"], TOOL_TEXT);
+        assert!(body["choices"][0]["message"].get("tool_calls").is_none());
+        assert_eq!(body["choices"][0]["finish_reason"], "stop");
+
+        // A named function: the output is taken as its arguments (the engine would be
+        // held to the schema), and OpenAI reports `stop`.
+        let named = json!({"type": "function", "function": {"name": "get_weather"}});
+        let request = json!({"messages": messages, "tools": weather_tool(), "tool_choice": named});
+        let (_, body) = post(addr, "/v1/chat/completions", request.clone()).await;
+        let choice = &body["choices"][0];
+        assert_eq!(choice["finish_reason"], "stop");
+        assert_eq!(choice["message"]["content"], "");
+        assert_eq!(
+            choice["message"]["tool_calls"][0]["function"]["name"],
+            "get_weather"
+        );
+        assert_eq!(
+            choice["message"]["tool_calls"][0]["function"]["arguments"],
+            TOOL_TEXT
+        );
+
+        let mut streamed = request;
+        streamed["stream"] = json!(true);
+        let events = stream_all(addr, "/v1/chat/completions", streamed).await;
+        let calls: Vec<Value> = events
+            .iter()
+            .filter_map(|e| {
+                e["choices"].get(0)?["delta"]["tool_calls"]
+                    .as_array()
+                    .cloned()
+            })
+            .flatten()
+            .collect();
+        assert_eq!(calls[0]["function"]["name"], "get_weather");
+        let arguments: String = calls
+            .iter()
+            .filter_map(|c| c["function"]["arguments"].as_str())
+            .collect();
+        assert_eq!(arguments, TOOL_TEXT);
+
+        // A named function that is not among the tools is a 400.
+        let wrong = json!({"type": "function", "function": {"name": "nope"}});
+        let (status, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": messages, "tools": weather_tool(), "tool_choice": wrong}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(body["error"]["param"], "tool_choice");
+    });
+}
+
+#[test]
+fn reasoning_is_split_from_content_streamed_and_whole() {
+    run(async {
+        let addr = reasoning();
+        let (status, body) = post(addr, "/v1/chat/completions", json!({"messages": hi()})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let message = &body["choices"][0]["message"];
+        let reasoning = message["reasoning"].as_str().unwrap();
+        let content = message["content"].as_str().unwrap();
+        assert!(reasoning.contains("The user greets me."), "{reasoning:?}");
+        assert!(
+            content.contains("Hello there!") && !content.contains("think"),
+            "{content:?}"
+        );
+
+        let events = stream_all(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "stream": true}),
+        )
+        .await;
+        assert_eq!(concat_delta(&events, "reasoning"), reasoning);
+        assert_eq!(concat_delta(&events, "content"), content);
+
+        let (_, hidden) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "include_reasoning": false}),
+        )
+        .await;
+        assert_eq!(hidden["choices"][0]["message"]["reasoning"], Value::Null);
+        assert_eq!(hidden["choices"][0]["message"]["content"], content);
+    });
+}
+
+/// Asserts an OpenAI error body with this status and parameter.
+fn assert_error(status: StatusCode, body: &Value, expected: StatusCode, param: Option<&str>) {
+    assert_eq!(status, expected, "{body}");
+    let error = &body["error"];
+    assert_eq!(error["code"], expected.as_u16(), "{body}");
+    assert!(
+        error["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    assert!(error["type"].is_string(), "{body}");
+    if let Some(param) = param {
+        assert_eq!(error["param"], param, "{body}");
+    }
+}
+
+#[test]
+fn bad_json_and_bad_parameters_are_clear_400s() {
+    run(async {
+        let addr = plain();
+        let (status, body) = post_raw(addr, "/v1/chat/completions", "{\"messages\": [").await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, None);
+        assert_eq!(body["error"]["type"], "BadRequestError");
+        let (status, body) = post_raw(addr, "/v1/completions", "{\"max_tokens\": 3}").await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, None);
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("prompt"),
+            "{body}"
+        );
+
+        let cases = [
+            (
+                json!({"temperature": 3.0}),
+                "temperature",
+                "temperature must be in [0, 2], got 3.0.",
+            ),
+            (
+                json!({"top_p": 0.0}),
+                "top_p",
+                "top_p must be in (0, 1], got 0.0.",
+            ),
+            (
+                json!({"max_tokens": 0}),
+                "max_tokens",
+                "max_tokens must be at least 1, got 0.",
+            ),
+            (
+                json!({"presence_penalty": 5}),
+                "presence_penalty",
+                "presence_penalty must be in [-2, 2], got 5.0.",
+            ),
+            (
+                json!({"logprobs": true, "top_logprobs": 50}),
+                "logprobs",
+                "Requested sample logprobs of 50, which is greater than max allowed: 20",
+            ),
+            (
+                json!({"stream_options": {"include_usage": true}}),
+                "stream_options",
+                "Stream options can only be defined when `stream=True`.",
+            ),
+            (
+                json!({"stop": [""]}),
+                "stop",
+                "stop cannot contain an empty string.",
+            ),
+        ];
+        for (extra, param, message) in cases {
+            let mut request = json!({"messages": hi()});
+            for (k, v) in extra.as_object().unwrap() {
+                request[k] = v.clone();
+            }
+            let (status, body) = post(addr, "/v1/chat/completions", request).await;
+            assert_error(status, &body, StatusCode::BAD_REQUEST, Some(param));
+            assert_eq!(body["error"]["message"], message);
+        }
+        let (status, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "n": 2}),
+        )
+        .await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, Some("n"));
+        let (status, body) =
+            post(addr, "/v1/completions", json!({"prompt": "x", "top_k": -5})).await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, Some("top_k"));
+    });
+}
+
+#[test]
+fn unknown_model_is_a_404() {
+    run(async {
+        let addr = plain();
+        for path in ["/v1/chat/completions", "/v1/completions", "/tokenize"] {
+            let body = json!({"model": "gpt-9", "messages": hi(), "prompt": "x"});
+            let (status, body) = post(addr, path, body).await;
+            assert_error(status, &body, StatusCode::NOT_FOUND, None);
+            assert_eq!(body["error"]["type"], "NotFoundError");
+        }
+    });
+}

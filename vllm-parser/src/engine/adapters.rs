@@ -1,0 +1,121 @@
+//! The engine behind the crate's two traits (vLLM's `ParserEngineToolAdapter`
+//! and `ParserEngineReasoningAdapter`).
+//!
+//! The tool parser starts in content (it sees what the reasoning parser left)
+//! and, when no reasoning parser runs before it, treats reasoning-only markers
+//! as text. The reasoning parser reads tool markup as text (a call opener that
+//! implicitly ends reasoning still does so).
+
+use crate::engine::assemble::{CallId, ReasoningAssembler, ToolAssembler};
+use crate::engine::config::{EngineConfig, State};
+use crate::engine::driver::{Bypass, Engine, Signal};
+use crate::event::Event;
+use crate::parser::{ReasoningParser, ToolParser};
+use crate::tools::Tool;
+
+/// A tool parser running an engine config.
+#[derive(Debug)]
+pub struct EngineToolParser {
+    engine: Engine,
+    assembler: ToolAssembler,
+    signals: Vec<Signal>,
+}
+
+impl EngineToolParser {
+    /// A parser for `config` and the request's tools; `call_id` makes
+    /// deterministic call ids where the format has them.
+    pub fn new(config: EngineConfig, tools: &[Tool], call_id: Option<CallId>) -> Self {
+        let assembler = ToolAssembler::new(&config, tools, call_id);
+        let bypass = Bypass {
+            tools: false,
+            reasoning: true,
+        };
+        Self {
+            engine: Engine::new(config, State::Content, bypass),
+            assembler,
+            signals: Vec::new(),
+        }
+    }
+
+    /// Boxed, for the registry.
+    pub fn boxed(config: EngineConfig, tools: &[Tool]) -> Box<dyn ToolParser> {
+        Box::new(Self::new(config, tools, None))
+    }
+}
+
+impl ToolParser for EngineToolParser {
+    fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
+        self.engine.push(text, &mut self.signals);
+        self.assembler.signals(&mut self.signals, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        self.engine.finish(&mut self.signals);
+        self.assembler.signals(&mut self.signals, out);
+        self.assembler.finish(out);
+    }
+
+    fn follows_reasoning_parser(&mut self) {
+        self.engine.set_bypass(Bypass {
+            tools: false,
+            reasoning: false,
+        });
+    }
+}
+
+/// A reasoning parser running an engine config.
+#[derive(Debug)]
+pub struct EngineReasoningParser {
+    /// `None` when thinking is off: everything is content (vLLM's
+    /// `extract_reasoning` override returns the output untouched).
+    engine: Option<Engine>,
+    assembler: ReasoningAssembler,
+    signals: Vec<Signal>,
+}
+
+impl EngineReasoningParser {
+    /// A parser for `config`; `thinking` false passes all text through as content;
+    /// `prompt_closed` starts in content.
+    pub fn new(config: EngineConfig, thinking: bool, prompt_closed: bool) -> Self {
+        let assembler = ReasoningAssembler::new(&config);
+        let initial = if prompt_closed {
+            State::Content
+        } else {
+            config.initial_state
+        };
+        let bypass = Bypass {
+            tools: true,
+            reasoning: false,
+        };
+        Self {
+            engine: thinking.then(|| Engine::new(config, initial, bypass)),
+            assembler,
+            signals: Vec::new(),
+        }
+    }
+
+    /// Boxed, for the registry.
+    pub fn boxed(config: EngineConfig, thinking: bool) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(config, thinking, false))
+    }
+}
+
+impl ReasoningParser for EngineReasoningParser {
+    fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
+        match &mut self.engine {
+            Some(engine) => {
+                engine.push(text, &mut self.signals);
+                self.assembler.signals(&mut self.signals, out);
+            }
+            None if text.is_empty() => {}
+            None => out.push(Event::Content(text.to_owned())),
+        }
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        if let Some(engine) = &mut self.engine {
+            engine.finish(&mut self.signals);
+            self.assembler.signals(&mut self.signals, out);
+        }
+    }
+}

@@ -1,0 +1,337 @@
+//! From engine [`Signal`]s to the crate's [`Event`]s, with the result rules of
+//! vLLM's `ParserEngine` for whole text (`_events_to_delta(finished=True)`,
+//! `_build_extracted_result`, `DelegatingParser._extract_tool_calls`):
+//!
+//! - content is the text before the first tool event; text after it is dropped
+//!   once some call has a name, and kept (after the text before) when none has;
+//! - with calls, content is `.strip()`ped (or only dropped when blank, per
+//!   config); without calls, whitespace-only content is dropped if a call was
+//!   started at all;
+//! - a call's name is its name text (or `"name": "…"` found in its argument
+//!   text); nameless calls, and with `validate_tool_names` calls to functions
+//!   the request does not offer, are dropped;
+//! - arguments are the config's converter applied to the raw argument text, or
+//!   that text read as JSON (`arguments` / `parameters` of a `{"name", …}`
+//!   object, or the object without `name`, or the text itself), then
+//!   coerced to the tool's schema types;
+//! - reasoning loses its trailing whitespace when the config says so.
+//!
+//! Content is streamed as it comes except what these rules may still remove:
+//! trailing whitespace (and, when content starts with whitespace, everything)
+//! is held until a call or the end of the output decides.
+
+use crate::engine::config::EngineConfig;
+use crate::engine::driver::Signal;
+use crate::engine::schema::fix_arg_types;
+use crate::event::Event;
+use crate::json::{self, PyJson};
+use crate::text::{py_is_blank, py_is_space, py_strip};
+use crate::tools::{Tool, find_tool};
+
+/// Makes a call id from `(function name, call index in the response)`, for
+/// formats whose ids are deterministic.
+pub type CallId = fn(&str, usize) -> String;
+
+/// The tool-parser half: content and calls.
+#[derive(Debug)]
+pub struct ToolAssembler {
+    tools: Vec<Tool>,
+    converter: Option<crate::engine::config::Converter>,
+    strip_content: bool,
+    drop_blank_content: bool,
+    validate_names: bool,
+    strip_names: bool,
+    call_id: Option<CallId>,
+    /// Content was emitted (it then held non-whitespace).
+    emitted_content: bool,
+    /// Content started with whitespace: all of it is held until decided.
+    hold_all: bool,
+    /// Content held back (see the module doc).
+    held: String,
+    /// A tool event was seen: later text is "after calls".
+    after_tool_event: bool,
+    /// Text after the first tool event, kept while no call has a name.
+    after: String,
+    /// Some call has a name: text after tool events is dropped.
+    named_call: bool,
+    slot: Option<Slot>,
+    calls: usize,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    name: String,
+    args: String,
+}
+
+impl ToolAssembler {
+    /// The assembler for `config` and the request's tools.
+    pub fn new(config: &EngineConfig, tools: &[Tool], call_id: Option<CallId>) -> Self {
+        Self {
+            tools: tools.to_vec(),
+            converter: config.converter,
+            strip_content: config.strip_content_whitespace_with_tools,
+            drop_blank_content: config.drop_whitespace_only_content_before_tools,
+            validate_names: config.validate_tool_names,
+            strip_names: config.strip_tool_names,
+            call_id,
+            emitted_content: false,
+            hold_all: false,
+            held: String::new(),
+            after_tool_event: false,
+            after: String::new(),
+            named_call: false,
+            slot: None,
+            calls: 0,
+        }
+    }
+
+    /// Turn engine signals into events.
+    pub fn signals(&mut self, signals: &mut Vec<Signal>, out: &mut Vec<Event>) {
+        for signal in signals.drain(..) {
+            match signal {
+                Signal::Text(text) => self.text(&text, out),
+                // The tool parser's result has no reasoning field: vLLM drops
+                // reasoning the grammar finds inside content.
+                Signal::Reasoning(_) | Signal::ReasoningEnd => {}
+                Signal::CallStart => {
+                    self.after_tool_event = true;
+                    self.end_call(out);
+                    self.slot = Some(Slot::default());
+                }
+                Signal::Name(text) => {
+                    self.after_tool_event = true;
+                    if let Some(slot) = &mut self.slot {
+                        slot.name.push_str(&text);
+                    }
+                }
+                Signal::Args(text) => {
+                    self.after_tool_event = true;
+                    if let Some(slot) = &mut self.slot {
+                        slot.args.push_str(&text);
+                    }
+                }
+                Signal::CallEnd => {
+                    self.after_tool_event = true;
+                    self.end_call(out);
+                }
+            }
+        }
+    }
+
+    /// End of output.
+    pub fn finish(&mut self, out: &mut Vec<Event>) {
+        self.end_call(out);
+        if self.calls > 0 {
+            return;
+        }
+        let mut rest = std::mem::take(&mut self.held);
+        if !self.named_call {
+            rest.push_str(&self.after);
+        }
+        let blank = !self.emitted_content && py_is_blank(&rest);
+        if !rest.is_empty() && !(blank && self.after_tool_event && self.drop_blank_content) {
+            out.push(Event::Content(rest));
+        }
+    }
+
+    fn text(&mut self, text: &str, out: &mut Vec<Event>) {
+        if self.after_tool_event {
+            if !self.named_call {
+                self.after.push_str(text);
+            }
+            return;
+        }
+        if !self.emitted_content && self.held.is_empty() && text.starts_with(py_is_space) {
+            self.hold_all = true;
+        }
+        self.held.push_str(text);
+        if self.hold_all && (self.strip_content || py_is_blank(&self.held)) {
+            return;
+        }
+        self.hold_all = false;
+        let cut = if self.strip_content {
+            match self.held.char_indices().rev().find(|(_, c)| !py_is_space(*c)) {
+                Some((at, c)) => at + c.len_utf8(),
+                None => return,
+            }
+        } else {
+            self.held.len()
+        };
+        let rest = self.held.split_off(cut);
+        let emit = std::mem::replace(&mut self.held, rest);
+        if !emit.is_empty() {
+            self.emitted_content = true;
+            out.push(Event::Content(emit));
+        }
+    }
+
+    fn accept(&self, name: &str) -> bool {
+        !name.is_empty()
+            && (!self.validate_names
+                || self.tools.is_empty()
+                || find_tool(&self.tools, name).is_some())
+    }
+
+    fn end_call(&mut self, out: &mut Vec<Event>) {
+        let Some(slot) = self.slot.take() else {
+            return;
+        };
+        let mut name = if slot.name.is_empty() {
+            name_in_arguments(&slot.args).unwrap_or_default().to_owned()
+        } else {
+            slot.name.clone()
+        };
+        if self.strip_names {
+            name = py_strip(&name).to_owned();
+        }
+        if self.accept(&name) {
+            self.named_call = true;
+            self.after.clear();
+        } else {
+            name = slot.name.clone();
+        }
+        if name.is_empty() && slot.args.is_empty() {
+            return;
+        }
+        let mut name = py_strip(&name).to_owned();
+        let body = py_strip(&slot.args);
+        let arguments = if name.is_empty() && !body.is_empty() {
+            let (found, arguments) = name_and_arguments(body);
+            name = found;
+            arguments
+        } else if body.is_empty() {
+            "{}".to_owned()
+        } else {
+            match self.converter.and_then(|convert| convert(&slot.args)) {
+                Some(arguments) => arguments,
+                None => name_and_arguments(body).1,
+            }
+        };
+        if !self.accept(&name) {
+            return;
+        }
+        let arguments = fix_arg_types(&arguments, &name, &self.tools);
+        self.emit_call(name, arguments, out);
+    }
+
+    fn emit_call(&mut self, name: String, arguments: String, out: &mut Vec<Event>) {
+        if self.calls == 0 {
+            let held = std::mem::take(&mut self.held);
+            let held = if self.strip_content {
+                py_strip(&held)
+            } else if self.emitted_content {
+                held.as_str()
+            } else {
+                ""
+            };
+            if !held.is_empty() {
+                out.push(Event::Content(held.to_owned()));
+            }
+        }
+        let index = self.calls;
+        self.calls += 1;
+        if self.tools.is_empty() {
+            // vLLM returns no calls to a request without tools (content stays
+            // what parsing the calls left).
+            return;
+        }
+        out.push(Event::ToolCallBegin {
+            index,
+            id: self.call_id.map(|make| make(&name, index)),
+            name,
+        });
+        out.push(Event::ToolCallArguments {
+            index,
+            delta: arguments,
+        });
+        out.push(Event::ToolCallEnd { index });
+    }
+}
+
+/// vLLM's `_NAME_RE` (`"name"\s*:\s*"([^"]*)"`): the first non-empty match.
+fn name_in_arguments(args: &str) -> Option<&str> {
+    const KEY: &str = "\"name\"";
+    let mut from = 0;
+    while let Some(at) = args[from..].find(KEY) {
+        let start = from + at;
+        from = start + KEY.len();
+        let rest = args[from..].trim_start_matches(py_is_space);
+        let Some(rest) = rest.strip_prefix(':') else {
+            continue;
+        };
+        let rest = rest.trim_start_matches(py_is_space);
+        let Some(rest) = rest.strip_prefix('"') else {
+            continue;
+        };
+        let Some(end) = rest.find('"') else {
+            continue;
+        };
+        return Some(&rest[..end]).filter(|name| !name.is_empty());
+    }
+    None
+}
+
+/// vLLM's `_extract_name_and_args` on stripped text.
+fn name_and_arguments(body: &str) -> (String, String) {
+    let Ok(PyJson::Dict(items)) = json::loads(body) else {
+        return (String::new(), body.to_owned());
+    };
+    let name = items
+        .iter()
+        .find(|(k, _)| k == "name")
+        .and_then(|(_, v)| v.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    for key in ["arguments", "parameters"] {
+        if let Some((_, value)) = items.iter().find(|(k, _)| k == key) {
+            return match value {
+                PyJson::Str(text) => (name, text.clone()),
+                other => (name, json::dumps(other)),
+            };
+        }
+    }
+    let rest: Vec<(String, PyJson)> = items.into_iter().filter(|(k, _)| k != "name").collect();
+    (name, json::dumps(&PyJson::Dict(rest)))
+}
+
+/// The reasoning-parser half: reasoning and content.
+#[derive(Debug)]
+pub struct ReasoningAssembler {
+    strip_trailing: bool,
+    held: String,
+}
+
+impl ReasoningAssembler {
+    /// The assembler for `config`.
+    pub fn new(config: &EngineConfig) -> Self {
+        Self {
+            strip_trailing: config.strip_trailing_reasoning_whitespace,
+            held: String::new(),
+        }
+    }
+
+    /// Turn engine signals into events.
+    pub fn signals(&mut self, signals: &mut Vec<Signal>, out: &mut Vec<Event>) {
+        for signal in signals.drain(..) {
+            match signal {
+                Signal::Reasoning(text) if self.strip_trailing => {
+                    self.held.push_str(&text);
+                    if let Some((at, c)) =
+                        self.held.char_indices().rev().find(|(_, c)| !py_is_space(*c))
+                    {
+                        let rest = self.held.split_off(at + c.len_utf8());
+                        out.push(Event::Reasoning(std::mem::replace(&mut self.held, rest)));
+                    }
+                }
+                Signal::Reasoning(text) => out.push(Event::Reasoning(text)),
+                Signal::Text(text) => out.push(Event::Content(text)),
+                Signal::ReasoningEnd
+                | Signal::CallStart
+                | Signal::Name(_)
+                | Signal::Args(_)
+                | Signal::CallEnd => {}
+            }
+        }
+    }
+}

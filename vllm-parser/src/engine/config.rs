@@ -1,0 +1,167 @@
+//! The declarative description of one model's output format (vLLM's
+//! `ParserEngineConfig`): terminals, a `(state, terminal) → (state, events)`
+//! table, what plain text means in each state, and how a call's raw argument
+//! text becomes JSON.
+
+/// Where the engine is in the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Assistant text.
+    Content,
+    /// Reasoning text.
+    Reasoning,
+    /// A header whose text is held until the next terminal decides what it is.
+    MessageHeader,
+    /// Inside a call wrapper, before the function name (text is dropped).
+    ToolPreamble,
+    /// Reading the function name.
+    ToolName,
+    /// Reading the arguments.
+    ToolArgs,
+    /// After a call, inside its wrapper (text is dropped).
+    ToolBetween,
+}
+
+impl State {
+    /// The states inside a tool-call region.
+    pub fn is_tool(self) -> bool {
+        matches!(
+            self,
+            State::ToolPreamble | State::ToolName | State::ToolArgs | State::ToolBetween
+        )
+    }
+}
+
+/// What a transition (or plain text in a state) emits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Emit {
+    /// Content text.
+    Text,
+    /// Reasoning starts (no text).
+    ReasoningStart,
+    /// Reasoning text.
+    ReasoningText,
+    /// Reasoning ends (no text).
+    ReasoningEnd,
+    /// A new call starts.
+    ToolCallStart,
+    /// Text of the call's name.
+    NameText,
+    /// Raw argument text.
+    Argument,
+    /// The call ends.
+    ToolCallEnd,
+}
+
+/// One row of the transition table.
+#[derive(Debug, Clone, Copy)]
+pub struct Transition {
+    /// The state the row applies in.
+    pub from: State,
+    /// The terminal's name.
+    pub terminal: &'static str,
+    /// The state after the terminal.
+    pub to: State,
+    /// What the terminal emits; text-carrying events carry the terminal's text.
+    pub emits: &'static [Emit],
+}
+
+/// Shorthand for a table row.
+pub const fn on(
+    from: State,
+    terminal: &'static str,
+    to: State,
+    emits: &'static [Emit],
+) -> Transition {
+    Transition {
+        from,
+        terminal,
+        to,
+        emits,
+    }
+}
+
+/// Converts a call's raw argument text into its arguments JSON; `None` where
+/// vLLM's converter raises (the engine then reads the text as JSON).
+pub type Converter = fn(&str) -> Option<String>;
+
+/// A model's format: vLLM's `ParserEngineConfig` with the fields that decide
+/// the whole-text result.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// vLLM's config name.
+    pub name: &'static str,
+    /// `(terminal name, spelling)`; a name may have several spellings.
+    pub terminals: Vec<(&'static str, &'static str)>,
+    /// The transition table.
+    pub transitions: Vec<Transition>,
+    /// What plain text emits in each state (states not listed drop it).
+    pub content_events: Vec<(State, Emit)>,
+    /// The state the output starts in.
+    pub initial_state: State,
+    /// Raw argument text → JSON (vLLM's `arg_converter`).
+    pub converter: Option<Converter>,
+    /// Reasoning loses its trailing whitespace.
+    pub strip_trailing_reasoning_whitespace: bool,
+    /// Whitespace-only content is dropped when calls follow.
+    pub drop_whitespace_only_content_before_tools: bool,
+    /// Content is `.strip()`ped when the output has calls.
+    pub strip_content_whitespace_with_tools: bool,
+    /// Calls to functions the request does not offer are dropped.
+    pub validate_tool_names: bool,
+    /// Function names are `.strip()`ped before they are checked (GLM).
+    pub strip_tool_names: bool,
+}
+
+impl EngineConfig {
+    /// A config with vLLM's defaults for everything but the grammar.
+    pub fn new(
+        name: &'static str,
+        initial_state: State,
+        terminals: Vec<(&'static str, &'static str)>,
+        transitions: Vec<Transition>,
+    ) -> Self {
+        Self {
+            name,
+            terminals,
+            transitions,
+            content_events: vec![
+                (State::Content, Emit::Text),
+                (State::Reasoning, Emit::ReasoningText),
+                (State::ToolName, Emit::NameText),
+                (State::ToolArgs, Emit::Argument),
+            ],
+            initial_state,
+            converter: None,
+            strip_trailing_reasoning_whitespace: true,
+            drop_whitespace_only_content_before_tools: true,
+            strip_content_whitespace_with_tools: true,
+            validate_tool_names: false,
+            strip_tool_names: false,
+        }
+    }
+
+    /// The row for `terminal` in `state`, if any.
+    pub fn transition(&self, state: State, terminal: &str) -> Option<&Transition> {
+        self.transitions
+            .iter()
+            .find(|t| t.from == state && t.terminal == terminal)
+    }
+
+    /// What plain text emits in `state`.
+    pub fn content_event(&self, state: State) -> Option<Emit> {
+        self.content_events
+            .iter()
+            .find(|(s, _)| *s == state)
+            .map(|(_, e)| *e)
+    }
+
+    /// Whether the format has reasoning at all (vLLM's `_has_reasoning`).
+    pub fn has_reasoning(&self) -> bool {
+        self.initial_state == State::Reasoning
+            || self
+                .terminals
+                .iter()
+                .any(|(name, _)| *name == "THINK_START" || *name == "THINK_END")
+    }
+}
