@@ -150,6 +150,39 @@ fn requests_are_spread_over_data_parallel_engines() {
         );
         a.disconnect();
         b.disconnect();
+        let client = server.client.clone();
+        eventually("both aborted", Duration::from_secs(5), || {
+            client.inflight() == vec![0, 0]
+        })
+        .await;
+
+        // A router pins requests to an engine with `X-data-parallel-rank`.
+        let pinned = |_| {
+            send_with(
+                server.addr,
+                Method::POST,
+                "/v1/chat/completions",
+                Some(chat(true).to_string()),
+                &[("x-data-parallel-rank", "1")],
+            )
+        };
+        let (c, d) = (pinned(0).await.events(), pinned(1).await.events());
+        let (mut c, mut d) = (c, d);
+        assert!(matches!(c.next().await, Some(Event::Data(_))));
+        assert!(matches!(d.next().await, Some(Event::Data(_))));
+        assert_eq!(server.client.inflight(), vec![0, 2], "both on rank 1");
+        c.disconnect();
+        d.disconnect();
+        let bad = send_with(
+            server.addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(chat(false).to_string()),
+            &[("x-data-parallel-rank", "7")],
+        )
+        .await;
+        assert_eq!(bad.status, StatusCode::BAD_REQUEST, "no engine of rank 7");
+
         let mut request = chat(false);
         request["max_tokens"] = json!(4);
         let (status, body) = post(server.addr, "/v1/chat/completions", request).await;

@@ -231,6 +231,48 @@ fn chat_logprobs_have_tokens_bytes_and_top_logprobs() {
 }
 
 #[test]
+fn chat_echo_and_token_id_logprobs() {
+    run(async {
+        let addr = plain();
+        let messages =
+            json!([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Well, "}]);
+        let request = json!({"messages": messages, "echo": true, "add_generation_prompt": false, "continue_final_message": true});
+        let (status, body) = post(addr, "/v1/chat/completions", request.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        assert_eq!(
+            body["choices"][0]["message"]["content"],
+            format!("Well, {PLAIN_TEXT}")
+        );
+        let mut streamed = request;
+        streamed["stream"] = json!(true);
+        let events = stream_all(addr, "/v1/chat/completions", streamed).await;
+        assert_eq!(events[1]["choices"][0]["delta"]["content"], "Well, ");
+        assert_eq!(
+            concat_delta(&events, "content"),
+            format!("Well, {PLAIN_TEXT}")
+        );
+
+        let (_, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "max_tokens": 4, "logprobs": true, "top_logprobs": 1, "return_tokens_as_token_ids": true}),
+        )
+        .await;
+        let expected: Vec<String> = tokenize(addr, PLAIN_TEXT).await[..4]
+            .iter()
+            .map(|t| format!("token_id:{t}"))
+            .collect();
+        let tokens: Vec<String> = body["choices"][0]["logprobs"]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["token"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(tokens, expected);
+    });
+}
+
+#[test]
 fn completion_logprobs_have_consistent_offsets() {
     run(async {
         let addr = plain();
@@ -510,6 +552,43 @@ fn tool_choice_none_and_named() {
 }
 
 #[test]
+fn tool_choice_required_reads_the_json_array() {
+    run(async {
+        let addr = required();
+        let request = json!({
+            "messages": [{"role": "user", "content": "Weather in Paris?"}],
+            "tools": weather_tool(),
+            "tool_choice": "required",
+        });
+        let (status, body) = post(addr, "/v1/chat/completions", request.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let choice = &body["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls");
+        assert_eq!(choice["message"]["content"], "");
+        let calls = choice["message"]["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0]["function"]["name"], "get_weather");
+        assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+
+        let mut streamed = request;
+        streamed["stream"] = json!(true);
+        let events = stream_all(addr, "/v1/chat/completions", streamed).await;
+        let calls: Vec<Value> = events
+            .iter()
+            .filter_map(|e| {
+                e["choices"].get(0)?["delta"]["tool_calls"]
+                    .as_array()
+                    .cloned()
+            })
+            .flatten()
+            .collect();
+        assert_eq!(calls[0]["function"]["name"], "get_weather");
+        assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+        assert_eq!(final_choice(&events)["finish_reason"], "tool_calls");
+    });
+}
+
+#[test]
 fn reasoning_is_split_from_content_streamed_and_whole() {
     run(async {
         let addr = reasoning();
@@ -622,6 +701,30 @@ fn bad_json_and_bad_parameters_are_clear_400s() {
             assert_error(status, &body, StatusCode::BAD_REQUEST, Some(param));
             assert_eq!(body["error"]["message"], message);
         }
+        // Without a tool parser, only `none` (and `auto` with --enable-auto-tool-choice) work.
+        let (status, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "tools": weather_tool(), "tool_choice": "required"}),
+        )
+        .await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, None);
+        assert_eq!(
+            body["error"]["message"],
+            "tool_choice=\"required\" requires --tool-call-parser to be set"
+        );
+        let (status, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "tools": weather_tool()}),
+        )
+        .await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "tools without tool_choice are fine: {body}"
+        );
+        assert_eq!(body["choices"][0]["message"]["content"], PLAIN_TEXT);
         let (status, body) = post(
             addr,
             "/v1/chat/completions",

@@ -6,7 +6,10 @@
 # 1. builds the `mock-engine` example (release; PROFILE=dev for a debug build);
 # 2. interop_vllm_frontend.py: vLLM 0.33.0's own frontend code (wait_for_engine_startup,
 #    MsgpackEncoder / MsgpackDecoder) drives the mock as a headless engine;
-# 3. interop_vllm_rs.py: the mock behind `vllm-rs serve MODEL --python WRAPPER`,
+# 3. interop_vllm_asyncllm.py: vLLM's whole Python frontend (AsyncLLM: input and output
+#    processors, detokenizer, engine client) against the mock: text, streaming, stop
+#    strings, logprobs, n > 1, abort, utility calls, engine death -> EngineDeadError;
+# 4. interop_vllm_rs.py: the mock behind `vllm-rs serve MODEL --python WRAPPER`,
 #    answering OpenAI chat completions over HTTP, with one engine and with two
 #    (`--data-parallel-size 2`).
 #
@@ -38,7 +41,7 @@ export MOCK_ENGINE="$target/$dir/examples/mock-engine"
 
 declare -A results
 status=0
-runs=("interop_vllm_frontend" "interop_vllm_rs --data-parallel-size 1" "interop_vllm_rs --data-parallel-size 2")
+runs=("interop_vllm_frontend" "interop_vllm_asyncllm" "interop_vllm_rs --data-parallel-size 1" "interop_vllm_rs --data-parallel-size 2")
 for run in "${runs[@]}"; do
     read -r -a words <<< "$run"
     echo "== $run"

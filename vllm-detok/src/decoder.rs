@@ -101,7 +101,8 @@ struct StopState {
 /// let mut decoder = IncrementalDecoder::new(tokenizer, &[], options)?;
 /// let mut text = String::new();
 /// for id in [0, 1, 2] {
-///     // "he", "l", "lo": "lo" is a stop string, so "l" is held back and then cut.
+///     // "he", "l", "lo": one character is held back while "lo" could be completing;
+///     // then "lo" matches and is cut from the text.
 ///     let delta = decoder.push(&[id])?;
 ///     text.push_str(&delta.text);
 ///     if delta.finished {

@@ -6,10 +6,14 @@
 //! characters held back, `min_tokens`, stop tokens, `skip_special_tokens` and
 //! `spaces_between_special_tokens`. [`LogprobText`] gives the token strings of logprobs.
 //!
-//! For byte-level BPE tokenizers (Llama 3, Qwen, DeepSeek, GPT-OSS), a [`DecodeTable`] built
-//! once per tokenizer makes each token O(1) work; other tokenizers use `DecodeStream`'s window
-//! method. Tokenizers plug in through the [`Tokenizer`] trait; [`HfTokenizer`] loads
-//! `tokenizer.json`.
+//! A [`DecodeTable`] built once per tokenizer makes decoding cheap: O(1) per token for
+//! byte-level BPE tokenizers (Llama 3, Qwen, DeepSeek, GPT-OSS), and a short window decoded
+//! from the table for SentencePiece byte-fallback ones (Gemma). Other tokenizers use
+//! `DecodeStream`'s window method over their own `decode`. Tokenizers plug in through the
+//! [`Tokenizer`] trait; [`HfTokenizer`] loads `tokenizer.json`.
+//!
+//! vLLM detokenizes tokenizers that are not Hugging Face fast tokenizers (mistral-common's
+//! SentencePiece and tekken) with its slow Python path, which this crate does not reproduce.
 #![deny(missing_docs)]
 
 mod decoder;

@@ -101,6 +101,10 @@ impl LogprobText {
     /// The texts of one output position: `ids[0]` is the sampled token and the rest are the
     /// top-k alternatives, in the order the engine sends them (`logprob_token_ids`). The
     /// `bytes` list vLLM returns is each text's UTF-8 (`text.as_bytes()`).
+    ///
+    /// Call it for every output position in order, skipping positions dropped after a stop
+    /// string ([`StopMatch::tokens_kept`](crate::StopMatch::tokens_kept)), as vLLM does: the
+    /// sampled tokens are the context of later positions.
     pub fn position(&mut self, ids: &[u32]) -> Result<Vec<Cow<'_, str>>> {
         let texts = self.tokenizer.token_texts();
         let mut out = Vec::with_capacity(ids.len());

@@ -26,7 +26,8 @@ use crate::tokenizer::Tokenizer;
 
 /// The prompt tokens a window is seeded with (vLLM's slow detokenizer uses 5 + 1).
 const SEED_TOKENS: usize = 6;
-/// How far back seeding looks for a suffix that does not start inside a character.
+/// How far back seeding looks at the prompt (for a suffix that does not start inside a
+/// character, or past skipped special tokens for the last bytes).
 const MAX_SEED_TOKENS: usize = 24;
 const REPLACEMENT: char = '\u{FFFD}';
 
@@ -109,7 +110,7 @@ impl TableStream {
         // The last few prompt bytes are enough to see whether the prompt ends inside a
         // character (at most 3 bytes of it).
         let mut tail = Vec::new();
-        for &id in prompt.iter().rev() {
+        for &id in prompt.iter().rev().take(MAX_SEED_TOKENS) {
             let bytes = table.token_bytes(id, skip_special_tokens);
             tail.splice(0..0, bytes.iter().copied());
             if tail.len() >= 4 {

@@ -25,29 +25,33 @@ pub enum TableKind {
 /// Every token's decoded bytes, computed once per tokenizer and shared (via `Arc`) by all
 /// requests.
 ///
-/// Tokens that are complete text on their own (valid UTF-8, not ending in U+FFFD: nearly all
-/// of them) live in a `String` arena, so a decode step pushes them without validation; the
-/// rest live in a byte arena. One 12-byte entry per id keeps a lookup to two cache lines.
+/// One 16-byte entry per id holds the token's bytes inline when they fit (nearly all tokens),
+/// so a decode step touches one cache line; longer tokens live in an arena. Whether a token
+/// is complete text on its own (valid UTF-8, not ending in U+FFFD) is precomputed.
 #[derive(Debug, Clone)]
 pub struct DecodeTable {
     kind: TableKind,
     entries: Vec<Entry>,
-    /// Complete tokens, concatenated.
-    text: String,
-    /// Other tokens' bytes, concatenated.
-    raw: Vec<u8>,
+    /// Bytes of the tokens too long to be inline, concatenated.
+    long: Vec<u8>,
 }
+
+/// Bytes stored in the entry itself.
+const INLINE: usize = 14;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Entry {
-    start: u32,
-    len: u32,
+    /// The token's bytes if `len <= INLINE`, else its start and length in `long` (two `u32`,
+    /// little endian).
+    data: [u8; INLINE],
+    /// The inline length, or `u8::MAX` for a long token.
+    len: u8,
     flags: u8,
 }
 
 /// The token is special: removed when `skip_special_tokens` is set.
 const SPECIAL: u8 = 1;
-/// The token is complete text, stored in `text`.
+/// The token is complete text on its own.
 const COMPLETE: u8 = 2;
 /// [`TableKind::ByteFallback`]: the token is one byte (`<0xE2>`).
 const BYTE: u8 = 4;
@@ -96,33 +100,36 @@ impl DecodeTable {
         let mut table = Self {
             kind: TableKind::ByteLevel,
             entries: Vec::with_capacity(tokens.len()),
-            text: String::new(),
-            raw: Vec::new(),
+            long: Vec::new(),
         };
         for token in tokens {
             let Some((bytes, special)) = token else {
                 table.entries.push(Entry::default());
                 continue;
             };
-            let mut flags = KNOWN | if special { SPECIAL } else { 0 };
-            let start = match std::str::from_utf8(bytes) {
-                Ok(text) if !text.is_empty() && !text.ends_with('\u{FFFD}') => {
-                    flags |= COMPLETE;
-                    table.text.push_str(text);
-                    table.text.len() - text.len()
+            let complete = std::str::from_utf8(bytes)
+                .is_ok_and(|text| !text.is_empty() && !text.ends_with('\u{FFFD}'));
+            let flags =
+                KNOWN | if special { SPECIAL } else { 0 } | if complete { COMPLETE } else { 0 };
+            let mut entry = Entry {
+                flags,
+                ..Entry::default()
+            };
+            match u8::try_from(bytes.len()) {
+                Ok(len) if bytes.len() <= INLINE => {
+                    entry.data[..bytes.len()].copy_from_slice(bytes);
+                    entry.len = len;
                 }
                 _ => {
-                    table.raw.extend_from_slice(bytes);
-                    table.raw.len() - bytes.len()
+                    // Vocabularies are far below 4 GiB of token text; saturate, not wrap.
+                    let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+                    entry.data[..4].copy_from_slice(&clamp(table.long.len()).to_le_bytes());
+                    entry.data[4..8].copy_from_slice(&clamp(bytes.len()).to_le_bytes());
+                    entry.len = u8::MAX;
+                    table.long.extend_from_slice(bytes);
                 }
-            };
-            // Vocabularies are far below 4 GiB of token text; saturate rather than wrap.
-            let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-            table.entries.push(Entry {
-                start: clamp(start),
-                len: clamp(bytes.len()),
-                flags,
-            });
+            }
+            table.entries.push(entry);
         }
         table
     }
@@ -229,35 +236,42 @@ impl DecodeTable {
     /// The entry of `id`, unless the decoder never sees it (unknown id, or special and
     /// skipped).
     #[inline]
-    fn entry(&self, id: u32, skip_special_tokens: bool) -> Option<Entry> {
-        let entry = *self.entries.get(id as usize)?;
+    fn entry(&self, id: u32, skip_special_tokens: bool) -> Option<&Entry> {
+        let entry = self.entries.get(id as usize)?;
         let hidden =
             entry.flags & KNOWN == 0 || (skip_special_tokens && entry.flags & SPECIAL != 0);
         (!hidden).then_some(entry)
     }
 
-    fn bytes_of(&self, entry: Entry) -> &[u8] {
-        let range = entry.start as usize..entry.start as usize + entry.len as usize;
-        let arena = if entry.flags & COMPLETE != 0 {
-            self.text.as_bytes()
-        } else {
-            &self.raw
+    #[inline]
+    fn bytes_of<'a>(&'a self, entry: &'a Entry) -> &'a [u8] {
+        if entry.len != u8::MAX {
+            return &entry.data[..usize::from(entry.len).min(INLINE)];
+        }
+        let word = |i: usize| {
+            let mut bytes = [0; 4];
+            bytes.copy_from_slice(&entry.data[i..i + 4]);
+            u32::from_le_bytes(bytes) as usize
         };
-        arena.get(range).unwrap_or_default()
+        let start = word(0);
+        self.long.get(start..start + word(4)).unwrap_or_default()
     }
 
     /// What token `id` contributes to a decoding.
     #[inline]
     pub(crate) fn piece(&self, id: u32, skip_special_tokens: bool) -> Piece<'_> {
-        match self.entry(id, skip_special_tokens) {
-            Some(entry) if entry.flags & COMPLETE != 0 => {
-                let start = entry.start as usize;
-                self.text
-                    .get(start..start + entry.len as usize)
-                    .map_or(Piece::Empty, Piece::Text)
-            }
-            Some(entry) if entry.len > 0 => Piece::Bytes(self.bytes_of(entry)),
-            _ => Piece::Empty,
+        let Some(entry) = self.entry(id, skip_special_tokens) else {
+            return Piece::Empty;
+        };
+        let bytes = self.bytes_of(entry);
+        if entry.flags & COMPLETE != 0
+            && let Ok(text) = std::str::from_utf8(bytes)
+        {
+            Piece::Text(text)
+        } else if bytes.is_empty() {
+            Piece::Empty
+        } else {
+            Piece::Bytes(bytes)
         }
     }
 
@@ -373,6 +387,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn inline_and_long_tokens_round_trip() {
+        let long = "a fairly long token, longer than the inline bytes";
+        let tokens: Vec<Option<(&[u8], bool)>> = vec![
+            Some((b"hi", false)),
+            None,
+            Some((long.as_bytes(), true)),
+            Some((b"\xe2\x82", false)),
+            Some((b"", false)),
+            Some((b"exactly14bytes", false)),
+        ];
+        let table = DecodeTable::from_token_bytes(tokens.clone().into_iter());
+        assert_eq!(table.len(), tokens.len());
+        for (id, token) in tokens.iter().enumerate() {
+            let expected = token.map_or(&b""[..], |(bytes, _)| bytes);
+            assert_eq!(table.token_bytes(id as u32, false), expected, "id {id}");
+        }
+        assert_eq!(table.token_bytes(2, true), b"", "special token skipped");
+        assert_eq!(table.token_bytes(99, false), b"", "unknown id");
+        assert!(matches!(table.piece(2, false), Piece::Text(t) if t == long));
+        assert!(matches!(table.piece(3, false), Piece::Bytes(b"\xe2\x82")));
+        assert!(matches!(table.piece(4, false), Piece::Empty));
+        assert_eq!(table.decode(&[0, 3, 5], false), "hi\u{FFFD}exactly14bytes");
     }
 
     #[test]

@@ -13,9 +13,9 @@ use crate::table::{DecodeTable, TableKind};
 /// What the decoder needs from a tokenizer.
 ///
 /// A backend implements plain `decode`; if every token decodes to fixed bytes it also offers a
-/// [`DecodeTable`], which turns decoding into O(1) work per token. Backends for tiktoken or
-/// Mistral's tekken (byte-level by construction) only need `decode`, `decode_table` and
-/// `added_token`.
+/// [`DecodeTable`], which turns decoding into O(1) work per token. Byte-level backends such
+/// as tiktoken or Mistral's tekken build theirs with [`DecodeTable::from_token_bytes`];
+/// `token_texts` caches [`TokenTexts::build`] (see [`HfTokenizer`]).
 pub trait Tokenizer: Send + Sync {
     /// Decodes `ids` exactly as `tokenizers`' `Tokenizer::decode` does (this is what
     /// `DecodeStream` and vLLM call).
@@ -47,7 +47,7 @@ pub trait Tokenizer: Send + Sync {
 /// Loading decides once, from the decoder in `tokenizer.json`, whether a [`DecodeTable`]
 /// applies: a `ByteLevel` decoder (Llama 3, Qwen, DeepSeek, GPT-OSS) or Gemma's
 /// `Replace("▁", " ") + ByteFallback + Fuse`. Other tokenizers decode through
-/// [`tokenizers::Tokenizer::decode`].
+/// `tokenizers`' own `decode`.
 pub struct HfTokenizer {
     inner: tokenizers::Tokenizer,
     table: Option<Arc<DecodeTable>>,

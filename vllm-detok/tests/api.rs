@@ -83,3 +83,11 @@ fn into_calls_match_allocating_calls() {
     assert_eq!(text, expected);
     assert_eq!(text, "hellolhe");
 }
+
+#[test]
+fn decoders_can_move_between_threads() {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<IncrementalDecoder>();
+    assert_send::<vllm_detok::LogprobText>();
+    assert_send::<Arc<HfTokenizer>>();
+}

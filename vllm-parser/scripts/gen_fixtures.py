@@ -54,6 +54,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 import warnings
@@ -104,7 +105,11 @@ def tokenizer_for(model: str, rename_tokens: dict | None = None):
             for file in path.iterdir():
                 text = file.read_text()
                 for old, new in rename_tokens.items():
-                    text = text.replace(json.dumps(old), json.dumps(new))
+                    for ascii_only in (True, False):
+                        text = text.replace(
+                            json.dumps(old, ensure_ascii=ascii_only),
+                            json.dumps(new, ensure_ascii=ascii_only),
+                        )
                 (Path(tmp.name) / file.name).write_text(text)
             path = Path(tmp.name)
         _TOKENIZERS[key] = get_tokenizer(str(path))
@@ -144,12 +149,20 @@ def make_request(tools: list[dict], chat_template_kwargs: dict) -> ChatCompletio
     return ChatCompletionRequest.model_validate(body)
 
 
+def is_random_id(call_id: str) -> bool:
+    """vLLM's random ids: ``chatcmpl-tool-<hex>`` (``make_tool_call_id``) and
+    xLAM's ``call_<index>_<random_uuid()>``."""
+    return call_id.startswith("chatcmpl-tool-") or bool(
+        re.fullmatch(r"call_\d+_[0-9a-f]{16}", call_id)
+    )
+
+
 def normalise(content, reasoning, tool_calls) -> dict:
     """A message as clients compare it: "" == None; ids only when deterministic."""
     calls = []
     for tc in tool_calls:
         call = {"name": tc["name"], "arguments": tc["arguments"] or ""}
-        if tc.get("id") and not tc["id"].startswith("chatcmpl-tool-"):
+        if tc.get("id") and not is_random_id(tc["id"]):
             call["id"] = tc["id"]
         calls.append(call)
     if calls and content is not None and content.strip() == "":

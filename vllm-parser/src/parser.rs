@@ -27,6 +27,14 @@ pub trait ReasoningParser: Send {
     /// Harmony) then passes all text through as content for the tool parser,
     /// which parses reasoning and calls together.
     fn precedes_tool_parser(&mut self) {}
+
+    /// Whether vLLM implements this parser with its declarative parser engine
+    /// (`engine_based_streaming`). An engine-based tool parser after a legacy
+    /// reasoning parser returns the content it was given untouched when it
+    /// finds no call (`DelegatingParser._extract_tool_calls`).
+    fn is_engine_based(&self) -> bool {
+        false
+    }
 }
 
 /// Finds tool calls in content.
@@ -42,9 +50,15 @@ pub trait ToolParser: Send {
     fn finish(&mut self, out: &mut Vec<Event>);
 
     /// Called once, before any text, when a reasoning parser runs before this
-    /// one. vLLM treats reasoning markup as text in a tool parser that runs
-    /// alone, and engine-based tool parsers parse it when composed.
+    /// one. vLLM treats reasoning markup as text in an engine-based tool parser
+    /// that runs alone, and parses it when composed.
     fn follows_reasoning_parser(&mut self) {}
+
+    /// Called once, before any text, after
+    /// [`follows_reasoning_parser`](Self::follows_reasoning_parser), when that
+    /// reasoning parser is not engine-based (see
+    /// [`ReasoningParser::is_engine_based`]).
+    fn follows_legacy_reasoning_parser(&mut self) {}
 }
 
 /// What a request tells its parsers.

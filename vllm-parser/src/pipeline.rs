@@ -30,8 +30,11 @@ impl MessageParser {
         mut reasoning: Option<Box<dyn ReasoningParser>>,
         mut tool: Option<Box<dyn ToolParser>>,
     ) -> Self {
-        if let (Some(_), Some(tool)) = (&reasoning, &mut tool) {
+        if let (Some(reasoning), Some(tool)) = (&reasoning, &mut tool) {
             tool.follows_reasoning_parser();
+            if !reasoning.is_engine_based() {
+                tool.follows_legacy_reasoning_parser();
+            }
         }
         if let (Some(reasoning), Some(_)) = (&mut reasoning, &tool) {
             reasoning.precedes_tool_parser();

@@ -6,15 +6,20 @@
 //! vLLM refuses to build when the tokenizer lacks some token lists those tokens in
 //! `required_tokens`, so a server can check its tokenizer at start-up like vLLM.
 
-use crate::engine::adapters::EngineToolParser;
-use crate::engine::models::qwen3;
+use crate::engine::models::{
+    deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, nemotron_v3, qwen3,
+    seed_oss,
+};
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 use crate::reasoning::append_think::AppendThinkParser;
+use crate::reasoning::granite::GraniteParser;
 use crate::reasoning::think::{self, ThinkParser};
+use crate::tool::deepseek;
 use crate::tool::hermes::HermesParser;
 use crate::tool::json_calls;
+use crate::tool::pythonic;
 use crate::tool::settle::SettleParser;
 
 /// A registered reasoning parser.
@@ -74,11 +79,63 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: THINK_TAGS,
         build: |o| ThinkParser::boxed(think::DEEPSEEK_R1, o),
     },
+    ReasoningEntry {
+        name: "granite",
+        required_tokens: &[],
+        build: GraniteParser::boxed,
+    },
+    // vLLM looks up the byte-level BPE pieces of `</think>` at start-up.
+    ReasoningEntry {
+        name: "olmo3",
+        required_tokens: &["Ġ</", "</", "think", ">"],
+        build: |o| ThinkParser::boxed(think::OLMO3, o),
+    },
     // gpt-oss Harmony (src/harmony/); with `openai` it passes the text through.
     ReasoningEntry {
         name: "openai_gptoss",
         required_tokens: &[],
         build: HarmonyParser::reasoning_parser,
+    },
+    // Engine-based (src/engine/models/).
+    ReasoningEntry {
+        name: "glm45",
+        required_tokens: &[],
+        build: glm47::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "glm47",
+        required_tokens: &[],
+        build: glm47::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "seed_oss",
+        required_tokens: &[],
+        build: seed_oss::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "kimi_k2",
+        required_tokens: &[],
+        build: kimi_k2::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "minimax_m2",
+        required_tokens: &[],
+        build: minimax_m2::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "deepseek_v4",
+        required_tokens: &[],
+        build: deepseek_v4::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "nemotron_v3",
+        required_tokens: &[],
+        build: nemotron_v3::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "gemma4",
+        required_tokens: &[],
+        build: gemma4::reasoning_parser,
     },
 ];
 
@@ -112,16 +169,111 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         required_tokens: &["<|python_tag|>"],
         build: |_| SettleParser::boxed(json_calls::LLAMA),
     },
+    ToolEntry {
+        name: "pythonic",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(pythonic::PLAIN),
+    },
+    ToolEntry {
+        name: "llama4_pythonic",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(pythonic::LLAMA4),
+    },
+    ToolEntry {
+        name: "olmo3",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(pythonic::OLMO3),
+    },
+    ToolEntry {
+        name: "deepseek_v3",
+        required_tokens: deepseek::REQUIRED_TOKENS,
+        build: |_| SettleParser::boxed(deepseek::V3),
+    },
+    ToolEntry {
+        name: "deepseek_v31",
+        required_tokens: deepseek::REQUIRED_TOKENS,
+        build: |_| SettleParser::boxed(deepseek::V31),
+    },
+    ToolEntry {
+        name: "phi4_mini_json",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(json_calls::PHI4_MINI),
+    },
+    ToolEntry {
+        name: "xlam",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(json_calls::XLAM),
+    },
+    ToolEntry {
+        name: "internlm",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(json_calls::INTERNLM),
+    },
+    ToolEntry {
+        name: "jamba",
+        required_tokens: json_calls::JAMBA_TOKENS,
+        build: |_| SettleParser::boxed(json_calls::JAMBA),
+    },
+    ToolEntry {
+        name: "granite4",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(json_calls::GRANITE4),
+    },
     // Engine-based (src/engine/models/).
     ToolEntry {
         name: "qwen3_xml",
         required_tokens: &[],
-        build: |o| EngineToolParser::boxed(qwen3::config(o.template_flag("enable_thinking", true)), &o.tools),
+        build: qwen3::tool_parser,
     },
     ToolEntry {
         name: "qwen3_coder",
         required_tokens: &[],
-        build: |o| EngineToolParser::boxed(qwen3::config(o.template_flag("enable_thinking", true)), &o.tools),
+        build: qwen3::tool_parser,
+    },
+    ToolEntry {
+        name: "glm45",
+        required_tokens: &[],
+        build: glm47::tool_parser,
+    },
+    ToolEntry {
+        name: "glm47",
+        required_tokens: &[],
+        build: glm47::tool_parser,
+    },
+    ToolEntry {
+        name: "seed_oss",
+        required_tokens: &[],
+        build: seed_oss::tool_parser,
+    },
+    ToolEntry {
+        name: "kimi_k2",
+        required_tokens: &[],
+        build: kimi_k2::tool_parser,
+    },
+    ToolEntry {
+        name: "minimax_m2",
+        required_tokens: &[],
+        build: minimax_m2::tool_parser,
+    },
+    ToolEntry {
+        name: "deepseek_v32",
+        required_tokens: &[],
+        build: deepseek_v32::tool_parser,
+    },
+    ToolEntry {
+        name: "deepseek_v4",
+        required_tokens: &[],
+        build: deepseek_v4::tool_parser,
+    },
+    ToolEntry {
+        name: "granite",
+        required_tokens: &[],
+        build: granite::tool_parser,
+    },
+    ToolEntry {
+        name: "gemma4",
+        required_tokens: &[],
+        build: gemma4::tool_parser,
     },
 ];
 
@@ -194,6 +346,7 @@ pub fn auto_parsers(model: &str) -> Result<(&'static str, Option<&'static str>),
         ("qwen2.5", "hermes", None),
         ("deepseek-r1", "hermes", Some("deepseek_r1")),
         ("hermes", "hermes", None),
+        ("gpt-oss", "openai", Some("openai_gptoss")),
     ];
     let name = model.rsplit('/').next().unwrap_or(model).to_lowercase();
     TABLE

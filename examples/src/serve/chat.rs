@@ -1,15 +1,15 @@
 //! `POST /v1/chat/completions`, streamed and whole, as vLLM's `OpenAIServingChat`.
 
-use std::sync::Arc;
-
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde_json::{Value, json};
 use vllm_chat::openai::{
     ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
-    ChatCompletionResponse, DeltaMessage, Emit, FunctionCall, ResponseMessage, ToolCall, Usage,
+    ChatCompletionResponse, ContentPart, DeltaMessage, Emit, FunctionCall, MessageContent,
+    ResponseMessage, ToolCall, ToolChoice, ToolChoiceMode, Usage,
 };
 use vllm_client::protocol::EngineCoreRequest;
 use vllm_parser::Event;
@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::generation::{Finish, Generation, PositionLogprobs, Step};
 use super::parse::{ChoiceParser, delta_message, forced_tool_schema};
 use super::state::AppState;
-use super::{ids, logprobs, sampling, sse};
+use super::{ids, logprobs, routing, sampling, sse};
 
 /// How many prompt tokens reasoning parsers see (the end of the rendered prompt).
 const PROMPT_TAIL_TOKENS: usize = 32;
@@ -30,11 +30,48 @@ struct Accepted {
     prompt_token_ids: Vec<u32>,
     generation: Generation,
     parser: ChoiceParser,
+    /// With `echo`: the content of the last message, when it has the response's role.
+    echo: String,
+}
+
+/// vLLM's chat `echo`: the last message's content when its role is the response's
+/// (`assistant` with `add_generation_prompt`, else the last message's own role).
+fn echo_text(request: &ChatCompletionRequest) -> String {
+    let Some(last) = request.messages.last().filter(|_| request.echo) else {
+        return String::new();
+    };
+    if request.add_generation_prompt && last.role != "assistant" {
+        return String::new();
+    }
+    match &last.content {
+        Some(MessageContent::Text(text)) => text.clone(),
+        Some(MessageContent::Parts(parts)) => parts
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Str(s) => Some(s.as_str()),
+                ContentPart::Typed { text, .. } => text.as_deref(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => String::new(),
+    }
+}
+
+/// Chat logprobs, with `token_id:N` token strings for `return_tokens_as_token_ids`.
+fn chat_logprobs(request: &ChatCompletionRequest, positions: &[PositionLogprobs]) -> Value {
+    if request.return_tokens_as_token_ids == Some(true) {
+        logprobs::chat(
+            &logprobs::with_token_id_texts(positions),
+            request.top_logprobs,
+        )
+    } else {
+        logprobs::chat(positions, request.top_logprobs)
+    }
 }
 
 /// The handler.
-pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let accepted = match accept(&state, &body).await {
+pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let accepted = match accept(&state, &headers, &body).await {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
@@ -46,6 +83,27 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
             Err(e) => e.into_response(),
         }
     }
+}
+
+/// vLLM refuses a tool choice it cannot honour without a tool parser.
+fn check_tool_choice_without_parser(
+    request: &ChatCompletionRequest,
+    auto_enabled: bool,
+) -> Result<(), ApiError> {
+    let message = match &request.tool_choice {
+        Some(ToolChoice::Mode(ToolChoiceMode::Auto)) if !auto_enabled => {
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set".to_owned()
+        }
+        Some(ToolChoice::Mode(ToolChoiceMode::Required)) => {
+            "tool_choice=\"required\" requires --tool-call-parser to be set".to_owned()
+        }
+        Some(ToolChoice::Named(named)) => format!(
+            "tool_choice=function \"{}\" requires --tool-call-parser to be set",
+            named.function.name
+        ),
+        _ => return Ok(()),
+    };
+    Err(ApiError::bad_request(message, None))
 }
 
 /// vLLM's `response_format` → structured outputs (`json_object`, `json_schema`).
@@ -72,13 +130,16 @@ fn response_format_constraint(request: &ChatCompletionRequest) -> Result<Option<
     }
 }
 
-async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
+async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<Accepted, ApiError> {
     let mut request: ChatCompletionRequest = serde_json::from_slice(body)?;
     if request.n.is_some_and(|n| n > 1) {
         return Err(ApiError::bad_request(
             "n > 1 is not supported by this server.",
             Some("n"),
         ));
+    }
+    if state.parsers.tool.is_none() {
+        check_tool_choice_without_parser(&request, state.parsers.enable_auto_tool_choice)?;
     }
     if request.structured_outputs.is_none() {
         request.structured_outputs = response_format_constraint(&request)?;
@@ -90,9 +151,12 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
     {
         request.structured_outputs = Some(json!({ "json": schema }));
     }
-    let generate = state.model.renderer.render_chat(&request)?;
-    let params =
-        sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
+    let generate = state.api.model.renderer.render_chat(&request)?;
+    let params = sampling::engine_params(
+        &generate.sampling_params,
+        &state.api.model,
+        state.max_logprobs,
+    )?;
     let prompt_token_ids = generate.token_ids.clone();
     let mut engine_request = EngineCoreRequest::new(
         ids::engine_request_id(&generate.request_id),
@@ -102,6 +166,7 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
     engine_request.external_req_id = Some(generate.request_id.clone());
     engine_request.priority = request.priority;
     engine_request.cache_salt = request.cache_salt.clone();
+    engine_request.data_parallel_rank = routing::data_parallel_rank(headers)?;
     let kwargs = generate
         .parse_context
         .as_ref()
@@ -109,13 +174,15 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
         .unwrap_or_default();
     let tail = &prompt_token_ids[prompt_token_ids.len().saturating_sub(PROMPT_TAIL_TOKENS)..];
     let prompt_end = state
+        .api
         .model
         .tokenizer
         .decode(tail, false)
         .unwrap_or_default();
     let parser = ChoiceParser::new(&state.parsers, &request, kwargs, prompt_end)?;
-    let generation = Generation::start(&state.client, &state.model, engine_request).await?;
+    let generation = Generation::start(&state.client, &state.api.model, engine_request).await?;
     Ok(Accepted {
+        echo: echo_text(&request),
         request,
         id: generate.request_id,
         prompt_token_ids,
@@ -168,6 +235,11 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<ChatCompletionRespon
     } else {
         (Some(text), None, Vec::new())
     };
+    let content = if a.echo.is_empty() {
+        content
+    } else {
+        Some(a.echo.clone() + content.as_deref().unwrap_or_default())
+    };
     let hide = a.parser.hides_metadata();
     let wants_logprobs = a.request.logprobs == Some(true) && !hide;
     let return_token_ids = a.request.return_token_ids == Some(true);
@@ -175,11 +247,11 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<ChatCompletionRespon
         id: a.id,
         object: "chat.completion",
         created: ids::now_secs(),
-        model: state.served_model_name.clone(),
+        model: state.api.served_model_name.clone(),
         choices: vec![ChatChoice {
             index: 0,
             message: ResponseMessage::assistant(content, reasoning, tool_calls),
-            logprobs: wants_logprobs.then(|| logprobs::chat(&positions, a.request.top_logprobs)),
+            logprobs: wants_logprobs.then(|| chat_logprobs(&a.request, &positions)),
             finish_reason: Some(finish_reason(&finish, &a.parser)),
             stop_reason: finish.stop_reason.clone(),
             token_ids: (return_token_ids && !hide).then_some(token_ids),
@@ -208,8 +280,7 @@ struct Chunker {
     model: String,
     include_usage: bool,
     continuous_usage: bool,
-    logprobs: bool,
-    top_logprobs: Option<i64>,
+    request: ChatCompletionRequest,
     return_token_ids: bool,
 }
 
@@ -229,6 +300,25 @@ impl Chunker {
             0,
             self.return_token_ids.then(|| prompt_token_ids.to_vec()),
         );
+        if self.continuous_usage {
+            chunk.usage = Emit::value(Usage::new(generation.num_prompt_tokens as u64, 0));
+        }
+        sse::frame(&chunk, &[])
+    }
+
+    /// The chunk that echoes the last message (`echo`), right after the first.
+    fn echo(&self, generation: &Generation, text: &str) -> String {
+        let delta = DeltaMessage {
+            content: Emit::value(text.to_owned()),
+            ..DeltaMessage::default()
+        };
+        let mut chunk = ChatCompletionChunk::delta(
+            &self.id,
+            self.created,
+            &self.model,
+            ChatChunkChoice::new(0, delta),
+        );
+        chunk.kv_transfer_params = Emit::Unset;
         if self.continuous_usage {
             chunk.usage = Emit::value(Usage::new(generation.num_prompt_tokens as u64, 0));
         }
@@ -259,8 +349,9 @@ impl Chunker {
                 ..DeltaMessage::default()
             })
         };
-        let logprobs = match (&step.logprobs, self.logprobs && !hide) {
-            (Some(positions), true) => Some(logprobs::chat(positions, self.top_logprobs)),
+        let wants_logprobs = self.request.logprobs == Some(true) && !hide;
+        let logprobs = match &step.logprobs {
+            Some(positions) if wants_logprobs => Some(chat_logprobs(&self.request, positions)),
             _ => None,
         };
         let token_ids = (self.return_token_ids && !hide).then(|| step.token_ids.clone());
@@ -290,7 +381,7 @@ impl Chunker {
 
 /// The SSE frames of a streamed answer. Dropping the stream (client gone) drops the
 /// generation, which aborts the engine request.
-fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Send + 'static {
+fn stream(state: AppState, a: Accepted) -> impl Stream<Item = String> + Send + 'static {
     let include_usage = a
         .request
         .stream_options
@@ -299,21 +390,21 @@ fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Sen
     let chunker = Chunker {
         id: a.id.clone(),
         created: ids::now_secs(),
-        model: state.served_model_name.clone(),
+        model: state.api.served_model_name.clone(),
         include_usage,
         continuous_usage: include_usage
             && a.request
                 .stream_options
                 .as_ref()
                 .is_some_and(|o| o.continuous_usage_stats == Some(true)),
-        logprobs: a.request.logprobs == Some(true),
-        top_logprobs: a.request.top_logprobs,
         return_token_ids: a.request.return_token_ids == Some(true),
+        request: a.request,
     };
     let Accepted {
         mut generation,
         mut parser,
         prompt_token_ids,
+        echo,
         ..
     } = a;
     sse::frames(move |tx| async move {
@@ -329,6 +420,9 @@ fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Sen
             if first {
                 first = false;
                 tx.send(chunker.first(&generation, &prompt_token_ids));
+                if !echo.is_empty() {
+                    tx.send(chunker.echo(&generation, &echo));
+                }
             }
             let finished = step.finish.is_some();
             if let Some(frame) = chunker.step(step, &mut parser, &generation) {

@@ -1,9 +1,8 @@
 //! `POST /v1/completions`, streamed and whole, as vLLM's `OpenAIServingCompletion`.
 
-use std::sync::Arc;
-
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
 use serde_json::Value;
@@ -17,7 +16,7 @@ use super::error::ApiError;
 use super::generation::Generation;
 use super::logprobs::CompletionLogprobs;
 use super::state::AppState;
-use super::{ids, sampling, sse};
+use super::{ids, routing, sampling, sse};
 
 struct Accepted {
     request: CompletionRequest,
@@ -29,8 +28,8 @@ struct Accepted {
 }
 
 /// The handler.
-pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
-    let accepted = match accept(&state, &body).await {
+pub async fn create(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
+    let accepted = match accept(&state, &headers, &body).await {
         Ok(a) => a,
         Err(e) => return e.into_response(),
     };
@@ -44,7 +43,7 @@ pub async fn create(State(state): State<Arc<AppState>>, body: Bytes) -> Response
     }
 }
 
-async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
+async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<Accepted, ApiError> {
     let request: CompletionRequest = serde_json::from_slice(body)?;
     if request.n.is_some_and(|n| n > 1) {
         return Err(ApiError::bad_request(
@@ -66,15 +65,19 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
             Some("max_tokens"),
         ));
     }
-    let mut generated = state.model.renderer.render_completion(&request)?;
+    let mut generated = state.api.model.renderer.render_completion(&request)?;
     let generate = generated
         .pop()
         .ok_or_else(|| ApiError::bad_request("Prompt cannot be empty", Some("prompt")))?;
-    let params =
-        sampling::engine_params(&generate.sampling_params, &state.model, state.max_logprobs)?;
+    let params = sampling::engine_params(
+        &generate.sampling_params,
+        &state.api.model,
+        state.max_logprobs,
+    )?;
     let prompt_text = match request.prompt.prompts().first() {
         Some(vllm_chat::openai::PromptInput::Text(text)) => (*text).to_owned(),
         _ => state
+            .api
             .model
             .tokenizer
             .decode(&generate.token_ids, false)
@@ -89,7 +92,8 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<Accepted, ApiError> {
     engine_request.external_req_id = Some(generate.request_id.clone());
     engine_request.priority = request.priority;
     engine_request.cache_salt = request.cache_salt.clone();
-    let generation = Generation::start(&state.client, &state.model, engine_request).await?;
+    engine_request.data_parallel_rank = routing::data_parallel_rank(headers)?;
+    let generation = Generation::start(&state.client, &state.api.model, engine_request).await?;
     Ok(Accepted {
         request,
         id: generate.request_id,
@@ -126,7 +130,7 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<CompletionResponse, 
         id: a.id,
         object: "text_completion",
         created: ids::now_secs(),
-        model: state.served_model_name.clone(),
+        model: state.api.served_model_name.clone(),
         choices: vec![CompletionChoice {
             index: 0,
             text,
@@ -149,11 +153,11 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<CompletionResponse, 
     })
 }
 
-fn stream(state: Arc<AppState>, a: Accepted) -> impl Stream<Item = String> + Send + 'static {
+fn stream(state: AppState, a: Accepted) -> impl Stream<Item = String> + Send + 'static {
     let options = a.request.stream_options.clone().unwrap_or_default();
     let include_usage = options.include_usage == Some(true);
     let continuous_usage = include_usage && options.continuous_usage_stats == Some(true);
-    let model = state.served_model_name.clone();
+    let model = state.api.served_model_name.clone();
     let created = ids::now_secs();
     let Accepted {
         request,

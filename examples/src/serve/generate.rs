@@ -3,8 +3,6 @@
 //! resolved sampling parameters; the answer carries token ids (`output_mode: "tokens"`,
 //! the default) or also text (`"text"`). `"derender"` is not supported.
 
-use std::sync::Arc;
-
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
@@ -158,7 +156,7 @@ struct Accepted {
 }
 
 /// The handler.
-pub async fn generate(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn generate(State(state): State<AppState>, body: Bytes) -> Response {
     let (accepted, stream) = match accept(&state, &body).await {
         Ok(a) => a,
         Err(e) => return e.into_response(),
@@ -175,7 +173,7 @@ pub async fn generate(State(state): State<Arc<AppState>>, body: Bytes) -> Respon
 
 async fn accept(state: &AppState, body: &Bytes) -> Result<(Accepted, bool), ApiError> {
     let request: GenerateRequest = serde_json::from_slice(body)?;
-    check_model(state, request.model.as_ref())?;
+    check_model(&state.api, request.model.as_ref())?;
     let text_mode = match request.output_mode.as_str() {
         "tokens" => false,
         "text" => true,
@@ -198,7 +196,7 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<(Accepted, bool), ApiE
             Some("n"),
         ));
     }
-    let max_model_len = i64::try_from(state.max_model_len()).unwrap_or(i64::MAX);
+    let max_model_len = i64::try_from(state.api.max_model_len()).unwrap_or(i64::MAX);
     let prompt_len = request.token_ids.len() as i64;
     if prompt_len > max_model_len {
         return Err(ApiError::bad_request(
@@ -212,7 +210,7 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<(Accepted, bool), ApiE
     let resolved = request
         .sampling_params
         .resolve(stream, max_model_len - prompt_len);
-    let params = sampling::engine_params(&resolved, &state.model, state.max_logprobs)?;
+    let params = sampling::engine_params(&resolved, &state.api.model, state.max_logprobs)?;
     let request_id = request.request_id.unwrap_or_else(ids::random_hex);
     let mut engine_request = EngineCoreRequest::new(
         ids::engine_request_id(&request_id),
@@ -222,7 +220,7 @@ async fn accept(state: &AppState, body: &Bytes) -> Result<(Accepted, bool), ApiE
     engine_request.external_req_id = Some(request_id.clone());
     engine_request.priority = request.priority;
     engine_request.cache_salt = request.cache_salt;
-    let generation = Generation::start(&state.client, &state.model, engine_request).await?;
+    let generation = Generation::start(&state.client, &state.api.model, engine_request).await?;
     let options = request.stream_options.unwrap_or_default();
     let include_usage = options.include_usage == Some(true);
     Ok((
@@ -305,7 +303,7 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<Value, ApiError> {
     choice["logprobs"] = step_logprobs(&all, a.text_mode);
     Ok(json!({
         "request_id": a.request_id,
-        "model": state.served_model_name,
+        "model": state.api.served_model_name,
         "created": ids::now_secs(),
         "usage": usage(&a.generation),
         "prompt_logprobs": null,

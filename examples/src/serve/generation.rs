@@ -11,7 +11,7 @@
 use futures::StreamExt;
 use serde_json::Value;
 use vllm_client::protocol::{EngineCoreOutput, FinishReason, LogprobsLists, StopReason};
-use vllm_client::{ClientError, EngineCoreClient, OutputStream};
+use vllm_client::{EngineCoreClient, OutputStream};
 use vllm_detok::{DecodeOptions, FinishKind, IncrementalDecoder, LogprobText};
 
 use super::error::ApiError;
@@ -124,34 +124,22 @@ impl Generation {
 
     /// The next step, or `None` after the finishing step.
     pub async fn next(&mut self) -> Option<Result<Step, GenerationError>> {
-        loop {
-            let stream = self.stream.as_mut()?;
-            let output = match stream.next().await {
-                Some(Ok(output)) => output,
-                Some(Err(error)) => {
-                    self.stream = None;
-                    return Some(Err(GenerationError(engine_error(&error))));
-                }
-                None => {
-                    self.stream = None;
-                    return Some(Err(GenerationError(ApiError::internal(
-                        "the engine stream ended without a finish reason",
-                    ))));
-                }
-            };
-            match self.step(output) {
-                Ok(Some(step)) => return Some(Ok(step)),
-                Ok(None) => continue,
-                Err(e) => {
-                    self.stream = None;
-                    return Some(Err(e));
-                }
-            }
+        let stream = self.stream.as_mut()?;
+        let result = match stream.next().await {
+            Some(Ok(output)) => self.step(output),
+            Some(Err(error)) => Err(GenerationError(ApiError::from_client(&error))),
+            None => Err(GenerationError(ApiError::internal(
+                "the engine stream ended without a finish reason",
+            ))),
+        };
+        if result.is_err() {
+            self.stream = None;
         }
+        Some(result)
     }
 
-    /// Turns one engine output into a step (`None`: nothing to report yet).
-    fn step(&mut self, output: EngineCoreOutput) -> Result<Option<Step>, GenerationError> {
+    /// Turns one engine output into a step.
+    fn step(&mut self, output: EngineCoreOutput) -> Result<Step, GenerationError> {
         if let Some(error) = &output.error {
             return Err(GenerationError(ApiError::internal(format!(
                 "{}: {}",
@@ -220,13 +208,8 @@ impl Generation {
         if let (Some(texts), Some(lists)) = (&mut self.logprob_text, &output.new_logprobs) {
             step.logprobs = Some(positions(texts, lists, kept).map_err(detok_error)?);
         }
-        Ok(Some(step))
+        Ok(step)
     }
-}
-
-/// The error an open stream reports when the engine link fails.
-fn engine_error(error: &ClientError) -> ApiError {
-    ApiError::from_client(error)
 }
 
 /// The logprobs of the first `rows` positions of an engine step.

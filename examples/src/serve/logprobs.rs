@@ -42,6 +42,22 @@ pub fn chat(positions: &[PositionLogprobs], top_logprobs: Option<i64>) -> Value 
     json!({ "content": chat_content(positions, top_logprobs) })
 }
 
+/// The positions with vLLM's `token_id:N` placeholders as token strings
+/// (`return_tokens_as_token_ids`).
+pub fn with_token_id_texts(positions: &[PositionLogprobs]) -> Vec<PositionLogprobs> {
+    let rename = |c: &Candidate| Candidate {
+        text: format!("token_id:{}", c.id),
+        ..c.clone()
+    };
+    positions
+        .iter()
+        .map(|p| PositionLogprobs {
+            sampled: rename(&p.sampled),
+            candidates: p.candidates.iter().map(rename).collect(),
+        })
+        .collect()
+}
+
 /// Completion logprobs accumulated over a choice's steps.
 #[derive(Debug, Clone, Default)]
 pub struct CompletionLogprobs {

@@ -28,6 +28,7 @@ pub mod ids;
 pub mod logprobs;
 pub mod model;
 pub mod parse;
+pub mod routing;
 pub mod sampling;
 pub mod sse;
 pub mod state;
@@ -54,7 +55,7 @@ use engine::EngineSource;
 use error::ApiError;
 use model::Model;
 use parse::ParserSettings;
-use state::AppState;
+use state::{AppState, ModelApi};
 
 /// A `--tool-call-parser` / `--reasoning-parser` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +147,10 @@ impl ServeConfig {
             ParserChoice::Auto => auto()?.1,
             ParserChoice::Named(name) => Some(registry::reasoning_entry(name)?.name),
         };
+        anyhow::ensure!(
+            tool.is_some() || !self.enable_auto_tool_choice,
+            "--enable-auto-tool-choice requires --tool-call-parser"
+        );
         let tokenizer = model.renderer.tokenizer().context("no tokenizer")?;
         registry::check_tokens(reasoning, tool, |token| {
             tokenizer.token_to_id(token).is_some()
@@ -160,7 +165,7 @@ impl ServeConfig {
 
 /// A bound server, not yet serving.
 pub struct Server {
-    state: Arc<AppState>,
+    state: AppState,
     listener: tokio::net::TcpListener,
     mocks: Vec<MockEngineHandle>,
 }
@@ -197,14 +202,17 @@ impl Server {
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
-        let state = Arc::new(AppState {
+        let api = Arc::new(ModelApi {
             model,
-            client: engines.client,
             served_model_name: config.served_model_name,
             model_root: config.model_dir.display().to_string(),
+        });
+        let state = AppState {
+            api,
+            client: engines.client,
             parsers,
             max_logprobs: config.max_logprobs,
-        });
+        };
         Ok(Self {
             state,
             listener,
@@ -295,22 +303,18 @@ impl RunningServer {
 }
 
 /// Every route.
-pub fn router(state: Arc<AppState>) -> Router {
+pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat::create))
         .route("/v1/completions", post(completions::create))
         .route("/inference/v1/generate", post(generate::generate))
-        .route("/v1/chat/completions/render", post(tokens::render_chat))
-        .route("/v1/completions/render", post(tokens::render_completion))
-        .route("/tokenize", post(tokens::tokenize))
-        .route("/detokenize", post(tokens::detokenize))
-        .route("/v1/models", get(tokens::models))
+        .merge(tokens::routes())
         .route("/health", get(health))
         .with_state(state)
 }
 
 /// `GET /health`: 200 while the engines answer, 503 once they are dead.
-async fn health(State(state): State<Arc<AppState>>) -> Response {
+async fn health(State(state): State<AppState>) -> Response {
     let probe = state.client.call_utility("is_sleeping", Vec::new());
     match tokio::time::timeout(Duration::from_secs(10), probe).await {
         Ok(Err(e @ (ClientError::EngineDead(_) | ClientError::Shutdown))) => {

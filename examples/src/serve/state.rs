@@ -1,20 +1,48 @@
 //! What every handler shares.
 
+use std::sync::Arc;
+
+use axum::extract::FromRef;
 use vllm_client::EngineCoreClient;
 
 use super::model::Model;
 use super::parse::ParserSettings;
 
-/// The server's shared state.
-pub struct AppState {
+/// The model as the API presents it: what the engine-free endpoints need
+/// (`/tokenize`, `/detokenize`, `/v1/models`, the render endpoints). A render-only
+/// server (no engines) serves [`super::tokens::routes`] with just this.
+pub struct ModelApi {
     /// The model: renderer, tokenizer, EOS.
     pub model: Model,
-    /// The engine link (one or several data-parallel engines).
-    pub client: EngineCoreClient,
     /// `--served-model-name`.
     pub served_model_name: String,
     /// The model directory, as `/v1/models` reports it (`root`).
     pub model_root: String,
+}
+
+impl std::fmt::Debug for ModelApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelApi")
+            .field("served_model_name", &self.served_model_name)
+            .field("model_root", &self.model_root)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ModelApi {
+    /// The model's context length.
+    pub fn max_model_len(&self) -> u64 {
+        self.model.renderer.max_model_len()
+    }
+}
+
+/// The server's shared state (cheap to clone: shared parts are reference-counted).
+#[derive(Clone)]
+pub struct AppState {
+    /// The model and its names.
+    pub api: Arc<ModelApi>,
+    /// The engine link (one or several data-parallel engines).
+    pub client: EngineCoreClient,
     /// Parsers in use.
     pub parsers: ParserSettings,
     /// `--max-logprobs`.
@@ -24,15 +52,14 @@ pub struct AppState {
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
-            .field("served_model_name", &self.served_model_name)
+            .field("api", &self.api)
             .field("parsers", &self.parsers)
             .finish_non_exhaustive()
     }
 }
 
-impl AppState {
-    /// The model's context length.
-    pub fn max_model_len(&self) -> u64 {
-        self.model.renderer.max_model_len()
+impl FromRef<AppState> for Arc<ModelApi> {
+    fn from_ref(state: &AppState) -> Self {
+        state.api.clone()
     }
 }

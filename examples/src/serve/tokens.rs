@@ -3,25 +3,41 @@
 
 use std::sync::Arc;
 
-use axum::Json;
 use axum::body::Bytes;
+use axum::extract::FromRef;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
 
 use super::error::ApiError;
 use super::ids;
-use super::state::AppState;
+use super::state::ModelApi;
+
+/// The engine-free routes, for any router state that holds an `Arc<ModelApi>`.
+pub fn routes<S>() -> Router<S>
+where
+    Arc<ModelApi>: FromRef<S>,
+    S: Clone + Send + Sync + 'static,
+{
+    Router::new()
+        .route("/v1/chat/completions/render", post(render_chat))
+        .route("/v1/completions/render", post(render_completion))
+        .route("/tokenize", post(tokenize))
+        .route("/detokenize", post(detokenize))
+        .route("/v1/models", get(models))
+}
 
 /// `POST /tokenize`: a completion-style `{"prompt"}` or chat-style `{"messages"}` body.
-pub async fn tokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn tokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
     tokenize_body(&state, &body)
         .map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
 }
 
-fn tokenize_body(state: &AppState, body: &Bytes) -> Result<Value, ApiError> {
+fn tokenize_body(state: &ModelApi, body: &Bytes) -> Result<Value, ApiError> {
     let value: Value = serde_json::from_slice(body)?;
     check_model(state, value.get("model"))?;
     let return_token_strs = value
@@ -60,7 +76,7 @@ fn tokenize_body(state: &AppState, body: &Bytes) -> Result<Value, ApiError> {
 }
 
 /// `POST /detokenize`.
-pub async fn detokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn detokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
     #[derive(Deserialize)]
     struct Request {
         #[serde(default)]
@@ -91,7 +107,7 @@ pub async fn detokenize(State(state): State<Arc<AppState>>, body: Bytes) -> Resp
 }
 
 /// A request naming another model than the served one is a 404, as in vLLM.
-pub fn check_model(state: &AppState, model: Option<&Value>) -> Result<(), ApiError> {
+pub fn check_model(state: &ModelApi, model: Option<&Value>) -> Result<(), ApiError> {
     match model.and_then(Value::as_str) {
         Some(name) if name != state.served_model_name => Err(ApiError {
             status: axum::http::StatusCode::NOT_FOUND,
@@ -104,7 +120,7 @@ pub fn check_model(state: &AppState, model: Option<&Value>) -> Result<(), ApiErr
 }
 
 /// `GET /v1/models`: vLLM's `ModelList` with the one served model.
-pub async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
+pub async fn models(State(state): State<Arc<ModelApi>>) -> Json<Value> {
     let created = ids::now_secs();
     Json(json!({
         "object": "list",
@@ -135,7 +151,7 @@ pub async fn models(State(state): State<Arc<AppState>>) -> Json<Value> {
 }
 
 /// `POST /v1/chat/completions/render`: vLLM's `GenerateRequest` for a chat request.
-pub async fn render_chat(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn render_chat(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
     let result = (|| {
         let request: ChatCompletionRequest = serde_json::from_slice(&body)?;
         Ok::<_, ApiError>(state.model.renderer.render_chat(&request)?)
@@ -144,7 +160,7 @@ pub async fn render_chat(State(state): State<Arc<AppState>>, body: Bytes) -> Res
 }
 
 /// `POST /v1/completions/render`: one `GenerateRequest` per prompt.
-pub async fn render_completion(State(state): State<Arc<AppState>>, body: Bytes) -> Response {
+pub async fn render_completion(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
     let result = (|| {
         let request: CompletionRequest = serde_json::from_slice(&body)?;
         Ok::<_, ApiError>(state.model.renderer.render_completion(&request)?)

@@ -103,6 +103,24 @@ pub fn tools() -> SocketAddr {
         .addr
 }
 
+/// The answer of the `required` server: the JSON array a model held to
+/// `tool_choice: "required"`'s schema writes.
+pub const REQUIRED_TEXT: &str =
+    "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]";
+
+/// A shared server with `--tool-call-parser hermes` answering [`REQUIRED_TEXT`].
+pub fn required() -> SocketAddr {
+    static SERVER: OnceLock<RunningServer> = OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            start(ServeConfig {
+                tool_call_parser: ParserChoice::Named("hermes".into()),
+                ..config(REQUIRED_TEXT)
+            })
+        })
+        .addr
+}
+
 /// The `tools` of a request offering `get_weather`.
 pub fn weather_tool() -> Value {
     serde_json::json!([{
@@ -126,6 +144,17 @@ pub struct Response {
 
 /// Sends one request on a new connection.
 pub async fn send(addr: SocketAddr, method: Method, path: &str, body: Option<String>) -> Response {
+    send_with(addr, method, path, body, &[]).await
+}
+
+/// Sends one request with extra headers on a new connection.
+pub async fn send_with(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+    headers: &[(&str, &str)],
+) -> Response {
     let stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
@@ -133,13 +162,15 @@ pub async fn send(addr: SocketAddr, method: Method, path: &str, body: Option<Str
     let connection = tokio::spawn(async move {
         let _ = connection.await;
     });
-    let request = Request::builder()
+    let mut request = Request::builder()
         .method(method)
         .uri(path)
         .header("host", addr.to_string())
-        .header("content-type", "application/json")
-        .body(body.unwrap_or_default())
-        .expect("request");
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(body.unwrap_or_default()).expect("request");
     let response = sender.send_request(request).await.expect("response");
     let content_type = response
         .headers()

@@ -6,7 +6,7 @@
 //! as text. The reasoning parser reads tool markup as text (a call opener that
 //! implicitly ends reasoning still does so).
 
-use crate::engine::assemble::{CallId, ReasoningAssembler, ToolAssembler};
+use crate::engine::assemble::{ReasoningAssembler, ToolAssembler};
 use crate::engine::config::{EngineConfig, State};
 use crate::engine::driver::{Bypass, Engine, Signal};
 use crate::event::Event;
@@ -22,10 +22,9 @@ pub struct EngineToolParser {
 }
 
 impl EngineToolParser {
-    /// A parser for `config` and the request's tools; `call_id` makes
-    /// deterministic call ids where the format has them.
-    pub fn new(config: EngineConfig, tools: &[Tool], call_id: Option<CallId>) -> Self {
-        let assembler = ToolAssembler::new(&config, tools, call_id);
+    /// A parser for `config` and the request's tools.
+    pub fn new(config: EngineConfig, tools: &[Tool]) -> Self {
+        let assembler = ToolAssembler::new(&config, tools);
         let bypass = Bypass {
             tools: false,
             reasoning: true,
@@ -39,12 +38,13 @@ impl EngineToolParser {
 
     /// Boxed, for the registry.
     pub fn boxed(config: EngineConfig, tools: &[Tool]) -> Box<dyn ToolParser> {
-        Box::new(Self::new(config, tools, None))
+        Box::new(Self::new(config, tools))
     }
 }
 
 impl ToolParser for EngineToolParser {
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
+        self.assembler.raw_text(text);
         self.engine.push(text, &mut self.signals);
         self.assembler.signals(&mut self.signals, out);
     }
@@ -60,6 +60,10 @@ impl ToolParser for EngineToolParser {
             tools: false,
             reasoning: false,
         });
+    }
+
+    fn follows_legacy_reasoning_parser(&mut self) {
+        self.assembler.keep_raw_content();
     }
 }
 
@@ -101,6 +105,10 @@ impl EngineReasoningParser {
 }
 
 impl ReasoningParser for EngineReasoningParser {
+    fn is_engine_based(&self) -> bool {
+        true
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         match &mut self.engine {
             Some(engine) => {

@@ -28,20 +28,18 @@ use crate::json::{self, PyJson};
 use crate::text::{py_is_blank, py_is_space, py_strip};
 use crate::tools::{Tool, find_tool};
 
-/// Makes a call id from `(function name, call index in the response)`, for
-/// formats whose ids are deterministic.
-pub type CallId = fn(&str, usize) -> String;
-
 /// The tool-parser half: content and calls.
 #[derive(Debug)]
 pub struct ToolAssembler {
     tools: Vec<Tool>,
     converter: Option<crate::engine::config::Converter>,
+    post_convert: Option<crate::engine::config::PostConvert>,
     strip_content: bool,
     drop_blank_content: bool,
     validate_names: bool,
     strip_names: bool,
-    call_id: Option<CallId>,
+    call_header: Option<crate::engine::config::CallHeader>,
+    raw_arguments: bool,
     /// Content was emitted (it then held non-whitespace).
     emitted_content: bool,
     /// Content started with whitespace: all of it is held until decided.
@@ -56,6 +54,9 @@ pub struct ToolAssembler {
     named_call: bool,
     slot: Option<Slot>,
     calls: usize,
+    /// The text as given, while no call was emitted, when a call-less result
+    /// is that text (see [`keep_raw_content`](Self::keep_raw_content)).
+    raw: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -66,15 +67,17 @@ struct Slot {
 
 impl ToolAssembler {
     /// The assembler for `config` and the request's tools.
-    pub fn new(config: &EngineConfig, tools: &[Tool], call_id: Option<CallId>) -> Self {
+    pub fn new(config: &EngineConfig, tools: &[Tool]) -> Self {
         Self {
             tools: tools.to_vec(),
             converter: config.converter,
+            post_convert: config.post_convert,
             strip_content: config.strip_content_whitespace_with_tools,
             drop_blank_content: config.drop_whitespace_only_content_before_tools,
             validate_names: config.validate_tool_names,
             strip_names: config.strip_tool_names,
-            call_id,
+            call_header: config.call_header,
+            raw_arguments: config.raw_arguments,
             emitted_content: false,
             hold_all: false,
             held: String::new(),
@@ -83,6 +86,22 @@ impl ToolAssembler {
             named_call: false,
             slot: None,
             calls: 0,
+            raw: None,
+        }
+    }
+
+    /// Make the result without calls the text as given (vLLM's
+    /// `DelegatingParser` after a legacy reasoning parser): all content is then
+    /// held until a call or the end decides.
+    pub fn keep_raw_content(&mut self) {
+        self.raw = Some(String::new());
+    }
+
+    /// The text the tool parser is given (kept only while it may become the
+    /// content).
+    pub fn raw_text(&mut self, text: &str) {
+        if let Some(raw) = &mut self.raw {
+            raw.push_str(text);
         }
     }
 
@@ -122,6 +141,18 @@ impl ToolAssembler {
     /// End of output.
     pub fn finish(&mut self, out: &mut Vec<Event>) {
         self.end_call(out);
+        // A request without tools has `tool_choice="none"`: after a legacy
+        // reasoning parser vLLM then returns the text as given.
+        if let Some(raw) = self
+            .raw
+            .take()
+            .filter(|_| self.calls == 0 || self.tools.is_empty())
+        {
+            if !raw.is_empty() {
+                out.push(Event::Content(raw));
+            }
+            return;
+        }
         if self.calls > 0 {
             return;
         }
@@ -129,8 +160,11 @@ impl ToolAssembler {
         if !self.named_call {
             rest.push_str(&self.after);
         }
-        let blank = !self.emitted_content && py_is_blank(&rest);
-        if !rest.is_empty() && !(blank && self.after_tool_event && self.drop_blank_content) {
+        let dropped = self.after_tool_event
+            && self.drop_blank_content
+            && !self.emitted_content
+            && py_is_blank(&rest);
+        if !rest.is_empty() && !dropped {
             out.push(Event::Content(rest));
         }
     }
@@ -146,12 +180,17 @@ impl ToolAssembler {
             self.hold_all = true;
         }
         self.held.push_str(text);
-        if self.hold_all && (self.strip_content || py_is_blank(&self.held)) {
+        if self.raw.is_some() || self.hold_all && (self.strip_content || py_is_blank(&self.held)) {
             return;
         }
         self.hold_all = false;
         let cut = if self.strip_content {
-            match self.held.char_indices().rev().find(|(_, c)| !py_is_space(*c)) {
+            match self
+                .held
+                .char_indices()
+                .rev()
+                .find(|(_, c)| !py_is_space(*c))
+            {
                 Some((at, c)) => at + c.len_utf8(),
                 None => return,
             }
@@ -177,19 +216,34 @@ impl ToolAssembler {
         let Some(slot) = self.slot.take() else {
             return;
         };
-        let mut name = if slot.name.is_empty() {
-            name_in_arguments(&slot.args).unwrap_or_default().to_owned()
-        } else {
-            slot.name.clone()
-        };
+        // The name vLLM sends while streaming decides whether later text is
+        // dropped; the name it builds the call with is decided below.
+        let mut name = slot.name.clone();
+        let mut id = None;
+        if let Some(header) = self.call_header {
+            let candidate = if name.is_empty() {
+                name_in_arguments(&slot.args).unwrap_or_default()
+            } else {
+                name.as_str()
+            };
+            match header(candidate) {
+                Some((call_id, function)) => {
+                    id = Some(call_id);
+                    name = function;
+                }
+                None => name.clear(),
+            }
+        } else if name.is_empty() {
+            name = name_in_arguments(&slot.args).unwrap_or_default().to_owned();
+        }
         if self.strip_names {
             name = py_strip(&name).to_owned();
         }
         if self.accept(&name) {
             self.named_call = true;
             self.after.clear();
-        } else {
-            name = slot.name.clone();
+        } else if self.call_header.is_none() {
+            name.clone_from(&slot.name);
         }
         if name.is_empty() && slot.args.is_empty() {
             return;
@@ -199,31 +253,46 @@ impl ToolAssembler {
         let arguments = if name.is_empty() && !body.is_empty() {
             let (found, arguments) = name_and_arguments(body);
             name = found;
+            id = None;
             arguments
         } else if body.is_empty() {
             "{}".to_owned()
-        } else {
-            match self.converter.and_then(|convert| convert(&slot.args)) {
-                Some(arguments) => arguments,
+        } else if let Some(convert) = self.converter {
+            match convert(&slot.args) {
+                Some(json) => match self.post_convert {
+                    Some(post) if !self.tools.is_empty() => post(json, &slot.name, &self.tools),
+                    _ => json,
+                },
                 None => name_and_arguments(body).1,
             }
+        } else if self.raw_arguments {
+            body.to_owned()
+        } else {
+            name_and_arguments(body).1
         };
         if !self.accept(&name) {
             return;
         }
         let arguments = fix_arg_types(&arguments, &name, &self.tools);
-        self.emit_call(name, arguments, out);
+        self.emit_call(id, name, arguments, out);
     }
 
-    fn emit_call(&mut self, name: String, arguments: String, out: &mut Vec<Event>) {
-        if self.calls == 0 {
+    fn emit_call(
+        &mut self,
+        id: Option<String>,
+        name: String,
+        arguments: String,
+        out: &mut Vec<Event>,
+    ) {
+        if self.calls == 0 && !(self.raw.is_some() && self.tools.is_empty()) {
             let held = std::mem::take(&mut self.held);
+            self.raw = None;
             let held = if self.strip_content {
                 py_strip(&held)
-            } else if self.emitted_content {
-                held.as_str()
-            } else {
+            } else if py_is_blank(&held) {
                 ""
+            } else {
+                held.as_str()
             };
             if !held.is_empty() {
                 out.push(Event::Content(held.to_owned()));
@@ -236,11 +305,7 @@ impl ToolAssembler {
             // what parsing the calls left).
             return;
         }
-        out.push(Event::ToolCallBegin {
-            index,
-            id: self.call_id.map(|make| make(&name, index)),
-            name,
-        });
+        out.push(Event::ToolCallBegin { index, id, name });
         out.push(Event::ToolCallArguments {
             index,
             delta: arguments,
@@ -317,8 +382,11 @@ impl ReasoningAssembler {
             match signal {
                 Signal::Reasoning(text) if self.strip_trailing => {
                     self.held.push_str(&text);
-                    if let Some((at, c)) =
-                        self.held.char_indices().rev().find(|(_, c)| !py_is_space(*c))
+                    if let Some((at, c)) = self
+                        .held
+                        .char_indices()
+                        .rev()
+                        .find(|(_, c)| !py_is_space(*c))
                     {
                         let rest = self.held.split_off(at + c.len_utf8());
                         out.push(Event::Reasoning(std::mem::replace(&mut self.held, rest)));

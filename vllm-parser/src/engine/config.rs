@@ -85,6 +85,14 @@ pub const fn on(
 /// vLLM's converter raises (the engine then reads the text as JSON).
 pub type Converter = fn(&str) -> Option<String>;
 
+/// Rewrites converted arguments knowing the function name (as written) and the
+/// request's tools (DeepSeek's unwrapping of `{"arguments": {…}}`).
+pub type PostConvert = fn(String, &str, &[crate::tools::Tool]) -> String;
+
+/// Reads a call header (e.g. Kimi's `functions.get_weather:0`) into
+/// `(call id, function name)`; `None` when it is not one.
+pub type CallHeader = fn(&str) -> Option<(String, String)>;
+
 /// A model's format: vLLM's `ParserEngineConfig` with the fields that decide
 /// the whole-text result.
 #[derive(Debug, Clone)]
@@ -101,6 +109,11 @@ pub struct EngineConfig {
     pub initial_state: State,
     /// Raw argument text → JSON (vLLM's `arg_converter`).
     pub converter: Option<Converter>,
+    /// The tool region is one JSON array of `{"name", "arguments"}` objects
+    /// (see [`array`](mod@crate::engine::array)).
+    pub array_body: bool,
+    /// Applied after [`converter`](Self::converter) when the request has tools.
+    pub post_convert: Option<PostConvert>,
     /// Reasoning loses its trailing whitespace.
     pub strip_trailing_reasoning_whitespace: bool,
     /// Whitespace-only content is dropped when calls follow.
@@ -111,6 +124,11 @@ pub struct EngineConfig {
     pub validate_tool_names: bool,
     /// Function names are `.strip()`ped before they are checked (GLM).
     pub strip_tool_names: bool,
+    /// The name text is a header holding the call id and the name (Kimi).
+    pub call_header: Option<CallHeader>,
+    /// Without a converter, arguments are the stripped raw text rather than
+    /// that text read as JSON (Kimi's `_extract_args_json`).
+    pub raw_arguments: bool,
 }
 
 impl EngineConfig {
@@ -133,11 +151,15 @@ impl EngineConfig {
             ],
             initial_state,
             converter: None,
+            post_convert: None,
+            array_body: false,
             strip_trailing_reasoning_whitespace: true,
             drop_whitespace_only_content_before_tools: true,
             strip_content_whitespace_with_tools: true,
             validate_tool_names: false,
             strip_tool_names: false,
+            call_header: None,
+            raw_arguments: false,
         }
     }
 

@@ -1,6 +1,7 @@
 //! The state machine (vLLM's `StreamingParserEngine`): lexer tokens through the
 //! transition table into [`Signal`]s.
 
+use crate::engine::array::{ArrayBody, ArrayEnd};
 use crate::engine::config::{Emit, EngineConfig, State};
 use crate::engine::lexer::{Lexer, Token};
 
@@ -51,6 +52,7 @@ pub struct Engine {
     in_skipped_tool_span: bool,
     header: String,
     calls_started: usize,
+    array: ArrayBody,
 }
 
 impl Engine {
@@ -83,6 +85,7 @@ impl Engine {
             in_skipped_tool_span: false,
             header: String::new(),
             calls_started: 0,
+            array: ArrayBody::default(),
         }
     }
 
@@ -94,7 +97,7 @@ impl Engine {
     /// Feed one delta.
     pub fn push(&mut self, text: &str, out: &mut Vec<Signal>) {
         self.lexer.push(text);
-        while let Some(token) = self.lexer.next() {
+        while let Some(token) = self.lexer.next_token() {
             self.token(token, out);
         }
     }
@@ -106,7 +109,8 @@ impl Engine {
         }
         match self.state {
             State::ToolPreamble | State::ToolName | State::ToolArgs | State::ToolBetween => {
-                if self.calls_started > 0 {
+                let open = !self.config.array_body || self.array.in_element();
+                if open && self.calls_started > 0 {
                     out.push(Signal::CallEnd);
                 }
             }
@@ -175,6 +179,9 @@ impl Engine {
             String::new()
         };
         self.state = transition.to;
+        if self.state == State::ToolArgs {
+            self.array = ArrayBody::default();
+        }
         for &emit in transition.emits {
             let text = if previous == State::MessageHeader && emit == Emit::Text {
                 header.clone()
@@ -192,6 +199,17 @@ impl Engine {
         }
         if self.state == State::MessageHeader {
             self.header.push_str(text);
+        } else if self.state == State::ToolArgs && self.config.array_body {
+            let before = out.len();
+            let end = self.array.feed(text, out);
+            self.calls_started += out[before..]
+                .iter()
+                .filter(|s| **s == Signal::CallStart)
+                .count();
+            if let ArrayEnd::Closed(at) = end {
+                self.state = State::Content;
+                self.text(&text[at..], out);
+            }
         } else if self.state == State::ToolArgs {
             out.push(Signal::Args(text.to_owned()));
         } else if let Some(emit) = self.config.content_event(self.state) {
@@ -236,8 +254,7 @@ fn reasoning_markup(config: &EngineConfig) -> Vec<&'static str> {
         .all(|t| {
             plain(t.from)
                 && plain(t.to)
-                && t
-                    .emits
+                && t.emits
                     .iter()
                     .all(|e| matches!(e, Emit::ReasoningStart | Emit::ReasoningEnd))
         });

@@ -42,7 +42,7 @@ impl Lexer {
     /// Like vLLM, a pending text that is a proper prefix of some spelling waits
     /// even when it already spells a shorter terminal (`<invoke name=` may still
     /// become `<invoke name="`).
-    pub fn next(&mut self) -> Option<Token> {
+    pub fn next_token(&mut self) -> Option<Token> {
         let pending = self.scanner.pending();
         if self
             .literals
@@ -88,11 +88,11 @@ mod tests {
     fn a_spelling_that_may_grow_waits_until_it_cannot() {
         let mut lexer = Lexer::new(vec!["<invoke name=", "<invoke name=\""]);
         lexer.push("<invoke name=");
-        assert_eq!(lexer.next(), None);
+        assert_eq!(lexer.next_token(), None);
         lexer.push("\"f");
-        assert_eq!(lexer.next(), Some(Token::Terminal(1)));
-        assert_eq!(lexer.next(), Some(Token::Text("f".into())));
-        assert_eq!(lexer.next(), None);
+        assert_eq!(lexer.next_token(), Some(Token::Terminal(1)));
+        assert_eq!(lexer.next_token(), Some(Token::Text("f".into())));
+        assert_eq!(lexer.next_token(), None);
         lexer.push("<invoke name=");
         assert_eq!(lexer.finish(), [Token::Terminal(0)]);
     }

@@ -8,7 +8,8 @@
 //!
 //! - [`lexer`]: terminals in streamed text, holding back what may still become
 //!   one ([`MarkerScanner`](crate::text::MarkerScanner) underneath);
-//! - [`driver`]: the state machine, tokens to [`Signal`](driver::Signal)s;
+//! - [`driver`]: the state machine, tokens to [`Signal`](driver::Signal)s
+//!   ([`array`](mod@array): a tool region that is one JSON array);
 //! - [`assemble`]: signals to [`Event`](crate::Event)s under vLLM's whole-text
 //!   result rules (content around calls, names, argument conversion);
 //! - [`schema`]: argument values typed by the tool's JSON schema;
@@ -20,6 +21,7 @@
 //! so the cost per delta does not grow with the output before it.
 
 pub mod adapters;
+pub mod array;
 pub mod assemble;
 pub mod config;
 pub mod driver;

@@ -32,7 +32,10 @@ pub fn fix_arg_types(args_json: &str, name: &str, tools: &[Tool]) -> String {
 }
 
 /// `_coerce_dict`: coerce each value that has an object schema; whether any changed.
-fn coerce_dict(items: &mut [(String, PyJson)], properties: &serde_json::Map<String, Value>) -> bool {
+fn coerce_dict(
+    items: &mut [(String, PyJson)],
+    properties: &serde_json::Map<String, Value>,
+) -> bool {
     let mut changed = false;
     for (key, value) in items.iter_mut() {
         let Some(schema @ Value::Object(_)) = properties.get(key) else {
@@ -211,7 +214,11 @@ fn float_or_int(value: f64) -> PyJson {
         return PyJson::Float(value);
     }
     let digits = format!("{value:.0}");
-    PyJson::Int(if digits == "-0" { "0".to_owned() } else { digits })
+    PyJson::Int(if digits == "-0" {
+        "0".to_owned()
+    } else {
+        digits
+    })
 }
 
 /// Python's `int(text)` as decimal digits: surrounding whitespace, a sign,
@@ -312,6 +319,9 @@ mod tests {
         assert_eq!(py_float("5."), Some(5.0));
         assert_eq!(py_float("1e400"), Some(f64::INFINITY));
         assert_eq!(py_float("e5"), None);
-        assert_eq!(float_or_int(1e20), PyJson::Int("100000000000000000000".into()));
+        assert_eq!(
+            float_or_int(1e20),
+            PyJson::Int("100000000000000000000".into())
+        );
     }
 }

@@ -168,7 +168,9 @@ fn is_function(recipient: &str) -> bool {
         return !name.is_empty();
     }
     let first = recipient.split('.').next().unwrap_or(recipient);
-    recipient != "assistant" && !BUILTIN_TOOLS.contains(&recipient) && !BUILTIN_TOOLS.contains(&first)
+    recipient != "assistant"
+        && !BUILTIN_TOOLS.contains(&recipient)
+        && !BUILTIN_TOOLS.contains(&first)
 }
 
 #[cfg(test)]
@@ -187,16 +189,25 @@ mod tests {
         };
         assert_eq!(route("<|channel|>analysis", true), Some(Route::Reasoning));
         assert_eq!(
-            route("assistant<|channel|>commentary to=functions.f <|constrain|>json", false),
+            route(
+                "assistant<|channel|>commentary to=functions.f <|constrain|>json",
+                false
+            ),
             Some(tool("f", true))
         );
         assert_eq!(
             route("assistant to=functions.f<|channel|>commentary code", false),
             Some(tool("f", false))
         );
-        assert_eq!(route("<|channel|>commentary to=python", true), Some(Route::Ignore));
+        assert_eq!(
+            route("<|channel|>commentary to=python", true),
+            Some(Route::Ignore)
+        );
         assert_eq!(route("user<|channel|>final", false), Some(Route::Ignore));
-        assert_eq!(route("<|channel|>final<|channel|>analysis", true), Some(Route::Content));
+        assert_eq!(
+            route("<|channel|>final<|channel|>analysis", true),
+            Some(Route::Content)
+        );
         // Errors in openai_harmony: empty channel, leftover parts, unknown role.
         assert_eq!(route("<|channel|> final", true), None);
         assert_eq!(route("a b c<|channel|>final", true), None);
@@ -205,7 +216,10 @@ mod tests {
 
     #[test]
     fn constrained_formats_leave_the_recipient() {
-        assert_eq!(normalize_recipient(" f\u{1f}<|constrain|>json"), Some(" f".into()));
+        assert_eq!(
+            normalize_recipient(" f\u{1f}<|constrain|>json"),
+            Some(" f".into())
+        );
         assert_eq!(normalize_recipient("f <|constrain|>json"), Some("f".into()));
         assert_eq!(normalize_recipient(" <|constrain|>json"), None);
     }

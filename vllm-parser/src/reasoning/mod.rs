@@ -1,4 +1,5 @@
 //! Reasoning parsers, one module per family of output formats.
 
 pub mod append_think;
+pub mod granite;
 pub mod think;

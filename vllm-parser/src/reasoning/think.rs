@@ -17,6 +17,19 @@ pub enum StartMarkers {
     All,
     /// None: the start marker is reasoning text (Step3 only knows the end marker).
     Keep,
+    /// Only at the very start of the output (Olmo3's `^(?:<think>)?` regex);
+    /// anywhere else it is reasoning text.
+    Leading,
+}
+
+/// What an output whose reasoning never ends is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unclosed {
+    /// Reasoning: reasoning streams as it comes.
+    Reasoning,
+    /// Content, verbatim with its start marker (Olmo3's whole-text regex fails
+    /// without an end marker): reasoning is held back until the end marker.
+    Content,
 }
 
 /// How the prompt tells that reasoning is already over when the output starts
@@ -28,6 +41,8 @@ pub enum PromptRule {
     /// The prompt holds an end marker anywhere (Step3, so any earlier assistant turn
     /// in the history ends reasoning).
     AnyEnd,
+    /// The prompt is not consulted (Olmo3's whole-text parsing ignores it).
+    Ignore,
 }
 
 /// The options that make one think-tag parser.
@@ -49,6 +64,8 @@ pub struct ThinkFormat {
     pub thinking_by_default: bool,
     /// How a prompt that already closed reasoning is recognised.
     pub prompt_rule: PromptRule,
+    /// What reasoning that never ends turns into.
+    pub unclosed: Unclosed,
 }
 
 /// `deepseek_r1` (also vLLM's `step5`): `DeepSeekR1ReasoningParser`.
@@ -60,6 +77,7 @@ pub const DEEPSEEK_R1: ThinkFormat = ThinkFormat {
     thinking_flags: &[],
     thinking_by_default: true,
     prompt_rule: PromptRule::LastMarkerIsEnd,
+    unclosed: Unclosed::Reasoning,
 };
 
 /// `deepseek_v3`: `DeepSeekR1ReasoningParser` when the request sets `thinking` or
@@ -86,6 +104,18 @@ pub const QWEN3: ThinkFormat = ThinkFormat {
     thinking_flags: &["enable_thinking"],
     thinking_by_default: true,
     prompt_rule: PromptRule::LastMarkerIsEnd,
+    unclosed: Unclosed::Reasoning,
+};
+
+/// `olmo3`: `Olmo3ReasoningParser`'s whole-text regex
+/// `^(?:<think>)?(.*?)</think>(.*)$`: reasoning up to the first `</think>`, and
+/// no reasoning at all without one. (Its streaming mode drops characters next to
+/// markers; the `olmo3` fixtures follow the whole text.)
+pub const OLMO3: ThinkFormat = ThinkFormat {
+    start_markers: StartMarkers::Leading,
+    prompt_rule: PromptRule::Ignore,
+    unclosed: Unclosed::Content,
+    ..DEEPSEEK_R1
 };
 
 /// A reasoning parser for one [`ThinkFormat`].
@@ -95,6 +125,10 @@ pub struct ThinkParser {
     scanner: MarkerScanner,
     in_reasoning: bool,
     start_seen: bool,
+    /// With [`Unclosed::Content`]: the reasoning so far, and the raw output it
+    /// came from (start marker included), until the end marker decides.
+    held_reasoning: String,
+    held_raw: String,
 }
 
 impl ThinkParser {
@@ -123,6 +157,8 @@ impl ThinkParser {
             scanner: MarkerScanner::new(),
             in_reasoning: thinking,
             start_seen: false,
+            held_reasoning: String::new(),
+            held_raw: String::new(),
         }
     }
 
@@ -136,24 +172,48 @@ impl ThinkParser {
             let Some(piece) = self.scanner.next(&self.markers) else {
                 return;
             };
+            let holding = self.format.unclosed == Unclosed::Content;
             match piece {
+                Piece::Text(text) if holding => {
+                    self.held_raw.push_str(text);
+                    self.held_reasoning.push_str(text);
+                }
                 Piece::Text(text) => out.push(Event::Reasoning(text.to_owned())),
                 Piece::Marker(0) => {
                     if self.start_seen && self.format.start_markers == StartMarkers::First {
                         out.push(Event::Reasoning(self.format.start.to_owned()));
                     }
                     self.start_seen = true;
+                    if holding {
+                        self.held_raw.push_str(self.format.start);
+                    }
                 }
-                Piece::Marker(1) => self.in_reasoning = false,
+                Piece::Marker(1) => {
+                    self.in_reasoning = false;
+                    self.release_held(out);
+                }
                 Piece::Marker(i) => {
                     self.in_reasoning = false;
+                    self.release_held(out);
                     out.push(Event::Content(self.markers[i].to_owned()));
                 }
+            }
+            if self.format.start_markers == StartMarkers::Leading {
+                self.markers[0] = "";
             }
         }
         let rest = self.scanner.finish();
         if !rest.is_empty() {
             out.push(Event::Content(rest));
+        }
+    }
+
+    /// The end marker came: held reasoning is reasoning after all.
+    fn release_held(&mut self, out: &mut Vec<Event>) {
+        self.held_raw.clear();
+        let reasoning = std::mem::take(&mut self.held_reasoning);
+        if !reasoning.is_empty() {
+            out.push(Event::Reasoning(reasoning));
         }
     }
 }
@@ -164,6 +224,7 @@ fn prompt_closed_reasoning(format: &ThinkFormat, prompt: &str) -> bool {
     match format.prompt_rule {
         PromptRule::AnyEnd => end.is_some(),
         PromptRule::LastMarkerIsEnd => end > prompt.rfind(format.start),
+        PromptRule::Ignore => false,
     }
 }
 
@@ -177,8 +238,20 @@ impl ReasoningParser for ThinkParser {
         }
     }
 
+    /// vLLM's think-tag formats that absorb every start marker are the
+    /// reasoning halves of its parser engines (`qwen3`).
+    fn is_engine_based(&self) -> bool {
+        self.format.start_markers == StartMarkers::All
+    }
+
     fn finish(&mut self, out: &mut Vec<Event>) {
-        let rest = self.scanner.finish();
+        let mut rest = self.scanner.finish();
+        if self.in_reasoning && self.format.unclosed == Unclosed::Content {
+            // No end marker: the whole output is content, as it came.
+            rest.insert_str(0, &std::mem::take(&mut self.held_raw));
+            self.held_reasoning.clear();
+            self.in_reasoning = false;
+        }
         if !rest.is_empty() {
             out.push(if self.in_reasoning {
                 Event::Reasoning(rest)

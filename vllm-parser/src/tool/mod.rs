@@ -1,7 +1,9 @@
 //! Tool-call parsers, one module per family of output formats.
 
+pub mod deepseek;
 pub mod hermes;
 pub mod json_calls;
+pub mod pythonic;
 pub mod settle;
 
 use crate::event::Event;

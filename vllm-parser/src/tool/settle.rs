@@ -23,6 +23,9 @@ pub enum Opening {
     Start(&'static [&'static str]),
     /// At the first occurrence of this marker; the text before it is content.
     Marker(&'static str),
+    /// The whole output is the tail: vLLM drops text before calls it finds
+    /// anywhere, so nothing can be released before the end.
+    Whole,
 }
 
 /// What a format made of its tail.
@@ -70,6 +73,7 @@ impl<F: Settle + 'static> SettleParser<F> {
         let state = match format.opening() {
             Opening::Start(_) => State::Undecided,
             Opening::Marker(_) => State::Content,
+            Opening::Whole => State::Tail,
         };
         Self {
             format,
@@ -125,7 +129,7 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
                     }
                 }
             }
-            (_, Opening::Start(_)) => {}
+            (_, Opening::Start(_) | Opening::Whole) => {}
         }
     }
 

@@ -3,67 +3,110 @@
 //!
 //! [`EngineConfig`]: crate::engine::config::EngineConfig
 
+pub mod deepseek_v32;
+pub mod deepseek_v4;
+pub mod gemma4;
+pub mod glm47;
+pub mod granite;
+pub mod kimi_k2;
+pub mod minimax_m2;
+pub mod nemotron_v3;
 pub mod qwen3;
+pub mod seed_oss;
 
 use std::collections::HashMap;
 
 use crate::json::{self, PyJson};
+use crate::parser::{ParserOptions, py_truthy};
 use crate::text::py_is_space;
 
-/// A tag pair such as `<parameter=NAME>…</parameter>`, as regex pieces that may
-/// be separated by whitespace (`<\s*parameter\s*=\s*` … `<\s*/\s*parameter\s*>`).
-pub struct ParamTag {
-    /// Pieces of the opener before the name (the name runs to `>`).
-    pub open: &'static [&'static str],
-    /// Pieces of the closer.
-    pub close: &'static [&'static str],
+/// GLM's and Kimi's rule: thinking unless `thinking` or `enable_thinking` is
+/// given (not null) and neither is truthy.
+pub fn thinking(options: &ParserOptions) -> bool {
+    let given: Vec<_> = ["thinking", "enable_thinking"]
+        .iter()
+        .filter_map(|flag| options.chat_template_kwargs.get(*flag))
+        .filter(|value| !value.is_null())
+        .collect();
+    given.is_empty() || given.into_iter().any(py_truthy)
 }
 
-/// Length of `pieces` at the start of `text`, whitespace allowed between and
-/// after pieces except after the last one.
-fn spaced(text: &str, pieces: &[&str], trailing_space: bool) -> Option<usize> {
+/// Reads a parameter name at the start of the text: `(name, attribute,
+/// length through the opener's `>`)`.
+pub type NameReader = for<'a> fn(&'a str) -> Option<(&'a str, Option<&'a str>, usize)>;
+
+/// A parameter tag such as `<parameter=NAME>VALUE</parameter>`, as the pieces
+/// of vLLM's regex `OPEN NAME > (VALUE.*?) (?:CLOSE|(?=OPEN))`.
+pub struct ParamTag {
+    /// Length of an opener's part before the name at the start of the text.
+    pub open: fn(&str) -> Option<usize>,
+    /// The name at the start of the text, an attribute after it if the tag
+    /// has one (DeepSeek's `string="true"`), and the length through the `>`
+    /// that ends the opener.
+    pub name: NameReader,
+    /// Length of a closer at the start of the text.
+    pub close: fn(&str) -> Option<usize>,
+}
+
+/// One parameter found by [`tag_params`].
+pub struct TagParam<'a> {
+    /// The name as written.
+    pub name: &'a str,
+    /// The tag's attribute, if it has one.
+    pub attribute: Option<&'a str>,
+    /// The value as written.
+    pub value: &'a str,
+}
+
+/// Length of `pieces` at the start of `text`, Python whitespace allowed between
+/// them (`\s*`), and after the last one when `trailing_space`.
+pub fn spaced(text: &str, pieces: &[&str], trailing_space: bool) -> Option<usize> {
     let mut at = 0;
     for (i, piece) in pieces.iter().enumerate() {
         if i > 0 {
-            at = text.len() - text[at..].trim_start_matches(py_is_space).len();
+            at = skip_space(text, at);
         }
         if !text[at..].starts_with(piece) {
             return None;
         }
         at += piece.len();
     }
-    if trailing_space {
-        at = text.len() - text[at..].trim_start_matches(py_is_space).len();
-    }
-    Some(at)
+    Some(if trailing_space {
+        skip_space(text, at)
+    } else {
+        at
+    })
 }
 
-/// Every complete `OPEN NAME> VALUE` up to a closer or the next opener, in
-/// order (the regex `OPEN([^>]*)>(.*?)(?:CLOSE|(?=OPEN))` with `finditer`).
-pub fn tag_params<'a>(raw: &'a str, tag: &ParamTag) -> Vec<(&'a str, &'a str)> {
+/// The offset after the whitespace at `at`.
+pub fn skip_space(text: &str, at: usize) -> usize {
+    text.len() - text[at..].trim_start_matches(py_is_space).len()
+}
+
+/// Every complete parameter in `raw`, in order (the regex with `finditer`).
+pub fn tag_params<'a>(raw: &'a str, tag: &ParamTag) -> Vec<TagParam<'a>> {
     let mut params = Vec::new();
     let mut from = 0;
     while let Some(lt) = raw[from..].find('<') {
         let start = from + lt;
-        let Some(open) = spaced(&raw[start..], tag.open, true) else {
+        let Some((name, attribute, value_start)) = (tag.open)(&raw[start..]).and_then(|open| {
+            let name_start = start + open;
+            let (name, attribute, len) = (tag.name)(&raw[name_start..])?;
+            Some((name, attribute, name_start + len))
+        }) else {
             from = start + 1;
             continue;
         };
-        let name_start = start + open;
-        let Some(gt) = raw[name_start..].find('>') else {
-            break;
-        };
-        let value_start = name_start + gt + 1;
         // The value ends at the first closer or opener.
         let mut end = None;
         let mut scan = value_start;
         while let Some(lt) = raw[scan..].find('<') {
             let at = scan + lt;
-            if let Some(len) = spaced(&raw[at..], tag.close, false) {
+            if let Some(len) = (tag.close)(&raw[at..]) {
                 end = Some((at, at + len));
                 break;
             }
-            if spaced(&raw[at..], tag.open, true).is_some() {
+            if (tag.open)(&raw[at..]).is_some() {
                 end = Some((at, at));
                 break;
             }
@@ -73,23 +116,27 @@ pub fn tag_params<'a>(raw: &'a str, tag: &ParamTag) -> Vec<(&'a str, &'a str)> {
             from = start + 1;
             continue;
         };
-        params.push((&raw[name_start..name_start + gt], &raw[value_start..value_end]));
+        params.push(TagParam {
+            name,
+            attribute,
+            value: &raw[value_start..value_end],
+        });
         from = next;
     }
     params
 }
 
-/// `json.dumps(dict)` of string values built by assignment: a repeated key
-/// keeps its first position and takes the last value.
-pub fn dict_json(params: impl IntoIterator<Item = (String, String)>) -> String {
+/// `json.dumps(dict)` of values set in order: a repeated key keeps its first
+/// position and takes the last value.
+pub fn dict_json(params: impl IntoIterator<Item = (String, PyJson)>) -> String {
     let mut items: Vec<(String, PyJson)> = Vec::new();
     let mut index: HashMap<String, usize> = HashMap::new();
     for (key, value) in params {
         match index.get(&key) {
-            Some(&at) => items[at].1 = PyJson::Str(value),
+            Some(&at) => items[at].1 = value,
             None => {
                 index.insert(key.clone(), items.len());
-                items.push((key, PyJson::Str(value)));
+                items.push((key, value));
             }
         }
     }

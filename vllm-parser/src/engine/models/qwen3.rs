@@ -14,22 +14,49 @@
 //! Parameter values are text; one leading and one trailing newline are the
 //! template's and are removed; the tool's schema then types them.
 
+use crate::engine::adapters::{EngineReasoningParser, EngineToolParser};
 use crate::engine::config::{Emit, EngineConfig, State, on};
-use crate::engine::models::{ParamTag, dict_json, tag_params};
+use crate::engine::models::{ParamTag, dict_json, spaced, tag_params};
+use crate::json::PyJson;
+use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 
 use Emit::*;
 use State::*;
 
-/// The Qwen3 grammar; `thinking` starts the output in reasoning.
-pub fn config(thinking: bool) -> EngineConfig {
+/// The four wrapper strings that tell Qwen3-grammar models apart.
+#[derive(Debug, Clone, Copy)]
+pub struct Wrappers {
+    /// vLLM's config name.
+    pub name: &'static str,
+    /// Opens reasoning.
+    pub think_start: &'static str,
+    /// Closes reasoning.
+    pub think_end: &'static str,
+    /// Opens a call.
+    pub tool_start: &'static str,
+    /// Closes a call.
+    pub tool_end: &'static str,
+}
+
+/// Qwen3's own spellings.
+pub const QWEN3: Wrappers = Wrappers {
+    name: "qwen3",
+    think_start: "<think>",
+    think_end: "</think>",
+    tool_start: "<tool_call>",
+    tool_end: "</tool_call>",
+};
+
+/// The Qwen3 grammar with `wrappers`; `thinking` starts the output in reasoning.
+pub fn config(wrappers: Wrappers, thinking: bool) -> EngineConfig {
     let mut config = EngineConfig::new(
-        "qwen3",
+        wrappers.name,
         if thinking { Reasoning } else { Content },
         vec![
-            ("THINK_START", "<think>"),
-            ("THINK_END", "</think>"),
-            ("TOOL_START", "<tool_call>"),
-            ("TOOL_END", "</tool_call>"),
+            ("THINK_START", wrappers.think_start),
+            ("THINK_END", wrappers.think_end),
+            ("TOOL_START", wrappers.tool_start),
+            ("TOOL_END", wrappers.tool_end),
             ("FUNC_PREFIX", "<function="),
             ("FUNC_END", "</function>"),
             ("PARAM_START", "<parameter="),
@@ -40,18 +67,43 @@ pub fn config(thinking: bool) -> EngineConfig {
             on(Reasoning, "THINK_START", Reasoning, &[]),
             on(Reasoning, "THINK_END", Content, &[ReasoningEnd]),
             on(Content, "THINK_END", Content, &[]),
-            on(Reasoning, "TOOL_START", ToolPreamble, &[ReasoningEnd, ToolCallStart]),
-            on(Content, "TOOL_START", ToolPreamble, &[ReasoningEnd, ToolCallStart]),
+            on(
+                Reasoning,
+                "TOOL_START",
+                ToolPreamble,
+                &[ReasoningEnd, ToolCallStart],
+            ),
+            on(
+                Content,
+                "TOOL_START",
+                ToolPreamble,
+                &[ReasoningEnd, ToolCallStart],
+            ),
             on(Content, "FUNC_PREFIX", ToolName, &[ToolCallStart]),
             on(ToolPreamble, "TOOL_END", Content, &[ToolCallEnd]),
             on(ToolPreamble, "FUNC_PREFIX", ToolName, &[]),
             on(ToolName, "CLOSE_ANGLE", ToolArgs, &[]),
             on(ToolName, "FUNC_END", ToolBetween, &[ToolCallEnd]),
             on(ToolName, "TOOL_END", Content, &[ToolCallEnd]),
-            on(ToolName, "TOOL_START", ToolPreamble, &[ToolCallEnd, ToolCallStart]),
-            on(ToolName, "FUNC_PREFIX", ToolName, &[ToolCallEnd, ToolCallStart]),
+            on(
+                ToolName,
+                "TOOL_START",
+                ToolPreamble,
+                &[ToolCallEnd, ToolCallStart],
+            ),
+            on(
+                ToolName,
+                "FUNC_PREFIX",
+                ToolName,
+                &[ToolCallEnd, ToolCallStart],
+            ),
             on(ToolArgs, "FUNC_END", ToolBetween, &[ToolCallEnd]),
-            on(ToolArgs, "FUNC_PREFIX", ToolName, &[ToolCallEnd, ToolCallStart]),
+            on(
+                ToolArgs,
+                "FUNC_PREFIX",
+                ToolName,
+                &[ToolCallEnd, ToolCallStart],
+            ),
             on(ToolArgs, "PARAM_START", ToolArgs, &[Argument]),
             on(ToolArgs, "PARAM_END", ToolArgs, &[Argument]),
             on(ToolBetween, "TOOL_END", Content, &[]),
@@ -64,18 +116,48 @@ pub fn config(thinking: bool) -> EngineConfig {
     config
 }
 
+/// Whether the request thinks (`enable_thinking`, on by default).
+fn thinking(options: &ParserOptions) -> bool {
+    options.template_flag("enable_thinking", true)
+}
+
+/// The `qwen3_xml` / `qwen3_coder` tool parser.
+pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
+    tool_parser_for(QWEN3, options)
+}
+
+/// The tool parser of a Qwen3-grammar model.
+pub fn tool_parser_for(wrappers: Wrappers, options: &ParserOptions) -> Box<dyn ToolParser> {
+    EngineToolParser::boxed(config(wrappers, thinking(options)), &options.tools)
+}
+
+/// The reasoning parser of a Qwen3-grammar model. (vLLM's `qwen3` reasoning
+/// parser is this engine too; the crate keeps its `reasoning::think::QWEN3`
+/// form, which also reads the prompt.)
+pub fn reasoning_parser_for(
+    wrappers: Wrappers,
+    options: &ParserOptions,
+) -> Box<dyn ReasoningParser> {
+    let thinking = thinking(options);
+    EngineReasoningParser::boxed(config(wrappers, thinking), thinking)
+}
+
 /// `<parameter=NAME>VALUE</parameter>` (whitespace allowed inside the tags; a
-/// value also ends at the next opening tag).
+/// value also ends at the next opening tag): `<\s*parameter\s*=\s*([^>]*)>`.
 const PARAM: ParamTag = ParamTag {
-    open: &["<", "parameter", "="],
-    close: &["<", "/", "parameter", ">"],
+    open: |text| spaced(text, &["<", "parameter", "="], true),
+    name: |text| text.find('>').map(|gt| (&text[..gt], None, gt + 1)),
+    close: |text| spaced(text, &["<", "/", "parameter", ">"], false),
 };
 
 /// vLLM's `_qwen3_arg_converter(raw, partial=False)`.
 fn convert(raw: &str) -> Option<String> {
-    let params = tag_params(raw, &PARAM)
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), trim_wrapping_newlines(value).to_owned()));
+    let params = tag_params(raw, &PARAM).into_iter().map(|p| {
+        (
+            p.name.to_owned(),
+            PyJson::Str(trim_wrapping_newlines(p.value).to_owned()),
+        )
+    });
     Some(dict_json(params))
 }
 
