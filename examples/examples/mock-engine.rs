@@ -8,7 +8,8 @@
 //! ```
 //!
 //! It starts one mock engine per local data-parallel rank (`--data-parallel-size-local`,
-//! by default all ranks from the start rank on); each dials
+//! by default all ranks from the start rank on; only `--data-parallel-rank` if given;
+//! vLLM's short forms `-dp`, `-dpn`, `-dpr`, `-dpl`, `-dpa`, `-dpp` work too); each dials
 //! `tcp://ADDRESS:RPC_PORT` like a headless vLLM engine. Other vLLM flags are ignored
 //! with a warning (an unknown `--flag` takes the next argument as its value unless that
 //! starts with `-`), and a leading `-m vllm.entrypoints.cli.main serve` is skipped, so
@@ -62,6 +63,9 @@ struct Args {
     /// First data-parallel rank started here.
     #[arg(long, default_value_t = 0)]
     data_parallel_start_rank: u16,
+    /// The one rank started here (external load balancing).
+    #[arg(long, conflicts_with = "data_parallel_start_rank")]
+    data_parallel_rank: Option<u16>,
     /// Engines started here (default: every rank from the start rank on).
     #[arg(long)]
     data_parallel_size_local: Option<u16>,
@@ -100,6 +104,16 @@ struct Args {
     mock_dp_waves: bool,
 }
 
+/// vLLM's short forms of the data-parallel flags.
+const SHORT_FLAGS: [(&str, &str); 6] = [
+    ("-dp", "--data-parallel-size"),
+    ("-dpn", "--data-parallel-rank"),
+    ("-dpr", "--data-parallel-start-rank"),
+    ("-dpl", "--data-parallel-size-local"),
+    ("-dpa", "--data-parallel-address"),
+    ("-dpp", "--data-parallel-rpc-port"),
+];
+
 /// Drops a leading `-m MODULE [serve]` and the flags this binary does not know, with a
 /// warning, so that any `vllm serve` command line is accepted.
 fn known_args(raw: Vec<String>) -> Vec<String> {
@@ -116,7 +130,10 @@ fn known_args(raw: Vec<String>) -> Vec<String> {
         raw.next();
         raw.next_if(|a| a == "serve");
     }
-    while let Some(arg) = raw.next() {
+    while let Some(mut arg) = raw.next() {
+        if let Some((_, long)) = SHORT_FLAGS.iter().find(|(short, _)| *short == arg) {
+            arg = (*long).to_owned();
+        }
         let name = arg.split('=').next().unwrap_or_default();
         if !arg.starts_with("--") || known.iter().any(|k| k == name) || arg == "-h" {
             args.push(arg);
@@ -188,10 +205,17 @@ async fn main() -> anyhow::Result<()> {
         dp_waves: args.mock_dp_waves,
         ..MockConfig::default()
     };
-    let start = args.data_parallel_start_rank;
-    let local = args
-        .data_parallel_size_local
-        .unwrap_or(args.data_parallel_size.saturating_sub(start));
+    let (start, local) = match args.data_parallel_rank {
+        Some(rank) => (rank, 1),
+        None => {
+            let start = args.data_parallel_start_rank;
+            let all_from_start = args.data_parallel_size.saturating_sub(start);
+            (
+                start,
+                args.data_parallel_size_local.unwrap_or(all_from_start),
+            )
+        }
+    };
     if local == 0 {
         bail!("no local data-parallel rank to start");
     }
@@ -199,8 +223,11 @@ async fn main() -> anyhow::Result<()> {
         "tcp://{}:{}",
         args.data_parallel_address, args.data_parallel_rpc_port
     );
-    tracing::info!(%address, ranks = ?(start..start + local), model = args.model, "starting mock engines");
-    let engines: Vec<_> = (start..start + local)
+    let end = start
+        .checked_add(local)
+        .context("data-parallel rank out of range")?;
+    tracing::info!(%address, ranks = ?(start..end), model = args.model, "starting mock engines");
+    let engines: Vec<_> = (start..end)
         .map(|rank| MockEngine::spawn(address.clone(), rank, config.clone()))
         .collect();
 

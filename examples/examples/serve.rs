@@ -27,7 +27,13 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let config = Args::parse().into_config()?;
+    let model = config.served_model_name.clone();
     let server = Server::bind(config).await?;
-    tracing::info!("serving on http://{}", server.local_addr());
+    let addr = server.local_addr();
+    tracing::info!("serving {model} on http://{addr}");
+    tracing::info!(
+        "try: curl -N http://{addr}/v1/chat/completions -H 'Content-Type: application/json' \
+         -d '{{\"model\":\"{model}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hi\"}}],\"stream\":true}}'"
+    );
     server.serve(shutdown_signal()).await
 }

@@ -582,8 +582,19 @@ fn tool_choice_required_reads_the_json_array() {
             })
             .flatten()
             .collect();
+        // Announced once (id, name), then the model's text of `parameters` in pieces.
         assert_eq!(calls[0]["function"]["name"], "get_weather");
-        assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
+        assert!(calls[0]["id"].is_string());
+        assert!(
+            calls[1..]
+                .iter()
+                .all(|c| c.get("id").is_none() && c["index"] == 0)
+        );
+        let arguments: String = calls
+            .iter()
+            .filter_map(|c| c["function"]["arguments"].as_str())
+            .collect();
+        assert_eq!(arguments, "{\"city\": \"Paris\"}");
         assert_eq!(final_choice(&events)["finish_reason"], "tool_calls");
     });
 }

@@ -16,6 +16,7 @@ pub mod openai;
 mod preprocess;
 pub mod render_mode;
 mod renderer;
+pub mod tokenizer;
 pub mod template;
 
 pub use error::RenderError;

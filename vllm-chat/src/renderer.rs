@@ -4,11 +4,11 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use tokenizers::Tokenizer;
 
 use crate::model::{ChatTemplates, ModelFiles};
 use crate::openai::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
 use crate::template::{Clock, ContentFormat, Limits, TemplateSet, content_format, from_json};
+use crate::tokenizer::Tokenizer;
 use crate::{RenderError, preprocess};
 
 /// A rendered prompt: the text the template produced and its token ids.

@@ -26,6 +26,7 @@ from vllm import SamplingParams
 from vllm.config import ParallelConfig
 from vllm.utils.network_utils import get_open_port, make_zmq_socket
 from vllm.v1.engine import (
+    EngineCoreEventType,
     EngineCoreOutputs,
     EngineCoreReadyResponse,
     EngineCoreRequest,
@@ -93,12 +94,14 @@ class Frontend:
     def run(self, ids: set[str]) -> dict[str, tuple[list[int], object]]:
         tokens: dict[str, list[int]] = {}
         done: dict[str, tuple[list[int], object]] = {}
+        self.events: dict[str, list] = {}
         while len(done) < len(ids):
             outs = self.recv()
             if outs is None:
                 raise TimeoutError(f"no output; finished so far: {sorted(done)}")
             for out in outs.outputs:
                 tokens.setdefault(out.request_id, []).extend(out.new_token_ids)
+                self.events.setdefault(out.request_id, []).extend(out.events or [])
                 if out.finish_reason is not None:
                     done[out.request_id] = (tokens[out.request_id], out)
         return done
@@ -168,6 +171,9 @@ def main() -> int:
         fe.send(EngineCoreRequestType.ADD, request("ignore", params(ignore_eos=True, max_tokens=9)))
         done = fe.run({"eos", "length", "stop", "min", "ignore"})
 
+        kinds = [e.type for e in fe.events["eos"]]
+        check("events decode as EngineCoreEvent: QUEUED then SCHEDULED",
+              kinds == [EngineCoreEventType.QUEUED, EngineCoreEventType.SCHEDULED], fe.events["eos"])
         tokens, last = done["eos"]
         check("text then EOS: finish STOP", tokens == TEXT + [EOS]
               and last.finish_reason == FinishReason.STOP and last.stop_reason is None, (tokens, last))

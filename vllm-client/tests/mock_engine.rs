@@ -8,10 +8,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
 use vllm_client::protocol::{
-    Abort, ENGINE_CORE_DEAD, EngineCoreOutput, EngineCoreOutputs, EngineCoreReadyResponse,
-    EngineCoreRequest, EngineHandshakeMetadata, EngineZmqAddresses, FinishReason, HandshakeStatus,
-    LoRARequest, RequestType, SamplingParams, StartDpWave, StopReason, UtilityCall, UtilityOutput,
-    engine_identity,
+    Abort, ENGINE_CORE_DEAD, EngineCoreEventType, EngineCoreOutput, EngineCoreOutputs,
+    EngineCoreReadyResponse, EngineCoreRequest, EngineHandshakeMetadata, EngineZmqAddresses,
+    FinishReason, HandshakeStatus, LoRARequest, RequestType, SamplingParams, StartDpWave,
+    StopReason, UtilityCall, UtilityOutput, engine_identity,
 };
 use vllm_client::{Value, decode, encode};
 use zeromq::{PullSocket, RouterSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
@@ -214,7 +214,19 @@ async fn handshake_then_text_until_eos() {
         first.scheduler_stats.as_ref().map(|s| s.num_running_reqs),
         Some(1)
     );
+    // The first output reports the request's QUEUED and SCHEDULED events.
+    let events = first.outputs[0].events.as_ref().expect("events");
+    let kinds: Vec<_> = events.iter().map(|e| e.event_type).collect();
+    assert_eq!(
+        kinds,
+        [EngineCoreEventType::Queued, EngineCoreEventType::Scheduled]
+    );
+    assert!(events[0].timestamp <= events[1].timestamp);
+    assert!(events[1].timestamp <= first.timestamp);
+    let second = frontend.recv().await;
+    assert_eq!(second.outputs[0].events, None);
     let mut tokens = first.outputs[0].new_token_ids.clone();
+    tokens.extend(&second.outputs[0].new_token_ids);
     let done = frontend.run(&["a"]).await;
     tokens.extend(&done["a"].0);
     assert_eq!(tokens, [1, 2, 3, EOS]);

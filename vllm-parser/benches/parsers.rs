@@ -44,6 +44,39 @@ const FAMILIES: &[Family] = &[
             )
         },
     },
+    Family {
+        name: "qwen3_coder (+qwen3), engine",
+        reasoning: Some("qwen3"),
+        tool: Some("qwen3_coder"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<think>{prose}</think>\n\n<tool_call>\n<function=f>\n<parameter=text>\n{prose}\n</parameter>\n</function>\n</tool_call>"
+            )
+        },
+    },
+    Family {
+        name: "kimi_k2, engine",
+        reasoning: Some("kimi_k2"),
+        tool: Some("kimi_k2"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<think>{prose}</think><|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{{\"text\": \"{prose}\"}}<|tool_call_end|><|tool_calls_section_end|>"
+            )
+        },
+    },
+    Family {
+        name: "openai (+openai_gptoss), harmony",
+        reasoning: Some("openai_gptoss"),
+        tool: Some("openai"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<|channel|>analysis<|message|>{prose}<|end|><|start|>assistant<|channel|>commentary to=functions.f <|constrain|>json<|message|>{{\"text\": \"{prose}\"}}<|call|>"
+            )
+        },
+    },
 ];
 
 fn run(family: &Family, output: &str, chunk_chars: usize) -> usize {

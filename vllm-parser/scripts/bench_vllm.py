@@ -21,14 +21,22 @@ from vllm.parser.parser_manager import ParserManager  # noqa: E402
 def main() -> None:
     for line in sys.stdin:
         job = json.loads(line)
-        tokenizer = tokenizer_for(job.get("model", "qwen3"))
+        # gpt-oss's Harmony parsers run as vLLM's HarmonyParser, on its tokenizer.
+        harmony = job["tool"] == "openai" or job["reasoning"] == "openai_gptoss"
+        tokenizer = tokenizer_for(job.get("model", "gptoss" if harmony else "qwen3"))
         parser_cls = ParserManager.get_parser(
             tool_parser_name=job["tool"],
             reasoning_parser_name=job["reasoning"],
             enable_auto_tools=True,
             model_name="bench",
+            is_harmony=harmony,
             tokenizer=tokenizer,
         )
+        if harmony:
+            # Load the Harmony encoding once, outside the timing, as a server does.
+            from vllm.entrypoints.openai.parser.harmony_utils import get_encoding
+
+            get_encoding()
         chunks = token_chunks(tokenizer, job["output"])
         tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
         request = make_request(tools if job["tool"] else [], {})

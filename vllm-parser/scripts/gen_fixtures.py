@@ -150,10 +150,13 @@ def make_request(tools: list[dict], chat_template_kwargs: dict) -> ChatCompletio
 
 
 def is_random_id(call_id: str) -> bool:
-    """vLLM's random ids: ``chatcmpl-tool-<hex>`` (``make_tool_call_id``) and
-    xLAM's ``call_<index>_<random_uuid()>``."""
-    return call_id.startswith("chatcmpl-tool-") or bool(
-        re.fullmatch(r"call_\d+_[0-9a-f]{16}", call_id)
+    """vLLM's random ids: ``chatcmpl-tool-<hex>`` (``make_tool_call_id``),
+    xLAM's ``call_<index>_<random_uuid()>`` and Mistral's 9 alphanumerics
+    (``MistralToolCall.generate_random_id``)."""
+    return (
+        call_id.startswith("chatcmpl-tool-")
+        or bool(re.fullmatch(r"call_\d+_[0-9a-f]{16}", call_id))
+        or bool(re.fullmatch(r"[A-Za-z0-9]{9}", call_id))
     )
 
 

@@ -7,7 +7,7 @@
 //! `required_tokens`, so a server can check its tokenizer at start-up like vLLM.
 
 use crate::engine::models::{
-    deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, nemotron_v3, qwen3,
+    deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3, qwen3,
     seed_oss,
 };
 use crate::error::ParserError;
@@ -136,6 +136,11 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         name: "gemma4",
         required_tokens: &[],
         build: gemma4::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "mistral",
+        required_tokens: &["[TOOL_CALLS]"],
+        build: mistral::reasoning_parser,
     },
 ];
 
@@ -274,6 +279,11 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "gemma4",
         required_tokens: &[],
         build: gemma4::tool_parser,
+    },
+    ToolEntry {
+        name: "mistral",
+        required_tokens: &["[TOOL_CALLS]"],
+        build: mistral::tool_parser,
     },
 ];
 

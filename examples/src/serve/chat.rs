@@ -179,7 +179,8 @@ async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<A
         .tokenizer
         .decode(tail, false)
         .unwrap_or_default();
-    let parser = ChoiceParser::new(&state.parsers, &request, kwargs, prompt_end)?;
+    let streaming = request.stream == Some(true);
+    let parser = ChoiceParser::new(&state.parsers, &request, kwargs, prompt_end, streaming)?;
     let generation = Generation::start(&state.client, &state.api.model, engine_request).await?;
     Ok(Accepted {
         echo: echo_text(&request),

@@ -28,6 +28,7 @@ pub mod ids;
 pub mod logprobs;
 pub mod model;
 pub mod parse;
+pub mod required;
 pub mod routing;
 pub mod sampling;
 pub mod sse;

@@ -48,11 +48,11 @@ impl Model {
         if files.tokenizer_json.is_none() {
             files.tokenizer_json = Some(read_gzip(&dir.join("tokenizer.json.gz"))?);
         }
+        let tokenizer_json = files.tokenizer_json.clone().unwrap_or_default();
         let renderer = ChatRenderer::new(files, options)?;
         let hf = renderer
             .tokenizer()
-            .context("the model directory has no tokenizer")?
-            .clone();
+            .context("the model directory has no tokenizer")?;
         let eos_token_id = renderer
             .model_files()
             .special_tokens
@@ -71,7 +71,7 @@ impl Model {
             .collect();
         Ok(Self {
             renderer,
-            tokenizer: Arc::new(HfTokenizer::new(hf)),
+            tokenizer: Arc::new(HfTokenizer::from_bytes(&tokenizer_json)?),
             eos_token_id,
             extra_eos_token_ids,
         })

@@ -11,7 +11,9 @@
 //! - a named function: the output is that function's arguments (the engine is held to
 //!   the function's JSON schema by structured outputs).
 //! - `required`: the output is a JSON array of `{"name", "parameters"}` (also held to a
-//!   schema); the calls are read from it when it is complete.
+//!   schema). A whole answer reads the calls from the complete array (arguments are
+//!   `json.dumps(parameters)`); a stream announces each call as soon as its name is
+//!   known and streams the model's text of its `parameters` ([`super::required`]).
 //!
 //! `parallel_tool_calls: false` keeps only the first call, as vLLM's
 //! `maybe_filter_parallel_tool_calls` does.
@@ -25,6 +27,7 @@ use vllm_parser::{Event, MessageBuilder, MessageParser, ParsedMessage, ParserOpt
 
 use super::error::ApiError;
 use super::ids;
+use super::required::RequiredCalls;
 
 /// The server's parser settings (`--reasoning-parser`, `--tool-call-parser`,
 /// `--enable-auto-tool-choice`), resolved to registered names.
@@ -98,6 +101,8 @@ pub struct ChoiceParser {
     include_reasoning: bool,
     single_call: bool,
     named_started: bool,
+    /// Streaming `required`: the incremental scanner; whole answers parse the text.
+    required_stream: Option<RequiredCalls>,
     required_text: String,
     /// Ids of the calls begun so far, by index.
     call_ids: Vec<String>,
@@ -122,6 +127,7 @@ impl ChoiceParser {
         request: &ChatCompletionRequest,
         chat_template_kwargs: Map<String, Value>,
         prompt_end: String,
+        streaming: bool,
     ) -> Result<Self, ApiError> {
         let options = ParserOptions {
             tools: request
@@ -166,6 +172,7 @@ impl ChoiceParser {
         let has_parser = settings.reasoning.is_some() || settings.tool.is_some();
         Ok(Self {
             inner: has_parser.then(|| MessageParser::new(reasoning, tool)),
+            required_stream: (streaming && mode == ToolMode::Required).then(RequiredCalls::default),
             mode,
             include_reasoning: request.include_reasoning,
             single_call: request.parallel_tool_calls == Some(false),
@@ -239,7 +246,7 @@ impl ChoiceParser {
                 other => out.push(other),
             }
         }
-        if finished && self.mode == ToolMode::Required {
+        if finished && self.mode == ToolMode::Required && self.required_stream.is_none() {
             self.required_calls(&mut out);
         }
         self.scratch = raw;
@@ -268,7 +275,24 @@ impl ChoiceParser {
                     delta: content,
                 });
             }
-            ToolMode::Required => self.required_text.push_str(&content),
+            ToolMode::Required => match &mut self.required_stream {
+                Some(scanner) => {
+                    for event in scanner.push(&content, ids::tool_call_id) {
+                        match event {
+                            Event::ToolCallBegin { index, .. } if self.single_call && index > 0 => {
+                            }
+                            Event::ToolCallArguments { index, .. }
+                                if self.single_call && index > 0 => {}
+                            Event::ToolCallBegin { index, id, name } => {
+                                self.call_ids.extend(id.clone());
+                                out.push(Event::ToolCallBegin { index, id, name });
+                            }
+                            other => out.push(other),
+                        }
+                    }
+                }
+                None => self.required_text.push_str(&content),
+            },
         }
     }
 

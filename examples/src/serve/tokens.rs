@@ -31,6 +31,35 @@ where
         .route("/v1/models", get(models))
 }
 
+/// A whole engine-free render server (`vllm-rs render` / `vllm launch render`): the
+/// routes of [`routes`] and `GET /health`.
+///
+/// ```no_run
+/// # async fn example() -> anyhow::Result<()> {
+/// use std::sync::Arc;
+/// use vllm_examples::serve::model::{Model, default_model_dir};
+/// use vllm_examples::serve::state::ModelApi;
+///
+/// let options = vllm_chat::RendererOptions {
+///     served_model_name: Some("qwen3".into()),
+///     ..Default::default()
+/// };
+/// let api = ModelApi {
+///     model: Model::load(&default_model_dir(), options)?,
+///     served_model_name: "qwen3".into(),
+///     model_root: default_model_dir().display().to_string(),
+/// };
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8100").await?;
+/// axum::serve(listener, vllm_examples::serve::tokens::render_router(Arc::new(api))).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub fn render_router(api: Arc<ModelApi>) -> Router {
+    routes()
+        .route("/health", get(|| async { axum::http::StatusCode::OK }))
+        .with_state(api)
+}
+
 /// `POST /tokenize`: a completion-style `{"prompt"}` or chat-style `{"messages"}` body.
 pub async fn tokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
     tokenize_body(&state, &body)

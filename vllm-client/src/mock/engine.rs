@@ -17,8 +17,9 @@ use tokio::time::Instant;
 use zeromq::{DealerSocket, PushSocket, SocketRecv, SocketSend, ZmqMessage};
 
 use crate::protocol::{
-    Abort, ENGINE_CORE_DEAD, EngineCoreOutput, EngineCoreOutputs, EngineCoreRequest, FinishReason,
-    RequestError, RequestType, SchedulerStats, StartDpWave, UtilityCall,
+    Abort, ENGINE_CORE_DEAD, EngineCoreEventType, EngineCoreOutput, EngineCoreOutputs,
+    EngineCoreRequest, FinishReason, RequestError, RequestType, SchedulerStats, StartDpWave,
+    UtilityCall,
 };
 
 use super::startup::Connections;
@@ -70,6 +71,8 @@ pub(crate) struct Engine {
     /// Data-parallel wave state (`DPEngineCoreProc`).
     current_wave: u64,
     engines_running: bool,
+    /// The engine's clock: `timestamp` of outputs and events, in seconds (vLLM uses
+    /// `time.monotonic()`; the frontend only compares one engine's times).
     started: std::time::Instant,
 }
 
@@ -243,8 +246,9 @@ impl Engine {
         let abort_immediately = request
             .abort_immediately
             .then(|| request.request_id.clone());
-        self.waiting
-            .push_back(Sequence::new(request, client, &self.config, &self.text));
+        let mut seq = Sequence::new(request, client, &self.config, &self.text);
+        seq.record(EngineCoreEventType::Queued, self.now());
+        self.waiting.push_back(seq);
         if let Some(id) = abort_immediately {
             self.abort(&[id]);
         }
@@ -343,6 +347,10 @@ impl Engine {
         }
     }
 
+    fn now(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
     fn counts(&self) -> (usize, usize) {
         (self.running.len(), self.waiting.len())
     }
@@ -369,9 +377,10 @@ impl Engine {
     async fn step(&mut self) -> Result<(), MockError> {
         if self.pause == Pause::Unpaused {
             while self.running.len() < self.config.max_num_seqs.max(1) {
-                let Some(seq) = self.waiting.pop_front() else {
+                let Some(mut seq) = self.waiting.pop_front() else {
                     break;
                 };
+                seq.record(EngineCoreEventType::Scheduled, self.now());
                 self.running.push(seq);
             }
         }
@@ -450,7 +459,7 @@ impl Engine {
         mut message: EngineCoreOutputs,
     ) -> Result<(), MockError> {
         message.engine_index = i64::from(self.rank);
-        message.timestamp = self.started.elapsed().as_secs_f64();
+        message.timestamp = self.now();
         let (payload, extra) = crate::encode(&message);
         let Some(socket) = self.outputs.get_mut(client) else {
             tracing::warn!(client, "no output socket for client");

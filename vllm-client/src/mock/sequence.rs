@@ -12,7 +12,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 use crate::protocol::{
-    EngineCoreOutput, EngineCoreRequest, FinishReason, LogprobsLists, SamplingParams, StopReason,
+    EngineCoreEvent, EngineCoreEventType, EngineCoreOutput, EngineCoreRequest, FinishReason,
+    LogprobsLists, SamplingParams, StopReason,
 };
 
 use super::{MockConfig, OutputMode};
@@ -102,6 +103,8 @@ pub(crate) struct Sequence {
     source: Source,
     rules: Rules,
     vocab_size: u32,
+    /// Lifecycle events not yet reported (sent with the next output, as vLLM does).
+    events: Vec<EngineCoreEvent>,
 }
 
 impl Sequence {
@@ -147,7 +150,16 @@ impl Sequence {
             source,
             rules: Rules::new(&params, model_eos, config.max_logprobs),
             vocab_size: config.vocab_size.max(1),
+            events: Vec::new(),
         }
+    }
+
+    /// Records a lifecycle event at engine time `timestamp`.
+    pub fn record(&mut self, event_type: EngineCoreEventType, timestamp: f64) {
+        self.events.push(EngineCoreEvent {
+            event_type,
+            timestamp,
+        });
     }
 
     /// Prompt plus generated tokens: what the request holds in the KV cache.
@@ -159,6 +171,7 @@ impl Sequence {
     pub fn step(&mut self, n: usize, max_model_len: usize) -> EngineCoreOutput {
         let mut output = EngineCoreOutput {
             request_id: self.request_id.clone(),
+            events: (!self.events.is_empty()).then(|| std::mem::take(&mut self.events)),
             ..EngineCoreOutput::default()
         };
         let mut rows = Vec::new();
@@ -317,6 +330,18 @@ mod tests {
         let (tokens, last) = run(&fixed(&[1, 2, 3], 99), p);
         assert_eq!(tokens, [1, 2, 3, 99, 1, 2]);
         assert_eq!(last.finish_reason, Some(FinishReason::Length));
+    }
+
+    #[test]
+    fn echo_repeats_the_prompt_then_eos() {
+        let config = MockConfig {
+            output: OutputMode::Echo,
+            ..MockConfig::default()
+        };
+        // No configured EOS: the request's `_eos_token_id` ends the echo.
+        let (tokens, last) = run(&config, params_with_eos(99));
+        assert_eq!(tokens, [5, 6, 7, 99]);
+        assert_eq!(last.finish_reason, Some(FinishReason::Stop));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! implicitly ends reasoning still does so).
 
 use crate::engine::assemble::{ReasoningAssembler, ToolAssembler};
-use crate::engine::config::{EngineConfig, State};
+use crate::engine::config::{Emit, EngineConfig, State};
 use crate::engine::driver::{Bypass, Engine, Signal};
 use crate::event::Event;
 use crate::parser::{ReasoningParser, ToolParser};
@@ -78,11 +78,11 @@ pub struct EngineReasoningParser {
 }
 
 impl EngineReasoningParser {
-    /// A parser for `config`; `thinking` false passes all text through as content;
-    /// `prompt_closed` starts in content.
-    pub fn new(config: EngineConfig, thinking: bool, prompt_closed: bool) -> Self {
+    /// A parser for `config`; `thinking` false passes all text through as
+    /// content; a `prompt` that already closed reasoning starts in content.
+    pub fn new(config: EngineConfig, thinking: bool, prompt: &str) -> Self {
         let assembler = ReasoningAssembler::new(&config);
-        let initial = if prompt_closed {
+        let initial = if prompt_closes_reasoning(&config, prompt) {
             State::Content
         } else {
             config.initial_state
@@ -99,9 +99,43 @@ impl EngineReasoningParser {
     }
 
     /// Boxed, for the registry.
-    pub fn boxed(config: EngineConfig, thinking: bool) -> Box<dyn ReasoningParser> {
-        Box::new(Self::new(config, thinking, false))
+    pub fn boxed(config: EngineConfig, thinking: bool, prompt: &str) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(config, thinking, prompt))
     }
+}
+
+/// vLLM's `set_prompt_token_ids` / `is_reasoning_end(prompt)` on text: a
+/// format that starts in reasoning and knows its turn boundaries starts in
+/// content when the prompt's last reasoning marker or boundary is a marker
+/// that ends reasoning (e.g. a template that rendered `<think></think>`).
+fn prompt_closes_reasoning(config: &EngineConfig, prompt: &str) -> bool {
+    if config.initial_state != State::Reasoning || config.turn_boundaries.is_empty() {
+        return false;
+    }
+    let from_reasoning = config
+        .transitions
+        .iter()
+        .filter(|t| t.from == State::Reasoning);
+    let mut end_terminals = Vec::new();
+    for t in from_reasoning {
+        if t.emits.contains(&Emit::ReasoningEnd) {
+            end_terminals.push(t.terminal);
+        } else if t.to != State::Reasoning {
+            return false;
+        }
+    }
+    let spellings = |names: &[&str]| -> Vec<&'static str> {
+        config
+            .terminals
+            .iter()
+            .filter(|(name, _)| names.contains(name))
+            .map(|(_, lit)| *lit)
+            .collect()
+    };
+    let last = |markers: &[&str]| markers.iter().filter_map(|m| prompt.rfind(m)).max();
+    let end = last(&spellings(&end_terminals));
+    let other = last(&spellings(&["THINK_START"])).max(last(&config.turn_boundaries));
+    end.is_some() && end > other
 }
 
 impl ReasoningParser for EngineReasoningParser {

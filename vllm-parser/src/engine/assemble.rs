@@ -14,13 +14,15 @@
 //!   that text read as JSON (`arguments` / `parameters` of a `{"name", …}`
 //!   object, or the object without `name`, or the text itself), then
 //!   coerced to the tool's schema types;
-//! - reasoning loses its trailing whitespace when the config says so.
+//! - reasoning loses its trailing whitespace when the config says so;
+//! - after a legacy (non-engine) reasoning parser, an output without calls is
+//!   the content exactly as given; a request without tools gets no calls.
 //!
 //! Content is streamed as it comes except what these rules may still remove:
 //! trailing whitespace (and, when content starts with whitespace, everything)
 //! is held until a call or the end of the output decides.
 
-use crate::engine::config::EngineConfig;
+use crate::engine::config::{ArgsText, EngineConfig};
 use crate::engine::driver::Signal;
 use crate::engine::schema::fix_arg_types;
 use crate::event::Event;
@@ -39,7 +41,9 @@ pub struct ToolAssembler {
     validate_names: bool,
     strip_names: bool,
     call_header: Option<crate::engine::config::CallHeader>,
-    raw_arguments: bool,
+    args_text: ArgsText,
+    names_in_arguments: bool,
+    accept_empty_names: bool,
     /// Content was emitted (it then held non-whitespace).
     emitted_content: bool,
     /// Content started with whitespace: all of it is held until decided.
@@ -77,7 +81,9 @@ impl ToolAssembler {
             validate_names: config.validate_tool_names,
             strip_names: config.strip_tool_names,
             call_header: config.call_header,
-            raw_arguments: config.raw_arguments,
+            args_text: config.args_text,
+            names_in_arguments: config.names_in_arguments,
+            accept_empty_names: config.accept_empty_names,
             emitted_content: false,
             hold_all: false,
             held: String::new(),
@@ -180,20 +186,18 @@ impl ToolAssembler {
             self.hold_all = true;
         }
         self.held.push_str(text);
-        if self.raw.is_some() || self.hold_all && (self.strip_content || py_is_blank(&self.held)) {
+        // Only `text` is looked at: what was held before is all whitespace
+        // (or all held anyway), so the cost stays proportional to the delta.
+        let blank = py_is_blank(text);
+        if self.raw.is_some() || self.hold_all && (self.strip_content || blank) {
             return;
         }
         self.hold_all = false;
         let cut = if self.strip_content {
-            match self
-                .held
-                .char_indices()
-                .rev()
-                .find(|(_, c)| !py_is_space(*c))
-            {
-                Some((at, c)) => at + c.len_utf8(),
-                None => return,
+            if blank {
+                return;
             }
+            self.held.len() - (text.len() - trim_end_len(text))
         } else {
             self.held.len()
         };
@@ -205,8 +209,20 @@ impl ToolAssembler {
         }
     }
 
+    /// `_extract_args_json` of stripped, non-empty text.
+    fn arguments_text(&self, body: &str) -> String {
+        match self.args_text {
+            ArgsText::Json => name_and_arguments(body).1,
+            ArgsText::Stripped => body.to_owned(),
+            ArgsText::FirstJsonValue => match json::loads_prefix(body) {
+                Ok((_, end)) => body[..end].to_owned(),
+                Err(_) => body.to_owned(),
+            },
+        }
+    }
+
     fn accept(&self, name: &str) -> bool {
-        !name.is_empty()
+        (self.accept_empty_names || !name.is_empty())
             && (!self.validate_names
                 || self.tools.is_empty()
                 || find_tool(&self.tools, name).is_some())
@@ -233,7 +249,7 @@ impl ToolAssembler {
                 }
                 None => name.clear(),
             }
-        } else if name.is_empty() {
+        } else if name.is_empty() && self.names_in_arguments {
             name = name_in_arguments(&slot.args).unwrap_or_default().to_owned();
         }
         if self.strip_names {
@@ -250,25 +266,22 @@ impl ToolAssembler {
         }
         let mut name = py_strip(&name).to_owned();
         let body = py_strip(&slot.args);
-        let arguments = if name.is_empty() && !body.is_empty() {
+        let arguments = if name.is_empty() && !body.is_empty() && self.names_in_arguments {
             let (found, arguments) = name_and_arguments(body);
             name = found;
             id = None;
             arguments
         } else if body.is_empty() {
             "{}".to_owned()
-        } else if let Some(convert) = self.converter {
-            match convert(&slot.args) {
+        } else {
+            let converted = self.converter.and_then(|convert| convert(&slot.args));
+            match converted {
                 Some(json) => match self.post_convert {
                     Some(post) if !self.tools.is_empty() => post(json, &slot.name, &self.tools),
                     _ => json,
                 },
-                None => name_and_arguments(body).1,
+                None => self.arguments_text(body),
             }
-        } else if self.raw_arguments {
-            body.to_owned()
-        } else {
-            name_and_arguments(body).1
         };
         if !self.accept(&name) {
             return;
@@ -312,6 +325,11 @@ impl ToolAssembler {
         });
         out.push(Event::ToolCallEnd { index });
     }
+}
+
+/// Length of `text` without its trailing Python whitespace.
+fn trim_end_len(text: &str) -> usize {
+    text.trim_end_matches(py_is_space).len()
 }
 
 /// vLLM's `_NAME_RE` (`"name"\s*:\s*"([^"]*)"`): the first non-empty match.
@@ -382,13 +400,9 @@ impl ReasoningAssembler {
             match signal {
                 Signal::Reasoning(text) if self.strip_trailing => {
                     self.held.push_str(&text);
-                    if let Some((at, c)) = self
-                        .held
-                        .char_indices()
-                        .rev()
-                        .find(|(_, c)| !py_is_space(*c))
-                    {
-                        let rest = self.held.split_off(at + c.len_utf8());
+                    if !py_is_blank(&text) {
+                        let cut = self.held.len() - (text.len() - trim_end_len(&text));
+                        let rest = self.held.split_off(cut);
                         out.push(Event::Reasoning(std::mem::replace(&mut self.held, rest)));
                     }
                 }

@@ -10,8 +10,6 @@ pub enum State {
     Content,
     /// Reasoning text.
     Reasoning,
-    /// A header whose text is held until the next terminal decides what it is.
-    MessageHeader,
     /// Inside a call wrapper, before the function name (text is dropped).
     ToolPreamble,
     /// Reading the function name.
@@ -126,9 +124,29 @@ pub struct EngineConfig {
     pub strip_tool_names: bool,
     /// The name text is a header holding the call id and the name (Kimi).
     pub call_header: Option<CallHeader>,
-    /// Without a converter, arguments are the stripped raw text rather than
-    /// that text read as JSON (Kimi's `_extract_args_json`).
-    pub raw_arguments: bool,
+    /// Arguments without (or when failing) a converter (`_extract_args_json`).
+    pub args_text: ArgsText,
+    /// A nameless call takes its name from `"name": "…"` in its argument text.
+    pub names_in_arguments: bool,
+    /// A call with an empty name is still a call (Mistral).
+    pub accept_empty_names: bool,
+    /// Tokens that delimit turns in the prompt: with them, a prompt whose
+    /// last marker ends reasoning starts the output in content.
+    pub turn_boundaries: Vec<&'static str>,
+}
+
+/// How a call's raw argument text becomes its arguments when no converter
+/// applies (vLLM's `_extract_args_json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArgsText {
+    /// Read as JSON: `arguments` / `parameters` of a `{"name", …}` object,
+    /// else the object without `name`, else the text itself.
+    Json,
+    /// The stripped text as written (Kimi).
+    Stripped,
+    /// The first JSON value, as written; the stripped text when there is none
+    /// (Mistral, whose calls have no terminator).
+    FirstJsonValue,
 }
 
 impl EngineConfig {
@@ -159,7 +177,10 @@ impl EngineConfig {
             validate_tool_names: false,
             strip_tool_names: false,
             call_header: None,
-            raw_arguments: false,
+            args_text: ArgsText::Json,
+            names_in_arguments: true,
+            accept_empty_names: false,
+            turn_boundaries: Vec::new(),
         }
     }
 
@@ -176,14 +197,5 @@ impl EngineConfig {
             .iter()
             .find(|(s, _)| *s == state)
             .map(|(_, e)| *e)
-    }
-
-    /// Whether the format has reasoning at all (vLLM's `_has_reasoning`).
-    pub fn has_reasoning(&self) -> bool {
-        self.initial_state == State::Reasoning
-            || self
-                .terminals
-                .iter()
-                .any(|(name, _)| *name == "THINK_START" || *name == "THINK_END")
     }
 }

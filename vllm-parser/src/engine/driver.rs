@@ -50,7 +50,6 @@ pub struct Engine {
     /// Reasoning-only markers (what [`Bypass::reasoning`] turns into text).
     reasoning_markup: Vec<&'static str>,
     in_skipped_tool_span: bool,
-    header: String,
     calls_started: usize,
     array: ArrayBody,
 }
@@ -83,7 +82,6 @@ impl Engine {
             tool_exit_terminals,
             reasoning_markup,
             in_skipped_tool_span: false,
-            header: String::new(),
             calls_started: 0,
             array: ArrayBody::default(),
         }
@@ -115,12 +113,6 @@ impl Engine {
                 }
             }
             State::Reasoning => out.push(Signal::ReasoningEnd),
-            State::MessageHeader => {
-                let header = std::mem::take(&mut self.header);
-                if !header.is_empty() {
-                    out.push(Signal::Text(header));
-                }
-            }
             State::Content => {}
         }
         self.state = State::Content;
@@ -155,16 +147,9 @@ impl Engine {
                 } else if is_exit {
                     self.in_skipped_tool_span = false;
                 }
-                let leaving_header = self.state == State::MessageHeader;
-                if leaving_header {
-                    self.header.clear();
-                }
                 if transition.emits.contains(&Emit::ReasoningEnd) {
                     self.state = State::Content;
                     out.push(Signal::ReasoningEnd);
-                    out.push(Signal::Text(value.to_owned()));
-                } else if leaving_header {
-                    self.state = State::Content;
                     out.push(Signal::Text(value.to_owned()));
                 } else if let Some(emit) = self.config.content_event(self.state) {
                     self.signal(emit, value.to_owned(), out);
@@ -172,23 +157,12 @@ impl Engine {
                 return;
             }
         }
-        let previous = self.state;
-        let header = if previous == State::MessageHeader {
-            std::mem::take(&mut self.header)
-        } else {
-            String::new()
-        };
         self.state = transition.to;
         if self.state == State::ToolArgs {
             self.array = ArrayBody::default();
         }
         for &emit in transition.emits {
-            let text = if previous == State::MessageHeader && emit == Emit::Text {
-                header.clone()
-            } else {
-                value.to_owned()
-            };
-            self.signal(emit, text, out);
+            self.signal(emit, value.to_owned(), out);
         }
     }
 
@@ -197,9 +171,7 @@ impl Engine {
         if text.is_empty() {
             return;
         }
-        if self.state == State::MessageHeader {
-            self.header.push_str(text);
-        } else if self.state == State::ToolArgs && self.config.array_body {
+        if self.state == State::ToolArgs && self.config.array_body {
             let before = out.len();
             let end = self.array.feed(text, out);
             self.calls_started += out[before..]

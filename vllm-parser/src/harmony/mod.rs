@@ -15,8 +15,9 @@
 //! ```
 //!
 //! vLLM's whole-text result, which this parser reproduces at every chunking:
-//! - a header ends at `<|message|>` and is parsed as in [`header`]; an invalid
-//!   header is dropped, and so is text between messages up to the next `<|start|>`;
+//! - a header ends at `<|message|>` and is parsed as `openai_harmony` parses it
+//!   (`header.rs`); an invalid header is dropped, and so is text between messages
+//!   up to the next `<|start|>`;
 //! - a message body ends at `<|end|>`, `<|return|>` or `<|call|>`, or at the end of
 //!   the output; other special tokens in it are text;
 //! - assistant messages are routed by recipient and channel: `to=functions.NAME`

@@ -11,8 +11,9 @@
 //! ```
 //!
 //! vLLM's whole-text rules reproduced here: without `<｜tool▁calls▁begin｜>` all is
-//! content; with it, the calls are the matches of vLLM's regex (arguments are the
-//! raw text, not re-serialised), and the content is the text before
+//! content; with it, the calls are the matches of vLLM's regex anywhere in the
+//! output (arguments are the raw text, not re-serialised), and the content is the
+//! text before
 //! `<｜tool▁calls▁begin｜>` plus, for V3, the text after the last
 //! `<｜tool▁calls▁end｜>`. Everything else is dropped, even when nothing matched
 //! (vLLM reports `tools_called` regardless). V3's call type (the text before
@@ -60,10 +61,13 @@ pub const V31: DeepSeek = DeepSeek {
 
 impl Settle for DeepSeek {
     fn opening(&self) -> Opening {
-        Opening::Marker(CALLS_BEGIN)
+        // vLLM's regexes run over the whole output: a call (or the calls end)
+        // before the calls begin still counts once the calls begin appears.
+        Opening::Marker(&[CALLS_BEGIN, CALL_BEGIN, CALLS_END])
     }
 
     fn settle(&self, tail: &str) -> Option<Settled> {
+        let calls_begin = tail.find(CALLS_BEGIN)?;
         let mut calls = Vec::new();
         let mut from = 0;
         while let Some(found) = tail[from..].find(CALL_BEGIN) {
@@ -83,13 +87,14 @@ impl Settle for DeepSeek {
                 Match::Invalid => return None,
             }
         }
-        let content = match self.variant {
-            Variant::V3 => tail
-                .rfind(CALLS_END)
-                .map(|end| tail[end + CALLS_END.len()..].to_owned())
-                .unwrap_or_default(),
-            Variant::V31 => String::new(),
-        };
+        let mut content = tail[..calls_begin].to_owned();
+        if self.variant == Variant::V3
+            && let Some(end) = tail.rfind(CALLS_END)
+        {
+            // vLLM appends the text after the last calls end, even when that end
+            // precedes the calls begin (the text then appears twice).
+            content.push_str(&tail[end + CALLS_END.len()..]);
+        }
         Some(Settled { calls, content })
     }
 }

@@ -95,17 +95,17 @@ pub const XLAM: JsonCalls = JsonCalls {
 };
 /// `internlm`.
 pub const INTERNLM: JsonCalls = JsonCalls {
-    opening: Opening::Marker(INTERNLM_START),
+    opening: Opening::Marker(&[INTERNLM_START]),
     layout: Layout::Internlm,
 };
 /// `jamba`.
 pub const JAMBA: JsonCalls = JsonCalls {
-    opening: Opening::Marker(JAMBA_START),
+    opening: Opening::Marker(&[JAMBA_START]),
     layout: Layout::Jamba,
 };
 /// `granite4`.
 pub const GRANITE4: JsonCalls = JsonCalls {
-    opening: Opening::Marker(TOOL_CALL_START),
+    opening: Opening::Marker(&[TOOL_CALL_START]),
     layout: Layout::Granite4,
 };
 /// The tokens vLLM needs in the tokenizer to build `jamba`.

@@ -21,8 +21,9 @@ pub enum Opening {
     /// Only when the output starts with one of these strings (vLLM's streaming
     /// gate `current_text.startswith(...)`); otherwise the whole output is content.
     Start(&'static [&'static str]),
-    /// At the first occurrence of this marker; the text before it is content.
-    Marker(&'static str),
+    /// At the first occurrence of any of these markers; the text before it is
+    /// content.
+    Marker(&'static [&'static str]),
     /// The whole output is the tail: vLLM drops text before calls it finds
     /// anywhere, so nothing can be released before the end.
     Whole,
@@ -116,13 +117,13 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
                 self.scanner.push(text);
                 self.decide(starts, out);
             }
-            (_, Opening::Marker(marker)) => {
+            (_, Opening::Marker(markers)) => {
                 self.scanner.push(text);
-                while let Some(piece) = self.scanner.next(&[marker]) {
+                while let Some(piece) = self.scanner.next(markers) {
                     match piece {
                         Piece::Text(text) => out.push(Event::Content(text.to_owned())),
-                        Piece::Marker(_) => {
-                            self.tail = format!("{marker}{}", self.scanner.finish());
+                        Piece::Marker(i) => {
+                            self.tail = format!("{}{}", markers[i], self.scanner.finish());
                             self.state = State::Tail;
                             return;
                         }

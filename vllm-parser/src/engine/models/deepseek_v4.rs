@@ -109,7 +109,7 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 
 /// The `deepseek_v4` reasoning parser.
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
-    EngineReasoningParser::boxed(config(thinking(options)), true)
+    EngineReasoningParser::boxed(config(thinking(options)), true, &options.prompt)
 }
 
 /// `<｜DSML｜parameter\s+name="NAME"(?:\s+string="S")?\s*>` …

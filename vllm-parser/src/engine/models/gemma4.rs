@@ -80,9 +80,9 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 }
 
 /// The `gemma4` reasoning parser.
-pub fn reasoning_parser(_options: &ParserOptions) -> Box<dyn ReasoningParser> {
+pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
     Box::new(ThoughtPrefix {
-        inner: EngineReasoningParser::new(config(), true, false),
+        inner: EngineReasoningParser::new(config(), true, &options.prompt),
         head: String::new(),
         decided: false,
     })
@@ -109,6 +109,7 @@ impl ThoughtPrefix {
                     if self.head.starts_with(THOUGHT) {
                         self.decided = true;
                         let rest = self.head.split_off(THOUGHT.len());
+                        self.head.clear();
                         if !rest.is_empty() {
                             out.push(Event::Reasoning(rest));
                         }

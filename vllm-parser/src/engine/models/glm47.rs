@@ -72,6 +72,7 @@ pub fn config(thinking: bool) -> EngineConfig {
     config.converter = Some(convert);
     config.validate_tool_names = true;
     config.strip_tool_names = true;
+    config.turn_boundaries = vec!["<|system|>", "<|user|>", "<|assistant|>", "<|observation|>"];
     config
 }
 
@@ -83,7 +84,7 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 /// The `glm45` / `glm47` reasoning parser.
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
     let thinking = thinking(options);
-    EngineReasoningParser::boxed(config(thinking), thinking)
+    EngineReasoningParser::boxed(config(thinking), thinking, &options.prompt)
 }
 
 const KEY_START: &str = "<arg_key>";

@@ -12,7 +12,7 @@
 //! is not stripped.
 
 use crate::engine::adapters::{EngineReasoningParser, EngineToolParser};
-use crate::engine::config::{Emit, EngineConfig, State, on};
+use crate::engine::config::{ArgsText, Emit, EngineConfig, State, on};
 use crate::engine::models::thinking;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 use crate::text::py_strip;
@@ -63,7 +63,7 @@ pub fn config(thinking: bool) -> EngineConfig {
     );
     config.strip_content_whitespace_with_tools = false;
     config.call_header = Some(call_header);
-    config.raw_arguments = true;
+    config.args_text = ArgsText::Stripped;
     config
 }
 
@@ -75,7 +75,7 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 /// The `kimi_k2` reasoning parser.
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
     let thinking = thinking(options);
-    EngineReasoningParser::boxed(config(thinking), thinking)
+    EngineReasoningParser::boxed(config(thinking), thinking, &options.prompt)
 }
 
 /// vLLM's `_extract_tool_id_and_name`: the header's longest first-line prefix

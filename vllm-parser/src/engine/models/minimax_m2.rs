@@ -83,8 +83,8 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 }
 
 /// The `minimax_m2` reasoning parser.
-pub fn reasoning_parser(_options: &ParserOptions) -> Box<dyn ReasoningParser> {
-    EngineReasoningParser::boxed(config(), true)
+pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
+    EngineReasoningParser::boxed(config(), true, &options.prompt)
 }
 
 /// `<\s*parameter\s+name\s*=\s*("…"|'…'|[^>\s]+)\s*>` … `<\s*/\s*parameter\s*>`.

@@ -10,6 +10,7 @@ pub mod glm47;
 pub mod granite;
 pub mod kimi_k2;
 pub mod minimax_m2;
+pub mod mistral;
 pub mod nemotron_v3;
 pub mod qwen3;
 pub mod seed_oss;

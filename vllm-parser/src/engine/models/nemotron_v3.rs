@@ -16,7 +16,7 @@ pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
     let mut config = qwen3::config(QWEN3, thinking);
     config.name = "nemotron_v3";
     config.strip_trailing_reasoning_whitespace = true;
-    let inner = EngineReasoningParser::new(config, thinking, false);
+    let inner = EngineReasoningParser::new(config, thinking, &options.prompt);
     let kwargs = &options.chat_template_kwargs;
     let force = kwargs.get("enable_thinking") == Some(&false.into())
         || kwargs.get("force_nonempty_content") == Some(&true.into());
@@ -40,10 +40,11 @@ struct ForceContent {
 }
 
 impl ForceContent {
-    fn pass(&mut self, out: &mut Vec<Event>) {
+    /// Release everything once content is not blank; `from` is where the
+    /// events not yet looked at start.
+    fn pass(&mut self, from: usize, out: &mut Vec<Event>) {
         if !self.decided
-            && self
-                .held
+            && self.held[from..]
                 .iter()
                 .any(|e| matches!(e, Event::Content(text) if !py_is_blank(text)))
         {
@@ -57,13 +58,15 @@ impl ForceContent {
 
 impl ReasoningParser for ForceContent {
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        let from = self.held.len();
         self.inner.push(text, token_ids, &mut self.held);
-        self.pass(out);
+        self.pass(from, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
+        let from = self.held.len();
         self.inner.finish(&mut self.held);
-        self.pass(out);
+        self.pass(from, out);
         if self.decided {
             return;
         }

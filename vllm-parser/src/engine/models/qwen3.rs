@@ -36,6 +36,8 @@ pub struct Wrappers {
     pub tool_start: &'static str,
     /// Closes a call.
     pub tool_end: &'static str,
+    /// The prompt's turn-delimiting tokens.
+    pub turn_boundaries: &'static [&'static str],
 }
 
 /// Qwen3's own spellings.
@@ -45,6 +47,7 @@ pub const QWEN3: Wrappers = Wrappers {
     think_end: "</think>",
     tool_start: "<tool_call>",
     tool_end: "</tool_call>",
+    turn_boundaries: &["<|im_start|>", "<|im_end|>"],
 };
 
 /// The Qwen3 grammar with `wrappers`; `thinking` starts the output in reasoning.
@@ -113,6 +116,7 @@ pub fn config(wrappers: Wrappers, thinking: bool) -> EngineConfig {
     );
     config.converter = Some(convert);
     config.strip_trailing_reasoning_whitespace = false;
+    config.turn_boundaries = wrappers.turn_boundaries.to_vec();
     config
 }
 
@@ -139,7 +143,7 @@ pub fn reasoning_parser_for(
     options: &ParserOptions,
 ) -> Box<dyn ReasoningParser> {
     let thinking = thinking(options);
-    EngineReasoningParser::boxed(config(wrappers, thinking), thinking)
+    EngineReasoningParser::boxed(config(wrappers, thinking), thinking, &options.prompt)
 }
 
 /// `<parameter=NAME>VALUE</parameter>` (whitespace allowed inside the tags; a

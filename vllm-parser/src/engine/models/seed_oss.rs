@@ -21,6 +21,7 @@ pub const SEED_OSS: Wrappers = Wrappers {
     think_end: "</seed:think>",
     tool_start: "<seed:tool_call>",
     tool_end: "</seed:tool_call>",
+    turn_boundaries: &["<seed:bos>", "<seed:eos>"],
 };
 
 /// The `seed_oss` tool parser.

@@ -222,10 +222,17 @@ impl Parser<'_> {
             if p.eat_op("+") {
                 return Some(Expr::Sign(false, Box::new(p.unary()?)));
             }
-            let prefix = p.at_op("~") || p.at_name("not") || p.at_name("await");
+            let prefix = p.at_op("~") || p.at_name("not");
             if prefix {
                 p.pos += 1;
                 p.unary()?;
+                return Some(Expr::Other);
+            }
+            // `await` takes a primary (`await -5` is a syntax error); outside a
+            // function it is a compile error, which `ast.parse` does not check.
+            if p.at_name("await") {
+                p.pos += 1;
+                p.postfix()?;
                 return Some(Expr::Other);
             }
             p.postfix()
