@@ -3,7 +3,7 @@
 //! crate version), plain, with 8 stop strings, and with top-5 logprob token text.
 //!
 //! `scripts/bench_compare.py` runs this bench and vLLM's Python detokenizer on the same
-//! streams and prints the ratios; see PERFORMANCE.md.
+//! streams and prints the ratios; see docs/performance.md at the repository root.
 
 use std::io::Read;
 use std::sync::Arc;

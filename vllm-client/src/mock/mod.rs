@@ -76,13 +76,15 @@ impl MockEngine {
         config: MockConfig,
     ) -> MockEngineHandle {
         let address = handshake_address.into();
-        MockEngineHandle::start(move |commands| async move {
+        MockEngineHandle::start(move |mut commands| async move {
             let timeout = config.handshake_timeout;
-            let (connections, _) = startup::handshake(&address, rank, timeout, |a| {
+            let handshake = startup::handshake(&address, rank, timeout, |a| {
                 ready_response(&config, rank, a)
-            })
-            .await?;
-            Engine::run(connections, config, rank, commands).await
+            });
+            match starting(&mut commands, handshake).await? {
+                Some((connections, _)) => Engine::run(connections, config, rank, commands).await,
+                None => Ok(()),
+            }
         })
     }
 
@@ -93,11 +95,31 @@ impl MockEngine {
         rank: u16,
         config: MockConfig,
     ) -> MockEngineHandle {
-        MockEngineHandle::start(move |commands| async move {
+        MockEngineHandle::start(move |mut commands| async move {
             let ready = ready_response(&config, rank, &addresses);
-            let connections = startup::connect(&addresses, rank, &ready).await?;
-            Engine::run(connections, config, rank, commands).await
+            match starting(&mut commands, startup::connect(&addresses, rank, &ready)).await? {
+                Some(connections) => Engine::run(connections, config, rank, commands).await,
+                None => Ok(()),
+            }
         })
+    }
+}
+
+/// Runs start-up to its end, unless the handle stops the engine first (`None`): an
+/// engine still waiting for its frontend then stops at once.
+async fn starting<T>(
+    commands: &mut mpsc::UnboundedReceiver<Command>,
+    startup: impl Future<Output = Result<T, MockError>>,
+) -> Result<Option<T>, MockError> {
+    tokio::pin!(startup);
+    loop {
+        tokio::select! {
+            result = &mut startup => return result.map(Some),
+            command = commands.recv() => match command {
+                Some(Command::Stall(_)) => tracing::debug!("stall ignored during start-up"),
+                _ => return Ok(None),
+            },
+        }
     }
 }
 

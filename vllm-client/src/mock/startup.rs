@@ -31,10 +31,12 @@ pub(crate) struct Connections {
     pub handshake: Option<DealerSocket>,
 }
 
-/// A socket that presents the engine's identity (its data-parallel rank).
-fn dealer(rank: u16) -> Result<DealerSocket, MockError> {
+/// A socket that presents the engine's identity (its data-parallel rank) and keeps
+/// trying to connect for `connect_timeout`.
+fn dealer(rank: u16, connect_timeout: Duration) -> Result<DealerSocket, MockError> {
     let mut options = SocketOptions::default();
     options.peer_identity(engine_identity(rank).as_slice().try_into()?);
+    options.connect_timeout(connect_timeout);
     Ok(DealerSocket::with_options(options))
 }
 
@@ -52,14 +54,15 @@ fn status(status: &str) -> HandshakeStatus {
 }
 
 /// Performs the handshake with the frontend at `address`, then connects to the addresses
-/// it gives. `ready` builds the ready response from those addresses.
+/// it gives. `ready` builds the ready response from those addresses. Like a vLLM engine,
+/// this waits up to `timeout` for the frontend, which may start after the engine.
 pub(crate) async fn handshake(
     address: &str,
     rank: u16,
     timeout: Duration,
     ready: impl FnOnce(&EngineZmqAddresses) -> EngineCoreReadyResponse,
 ) -> Result<(Connections, EngineZmqAddresses), MockError> {
-    let mut socket = dealer(rank)?;
+    let mut socket = dealer(rank, timeout)?;
     socket.connect(address).await?;
     socket
         .send(message(crate::wire::to_vec(&status("HELLO"))))
@@ -98,7 +101,7 @@ pub(crate) async fn connect(
     let ready = crate::wire::to_vec(ready);
     let mut inputs = Vec::with_capacity(addresses.inputs.len());
     for address in &addresses.inputs {
-        let mut socket = dealer(rank)?;
+        let mut socket = dealer(rank, zeromq::DEFAULT_CONNECT_TIMEOUT)?;
         socket.connect(address).await?;
         socket.send(message(ready.clone())).await?;
         inputs.push(socket);
