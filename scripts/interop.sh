@@ -8,6 +8,8 @@
 # 2. vllm-client against vLLM's real EngineCoreProc (real scheduler, KV cache manager,
 #    ZMQ threads; scripted executor): handshake, streaming, aborts, utility calls,
 #    data parallelism, engine death  (vllm-client/tests/interop_vllm.rs).
+#    Before that, the drift check: our declared field orders against vLLM's Python
+#    source (vllm-client/tests/drift.rs).
 # 3. If present, vllm-client/scripts/interop_mock.sh: the mock engine against vLLM's
 #    real frontend and behind vllm-rs.
 # Prints a PASS/FAIL summary; exits non-zero if anything failed.
@@ -35,6 +37,13 @@ if [ ! -x "$REF/venv/bin/python" ]; then
     fi
 fi
 "$REF/venv/bin/python" -c 'import vllm; print("vLLM", vllm.__version__)' 2>/dev/null | tail -1
+
+echo "== protocol drift: our field orders against vLLM's Python source"
+if VLLM_SOURCE_DIR="$REF/vllm_src/vllm" cargo test -p vllm-client --test drift; then
+    record "protocol field orders vs vLLM source (tests/drift.rs)" PASS
+else
+    record "protocol field orders vs vLLM source (tests/drift.rs)" FAIL
+fi
 
 echo "== vllm-client against vLLM's real EngineCoreProc"
 if VLLM_REFERENCE_PYTHON="$REF/venv/bin/python" VLLM_REFERENCE_MODELS="$REF/models" \

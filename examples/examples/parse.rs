@@ -207,14 +207,14 @@ impl Vocabulary {
                 _ => {}
             }
         }
-        if let Some(config) = read_json(dir, "tokenizer_config.json")? {
-            if let Some(decoder) = config["added_tokens_decoder"].as_object() {
-                tokens.extend(
-                    decoder
-                        .values()
-                        .filter_map(|token| token["content"].as_str().map(str::to_owned)),
-                );
-            }
+        if let Some(config) = read_json(dir, "tokenizer_config.json")?
+            && let Some(decoder) = config["added_tokens_decoder"].as_object()
+        {
+            tokens.extend(
+                decoder
+                    .values()
+                    .filter_map(|token| token["content"].as_str().map(str::to_owned)),
+            );
         }
         if tokens.is_empty() {
             bail!(

@@ -13,7 +13,7 @@ fn python_fields(source: &str, class: &str) -> Vec<String> {
     let header = format!("class {class}");
     let mut lines = source.lines().skip_while(|l| {
         !(l.starts_with(&header)
-            && l[header.len()..].starts_with(|c: char| c == '(' || c == ':'))
+            && l[header.len()..].starts_with(['(', ':']))
     });
     assert!(lines.next().is_some(), "class {class} not found");
     let mut fields = Vec::new();

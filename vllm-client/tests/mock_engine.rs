@@ -618,3 +618,34 @@ async fn pausing_generation_refuses_and_wait_mode_answers_once_idle() {
     }
     engine.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn engine_waits_for_a_late_frontend_and_stops_while_waiting() {
+    let free_port = || {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    // Nobody listens: shutting down ends the wait at once.
+    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{}", free_port()), 0, fixed_text());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tokio::time::timeout(Duration::from_secs(2), engine.shutdown())
+        .await
+        .expect("stopped while waiting")
+        .unwrap();
+
+    // The frontend binds after the engine started dialing.
+    let port = free_port();
+    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, fixed_text());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut frontend = Frontend::bind().await;
+    frontend.handshake = RouterSocket::new();
+    frontend
+        .handshake
+        .bind(&format!("tcp://127.0.0.1:{port}"))
+        .await
+        .unwrap();
+    frontend.accept(0).await;
+    frontend.add(0, &request("late", |_| {})).await;
+    assert_eq!(frontend.run(&["late"]).await["late"].0, [1, 2, 3, EOS]);
+    engine.shutdown().await.unwrap();
+}

@@ -210,6 +210,7 @@ impl RequiredCalls {
                 }
                 _ if !element => {}
                 ':' if self.expect == Expect::Colon => self.expect = Expect::Value,
+                ':' => {}
                 ',' => {
                     if self.expect == Expect::InScalar {
                         self.end_value(i);
@@ -218,6 +219,7 @@ impl RequiredCalls {
                     self.key = None;
                 }
                 c if c.is_whitespace() && self.expect == Expect::InScalar => self.end_value(i),
+                c if c.is_whitespace() => {}
                 _ if self.expect == Expect::Value => self.start_value(i, Expect::InScalar),
                 _ => {}
             }

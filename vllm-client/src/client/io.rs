@@ -15,49 +15,54 @@ use crate::protocol::{
 use crate::wire::{Decode, DecodeError, Reader};
 
 /// Writes commands to the engines. Commands that queue up while a send is under way are
-/// taken together, and all aborts among them go out as one ABORT per engine.
+/// taken together, and consecutive aborts among them go out as one ABORT per engine.
+/// Order is kept: aborts are flushed before any later command, so that an ABORT never
+/// overtakes an ADD that followed it (a dropped request id may be reused at once).
 pub(crate) async fn input_task(
     shared: Arc<Shared>,
     mut sender: RouterSendHalf,
     mut commands: mpsc::UnboundedReceiver<Command>,
 ) {
     let mut batch = Vec::new();
+    let mut aborts: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     while let Some(first) = commands.recv().await {
         batch.push(first);
         while let Ok(more) = commands.try_recv() {
             batch.push(more);
         }
-        let mut aborts: BTreeMap<usize, Vec<String>> = BTreeMap::new();
         for command in batch.drain(..) {
             match command {
+                Command::Abort { engine, request_id } => {
+                    aborts.entry(engine).or_default().push(request_id)
+                }
                 Command::Send {
                     engine,
                     kind,
                     frames,
                 } => {
+                    flush_aborts(&mut sender, &shared, &mut aborts).await;
                     if let Err(e) = send(&mut sender, &shared, engine, kind, frames).await {
                         shared.kill(e);
                     }
                 }
-                Command::Abort { engine, request_id } => {
-                    aborts.entry(engine).or_default().push(request_id)
-                }
             }
         }
-        for (engine, ids) in aborts {
-            tracing::debug!(engine, count = ids.len(), "aborting requests");
-            let (payload, _) = crate::encode(&Abort(ids));
-            if let Err(e) = send(
-                &mut sender,
-                &shared,
-                engine,
-                RequestType::Abort,
-                vec![payload.into()],
-            )
-            .await
-            {
-                shared.kill(e);
-            }
+        flush_aborts(&mut sender, &shared, &mut aborts).await;
+    }
+}
+
+/// Sends the collected aborts, one ABORT message per engine.
+async fn flush_aborts(
+    sender: &mut RouterSendHalf,
+    shared: &Shared,
+    aborts: &mut BTreeMap<usize, Vec<String>>,
+) {
+    for (engine, ids) in std::mem::take(aborts) {
+        tracing::debug!(engine, count = ids.len(), "aborting requests");
+        let (payload, _) = crate::encode(&Abort(ids));
+        let frames = vec![payload.into()];
+        if let Err(e) = send(sender, shared, engine, RequestType::Abort, frames).await {
+            shared.kill(e);
         }
     }
 }
@@ -274,9 +279,14 @@ mod tests {
         };
         let (mut payload, _) = crate::encode(&outputs);
         assert_eq!(request_ids_in(&payload), vec!["a", "b"]);
-        // Cut inside the second output: the first id survives.
-        let cut = payload.windows(2).position(|w| w == [0xa1, b'b']).unwrap() + 2;
-        payload.truncate(cut + 1);
+        // Corrupt the field after the second id (0xc1 is never valid msgpack): the whole
+        // message fails to decode, but both ids are still recovered.
+        let at = payload.windows(2).position(|w| w == [0xa1, b'b']).unwrap() + 2;
+        payload[at] = 0xc1;
+        assert!(crate::decode::<EngineCoreOutputs>(&payload, &[]).is_err());
         assert_eq!(request_ids_in(&payload), vec!["a", "b"]);
+        // Truncated inside the second output: what can be read is kept.
+        payload.truncate(at);
+        assert_eq!(request_ids_in(&payload), vec!["a"]);
     }
 }

@@ -1,9 +1,9 @@
 //! `EngineCoreClient`: the frontend side of vLLM's engine protocol.
 //!
-//! Layering: [`startup`] binds the sockets and runs the handshake; [`shared`] holds the
-//! state of requests, utility calls and engine load; [`io`] runs the two tasks that
-//! write to and read from the engines; [`stream`] is what `generate` returns;
-//! [`engines`] makes the routing decision.
+//! Layering: `startup` binds the sockets and runs the handshake; `shared` holds the
+//! state of requests, utility calls and engine load; `io` runs the tasks that write to
+//! and read from the engines; `stream` is what `generate` returns ([`OutputStream`]);
+//! `engines` makes the routing decision.
 
 mod engines;
 mod error;

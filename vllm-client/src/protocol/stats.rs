@@ -23,8 +23,8 @@ wire_map! {
         pub kv_cache_usage: f64 = 0.0,
         /// Per-iteration details.
         pub iteration_details: Value = Value::Nil,
-        /// Prefix cache statistics.
-        pub prefix_cache_stats: Value = Value::Nil,
+        /// Prefix cache statistics (a `PrefixCacheStats` map; vLLM never sends nil here).
+        pub prefix_cache_stats: Value = empty_prefix_cache_stats(),
         /// Connector prefix cache statistics.
         pub connector_prefix_cache_stats: Value = Value::Nil,
         /// KV cache eviction events.
@@ -44,4 +44,19 @@ wire_map! {
         /// Performance statistics.
         pub perf_stats: Value = Value::Nil,
     }
+}
+
+/// vLLM's default `PrefixCacheStats`, as its dataclass encodes it: all counters zero.
+fn empty_prefix_cache_stats() -> Value {
+    let zero = |k: &str| (Value::from(k), Value::UInt(0));
+    Value::Map(vec![
+        (Value::from("reset"), Value::Bool(false)),
+        zero("requests"),
+        zero("queries"),
+        zero("hits"),
+        zero("preempted_requests"),
+        zero("preempted_queries"),
+        zero("preempted_hits"),
+        (Value::from("hits_by_source"), Value::Map(Vec::new())),
+    ])
 }

@@ -23,10 +23,11 @@ fn parse(reasoning: Option<&str>, tool: Option<&str>, deltas: &[&str]) -> Parsed
 }
 
 fuzz_target!(|data: &[u8]| {
-    let [pick, step, rest @ ..] = data else { return };
+    // One byte per parser pick, so every registered name is reachable.
+    let [reasoning_pick, tool_pick, step, rest @ ..] = data else { return };
     let Ok(text) = std::str::from_utf8(rest) else { return };
-    let reasoning = REASONING_PARSERS.get(*pick as usize % (REASONING_PARSERS.len() + 1)).map(|e| e.name);
-    let tool = TOOL_PARSERS.get(*pick as usize / 16 % (TOOL_PARSERS.len() + 1)).map(|e| e.name);
+    let reasoning = REASONING_PARSERS.get(*reasoning_pick as usize % (REASONING_PARSERS.len() + 1)).map(|e| e.name);
+    let tool = TOOL_PARSERS.get(*tool_pick as usize % (TOOL_PARSERS.len() + 1)).map(|e| e.name);
     let step = 1 + *step as usize % 9;
     let (mut deltas, mut from) = (Vec::new(), 0);
     for (n, (at, _)) in text.char_indices().enumerate() {

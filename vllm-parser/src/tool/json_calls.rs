@@ -105,7 +105,8 @@ pub const JAMBA: JsonCalls = JsonCalls {
 };
 /// `granite4`.
 pub const GRANITE4: JsonCalls = JsonCalls {
-    opening: Opening::Marker(&[TOOL_CALL_START]),
+    // A stray end before any start makes all content: it opens the tail too.
+    opening: Opening::Marker(&[TOOL_CALL_START, TOOL_CALL_END]),
     layout: Layout::Granite4,
 };
 /// The tokens vLLM needs in the tokenizer to build `jamba`.

@@ -12,7 +12,7 @@
 
 use crate::event::Event;
 use crate::parser::ToolParser;
-use crate::text::{MarkerScanner, Piece};
+use crate::text::{MarkerScanner, Piece, py_is_blank};
 use crate::tool::{Call, emit_calls};
 
 /// Where a format's tail begins.
@@ -66,6 +66,11 @@ pub struct SettleParser<F> {
     state: State,
     scanner: MarkerScanner,
     tail: String,
+    /// Whitespace-only content before the tail, held back: when vLLM reports
+    /// `tools_called` its whitespace-only content becomes `None`, calls or not.
+    blank: String,
+    /// Whether content other than whitespace was emitted.
+    spoke: bool,
 }
 
 impl<F: Settle + 'static> SettleParser<F> {
@@ -81,7 +86,23 @@ impl<F: Settle + 'static> SettleParser<F> {
             state,
             scanner: MarkerScanner::new(),
             tail: String::new(),
+            blank: String::new(),
+            spoke: false,
         }
+    }
+
+    /// Content before the tail: whitespace is held until something else comes.
+    fn prefix_content(&mut self, text: &str, out: &mut Vec<Event>) {
+        if !self.spoke && py_is_blank(text) {
+            self.blank.push_str(text);
+            return;
+        }
+        self.spoke = true;
+        let mut text = text.to_owned();
+        if !self.blank.is_empty() {
+            text.insert_str(0, &std::mem::take(&mut self.blank));
+        }
+        emit_content(text, out);
     }
 
     /// The parser, boxed for the registry.
@@ -121,7 +142,10 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
                 self.scanner.push(text);
                 while let Some(piece) = self.scanner.next(markers) {
                     match piece {
-                        Piece::Text(text) => out.push(Event::Content(text.to_owned())),
+                        Piece::Text(text) => {
+                            let text = text.to_owned();
+                            self.prefix_content(&text, out);
+                        }
                         Piece::Marker(i) => {
                             self.tail = format!("{}{}", markers[i], self.scanner.finish());
                             self.state = State::Tail;
@@ -135,18 +159,21 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
+        let blank = std::mem::take(&mut self.blank);
         match self.state {
             State::Tail => {
                 let tail = std::mem::take(&mut self.tail);
                 match self.format.settle(&tail) {
                     Some(settled) => {
-                        emit_content(settled.content, out);
+                        if self.spoke || !py_is_blank(&settled.content) {
+                            emit_content(blank + &settled.content, out);
+                        }
                         emit_calls(settled.calls, 0, out);
                     }
-                    None => emit_content(tail, out),
+                    None => emit_content(blank + &tail, out),
                 }
             }
-            _ => emit_content(self.scanner.finish(), out),
+            _ => emit_content(blank + &self.scanner.finish(), out),
         }
     }
 }
