@@ -113,6 +113,29 @@ fn chat_stream_carries_the_same_answer_in_deltas() {
 }
 
 #[test]
+fn continuous_usage_counts_up_in_every_chunk() {
+    run(async {
+        let addr = plain();
+        let options = json!({"include_usage": true, "continuous_usage_stats": true});
+        for path in ["/v1/chat/completions", "/v1/completions"] {
+            let body = json!({"messages": hi(), "prompt": "Hi", "max_tokens": 100, "stream": true, "stream_options": options});
+            let events = stream_all(addr, path, body).await;
+            let counts: Vec<u64> = events
+                .iter()
+                .map(|e| {
+                    e["usage"]["completion_tokens"]
+                        .as_u64()
+                        .unwrap_or_else(|| panic!("no usage in {e}"))
+                })
+                .collect();
+            assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+            let output = tokenize(addr, PLAIN_TEXT).await.len() as u64 + 1;
+            assert_eq!(*counts.last().unwrap(), output, "{path}");
+        }
+    });
+}
+
+#[test]
 fn max_tokens_finishes_with_length() {
     run(async {
         let addr = plain();

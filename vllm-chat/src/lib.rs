@@ -16,8 +16,8 @@ pub mod openai;
 mod preprocess;
 pub mod render_mode;
 mod renderer;
-pub mod tokenizer;
 pub mod template;
+pub mod tokenizer;
 
 pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};

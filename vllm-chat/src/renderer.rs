@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::model::{ChatTemplates, ModelFiles};
 use crate::openai::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
 use crate::template::{Clock, ContentFormat, Limits, TemplateSet, content_format, from_json};
-use crate::tokenizer::Tokenizer;
+use crate::tokenizer::{SegmentEncoder, Tokenizer};
 use crate::{RenderError, preprocess};
 
 /// A rendered prompt: the text the template produced and its token ids.
@@ -79,6 +79,7 @@ pub struct ChatRenderer {
     has_server_template: bool,
     special_tokens: Vec<(String, String)>,
     tokenizer: Option<Tokenizer>,
+    segments: Option<SegmentEncoder>,
     options: RendererOptions,
     files: ModelFiles,
 }
@@ -125,6 +126,7 @@ impl ChatRenderer {
             has_model_template: false,
             has_server_template: false,
             special_tokens: files.special_tokens.clone(),
+            segments: tokenizer.as_ref().map(SegmentEncoder::new),
             tokenizer,
             options,
             files,
@@ -192,10 +194,20 @@ impl ChatRenderer {
             .tokenizer
             .as_ref()
             .ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
-        tokenizer
-            .encode_fast(text, add_special_tokens)
-            .map(|e| e.get_ids().to_vec())
-            .map_err(|e| RenderError::Tokenizer(e.to_string()))
+        let ids = match &self.segments {
+            Some(segments) if !add_special_tokens => segments.encode(tokenizer, text),
+            _ => tokenizer
+                .encode_fast(text, add_special_tokens)
+                .map(|e| e.get_ids().to_vec()),
+        };
+        ids.map_err(|e| RenderError::Tokenizer(e.to_string()))
+    }
+
+    /// True when prompts are tokenized by cached segments (see the `tokenizer` module).
+    pub fn caches_segments(&self) -> bool {
+        self.segments
+            .as_ref()
+            .is_some_and(SegmentEncoder::is_enabled)
     }
 
     /// Renders a chat request to prompt text and token ids.
@@ -309,7 +321,9 @@ impl ChatRenderer {
         let excluded = self.options.exclude_tools_when_tool_choice_none
             && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
         let tools = match &request.tools {
-            Some(tools) if !excluded => Value::Array(tools.iter().map(|t| t.template_value()).collect()),
+            Some(tools) if !excluded => {
+                Value::Array(tools.iter().map(|t| t.template_value()).collect())
+            }
             _ => Value::Null,
         };
         kwargs.insert("tools".into(), tools);

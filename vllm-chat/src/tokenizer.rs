@@ -16,13 +16,18 @@ use serde::{Deserialize, Deserializer};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::tokenizer::normalizer::Range;
 use tokenizers::{
-    DecoderWrapper, ModelWrapper, NormalizedString, NormalizerWrapper, PostProcessorWrapper, PreTokenizedString,
-    PreTokenizer, TokenizerImpl,
+    DecoderWrapper, ModelWrapper, NormalizedString, NormalizerWrapper, PostProcessorWrapper,
+    PreTokenizedString, PreTokenizer, TokenizerImpl,
 };
 
 /// The tokenizer type of this crate: `tokenizers`' own, with [`FastPreTokenizer`].
-pub type Tokenizer =
-    TokenizerImpl<ModelWrapper, NormalizerWrapper, FastPreTokenizer, PostProcessorWrapper, DecoderWrapper>;
+pub type Tokenizer = TokenizerImpl<
+    ModelWrapper,
+    NormalizerWrapper,
+    FastPreTokenizer,
+    PostProcessorWrapper,
+    DecoderWrapper,
+>;
 
 /// The split regex of Qwen2/Qwen3 (one digit per piece).
 const QWEN2_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -56,15 +61,25 @@ impl<'de> Deserialize<'de> for FastPreTokenizer {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let json = serde_json::Value::deserialize(deserializer)?;
         let fallback = |json: serde_json::Value| -> Result<Self, D::Error> {
-            let wrapper: PreTokenizerWrapper = serde_json::from_value(json).map_err(serde::de::Error::custom)?;
-            Ok(FastPreTokenizer { split: None, rest: vec![wrapper] })
+            let wrapper: PreTokenizerWrapper =
+                serde_json::from_value(json).map_err(serde::de::Error::custom)?;
+            Ok(FastPreTokenizer {
+                split: None,
+                rest: vec![wrapper],
+            })
         };
-        let Some(steps) = json.get("pretokenizers").and_then(|p| p.as_array()).filter(|_| json["type"] == "Sequence")
+        let Some(steps) = json
+            .get("pretokenizers")
+            .and_then(|p| p.as_array())
+            .filter(|_| json["type"] == "Sequence")
         else {
             return fallback(json);
         };
-        let Some(first) = steps.first() else { return fallback(json) };
-        let is_isolated_split = first["type"] == "Split" && first["behavior"] == "Isolated" && first["invert"] == false;
+        let Some(first) = steps.first() else {
+            return fallback(json);
+        };
+        let is_isolated_split =
+            first["type"] == "Split" && first["behavior"] == "Isolated" && first["invert"] == false;
         let split = match first["pattern"]["Regex"].as_str() {
             Some(QWEN2_PATTERN) if is_isolated_split => Gpt4Split { max_digits: 1 },
             Some(LLAMA3_PATTERN) if is_isolated_split => Gpt4Split { max_digits: 3 },
@@ -74,7 +89,10 @@ impl<'de> Deserialize<'de> for FastPreTokenizer {
             .iter()
             .map(|s| serde_json::from_value(s.clone()).map_err(serde::de::Error::custom))
             .collect::<Result<Vec<PreTokenizerWrapper>, _>>()?;
-        Ok(FastPreTokenizer { split: Some(split), rest })
+        Ok(FastPreTokenizer {
+            split: Some(split),
+            rest,
+        })
     }
 }
 
@@ -109,7 +127,11 @@ fn letters() -> &'static [(char, char)] {
         use regex_syntax::hir::{Class, HirKind};
         let hir = regex_syntax::Parser::new().parse(r"\p{L}").ok();
         match hir.as_ref().map(|h| h.kind()) {
-            Some(HirKind::Class(Class::Unicode(class))) => class.ranges().iter().map(|r| (r.start(), r.end())).collect(),
+            Some(HirKind::Class(Class::Unicode(class))) => class
+                .ranges()
+                .iter()
+                .map(|r| (r.start(), r.end()))
+                .collect(),
             _ => Vec::new(),
         }
     })
@@ -135,7 +157,11 @@ fn is_letter(c: char) -> bool {
 
 /// `\p{N}`: Nd, Nl and No.
 fn is_number(c: char) -> bool {
-    if c.is_ascii() { c.is_ascii_digit() } else { c.is_numeric() }
+    if c.is_ascii() {
+        c.is_ascii_digit()
+    } else {
+        c.is_numeric()
+    }
 }
 
 /// `\s`: Unicode White_Space.
@@ -151,7 +177,9 @@ impl Gpt4Split {
     /// The end (byte offset) of the regex match that starts at `start` (never empty).
     fn match_at(self, text: &str, start: usize) -> usize {
         let rest = &text[start..];
-        let Some(c0) = rest.chars().next() else { return text.len() };
+        let Some(c0) = rest.chars().next() else {
+            return text.len();
+        };
         let after = |i: usize| start + i;
         let next = rest[c0.len_utf8()..].chars().next();
 
@@ -257,4 +285,111 @@ fn ci_prefix(text: &str, suffix: &str) -> Option<usize> {
         len += c.len_utf8();
     }
     Some(len)
+}
+
+/// Largest number of cached segments before the cache is cleared.
+const SEGMENT_CACHE_ENTRIES: usize = 4096;
+/// Longest segment (bytes) kept in the cache.
+const SEGMENT_CACHE_MAX_LEN: usize = 64 * 1024;
+
+/// Encodes chat prompts segment by segment, caching the token ids of each segment.
+///
+/// `tokenizers` first cuts the text at its non-normalized added tokens (`<|im_start|>`,
+/// `<|eot_id|>`, …; leftmost-longest, as `AddedVocabulary` does) and then normalizes,
+/// pre-tokenizes and runs the model on each piece independently. So the ids of a
+/// prompt are the concatenation of the ids of its pieces, and a piece that recurs
+/// across requests (a system prompt, a tool list, earlier turns) is encoded once.
+/// Used only when no such added token strips or single-word-matches (which would move
+/// the cut points) and without added special tokens (BOS/EOS); otherwise the whole
+/// text is encoded as usual.
+pub(crate) struct SegmentEncoder {
+    splitter: Option<(aho_corasick::AhoCorasick, Vec<u32>)>,
+    cache: std::sync::Mutex<std::collections::HashMap<Box<str>, std::sync::Arc<[u32]>>>,
+}
+
+impl std::fmt::Debug for SegmentEncoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SegmentEncoder")
+            .field("enabled", &self.splitter.is_some())
+            .finish()
+    }
+}
+
+impl SegmentEncoder {
+    /// Prepares the cut points of `tokenizer`; disabled when they would not be exact.
+    pub(crate) fn new(tokenizer: &Tokenizer) -> Self {
+        let added = tokenizer.get_added_tokens_decoder();
+        let mut pairs: Vec<(&str, u32)> = added
+            .iter()
+            .filter(|(_, t)| !t.normalized)
+            .map(|(id, t)| (t.content.as_str(), *id))
+            .collect();
+        pairs.sort_by_key(|(_, id)| *id);
+        let exact = added
+            .values()
+            .filter(|t| !t.normalized)
+            .all(|t| !t.lstrip && !t.rstrip && !t.single_word);
+        let splitter = if exact && !pairs.is_empty() && !pairs.iter().any(|(c, _)| c.is_empty()) {
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(pairs.iter().map(|(c, _)| c))
+                .ok()
+                .map(|ac| (ac, pairs.iter().map(|(_, id)| *id).collect()))
+        } else {
+            None
+        };
+        SegmentEncoder {
+            splitter,
+            cache: Default::default(),
+        }
+    }
+
+    /// True when prompts are encoded by cached segments.
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.splitter.is_some()
+    }
+
+    /// Token ids of `text` without added special tokens.
+    pub(crate) fn encode(&self, tokenizer: &Tokenizer, text: &str) -> tokenizers::Result<Vec<u32>> {
+        let Some((matcher, ids)) = &self.splitter else {
+            return Ok(tokenizer.encode_fast(text, false)?.get_ids().to_vec());
+        };
+        let mut out = Vec::with_capacity(text.len() / 3);
+        let mut last = 0;
+        for m in matcher.find_iter(text) {
+            if m.start() > last {
+                self.encode_segment(tokenizer, &text[last..m.start()], &mut out)?;
+            }
+            out.push(ids[m.pattern().as_usize()]);
+            last = m.end();
+        }
+        if last < text.len() {
+            self.encode_segment(tokenizer, &text[last..], &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn encode_segment(
+        &self,
+        tokenizer: &Tokenizer,
+        segment: &str,
+        out: &mut Vec<u32>,
+    ) -> tokenizers::Result<()> {
+        let cached = self.cache.lock().ok().and_then(|c| c.get(segment).cloned());
+        if let Some(ids) = cached {
+            out.extend_from_slice(&ids);
+            return Ok(());
+        }
+        let ids: std::sync::Arc<[u32]> = tokenizer.encode_fast(segment, false)?.get_ids().into();
+        out.extend_from_slice(&ids);
+        if segment.len() <= SEGMENT_CACHE_MAX_LEN
+            && let Ok(mut cache) = self.cache.lock()
+        {
+            if cache.len() >= SEGMENT_CACHE_ENTRIES {
+                cache.clear();
+            }
+            cache.insert(segment.into(), ids);
+        }
+        Ok(())
+    }
 }

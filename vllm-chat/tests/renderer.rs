@@ -29,10 +29,16 @@ fn named_templates_are_chosen_like_transformers() {
     let tool: serde_json::Value = serde_json::from_str(TOOL).unwrap();
     let plain = request(json!({"messages": [{"role": "user", "content": "hi"}]}));
     assert_eq!(r.render_text(&plain).unwrap(), "default:hi");
-    let with_tools = request(json!({"messages": [{"role": "user", "content": "hi"}], "tools": [tool]}));
+    let with_tools =
+        request(json!({"messages": [{"role": "user", "content": "hi"}], "tools": [tool]}));
     assert_eq!(r.render_text(&with_tools).unwrap(), "tool_use:1");
-    let by_name = RendererOptions { chat_template: Some("rag".into()), ..Default::default() };
-    let docs = request(json!({"messages": [{"role": "user", "content": "hi"}], "documents": [{"title": "t", "text": "x"}]}));
+    let by_name = RendererOptions {
+        chat_template: Some("rag".into()),
+        ..Default::default()
+    };
+    let docs = request(
+        json!({"messages": [{"role": "user", "content": "hi"}], "documents": [{"title": "t", "text": "x"}]}),
+    );
     assert_eq!(named_renderer(by_name).render_text(&docs).unwrap(), "rag:1");
 }
 
@@ -40,18 +46,42 @@ fn named_templates_are_chosen_like_transformers() {
 fn tools_can_be_excluded_when_tool_choice_is_none() {
     let tool: serde_json::Value = serde_json::from_str(TOOL).unwrap();
     let body = json!({"messages": [{"role": "user", "content": "hi"}], "tools": [tool], "tool_choice": "none"});
-    let options = RendererOptions { exclude_tools_when_tool_choice_none: true, ..Default::default() };
-    assert_eq!(named_renderer(options).render_text(&request(body.clone())).unwrap(), "default:hi");
-    assert_eq!(named_renderer(RendererOptions::default()).render_text(&request(body)).unwrap(), "tool_use:1");
+    let options = RendererOptions {
+        exclude_tools_when_tool_choice_none: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        named_renderer(options)
+            .render_text(&request(body.clone()))
+            .unwrap(),
+        "default:hi"
+    );
+    assert_eq!(
+        named_renderer(RendererOptions::default())
+            .render_text(&request(body))
+            .unwrap(),
+        "tool_use:1"
+    );
 }
 
 #[test]
 fn request_templates_need_trust() {
     let body = json!({"messages": [{"role": "user", "content": "hi"}], "chat_template": "T:{{ messages | length }}"});
-    let err = named_renderer(RendererOptions::default()).render_text(&request(body.clone())).unwrap_err();
-    assert!(matches!(&err, RenderError::InvalidRequest { param: Some(p), .. } if p == "chat_template"), "{err:?}");
-    let trusted = RendererOptions { trust_request_chat_template: true, ..Default::default() };
-    assert_eq!(named_renderer(trusted).render_text(&request(body)).unwrap(), "T:1");
+    let err = named_renderer(RendererOptions::default())
+        .render_text(&request(body.clone()))
+        .unwrap_err();
+    assert!(
+        matches!(&err, RenderError::InvalidRequest { param: Some(p), .. } if p == "chat_template"),
+        "{err:?}"
+    );
+    let trusted = RendererOptions {
+        trust_request_chat_template: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        named_renderer(trusted).render_text(&request(body)).unwrap(),
+        "T:1"
+    );
 }
 
 #[test]
@@ -59,18 +89,32 @@ fn errors_name_the_offending_field() {
     let r = named_renderer(RendererOptions::default());
     let image = json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "http://x"}}]}]});
     let err = r.render_text(&request(image)).unwrap_err();
-    assert!(matches!(&err, RenderError::InvalidRequest { param: Some(p), .. } if p == "messages.0.content.0.type"), "{err:?}");
+    assert!(
+        matches!(&err, RenderError::InvalidRequest { param: Some(p), .. } if p == "messages.0.content.0.type"),
+        "{err:?}"
+    );
     assert!(err.is_client_error());
-    let both = json!({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": true});
-    assert!(matches!(r.render_text(&request(both)), Err(RenderError::InvalidRequest { .. })));
+    let both =
+        json!({"messages": [{"role": "user", "content": "hi"}], "continue_final_message": true});
+    assert!(matches!(
+        r.render_text(&request(both)),
+        Err(RenderError::InvalidRequest { .. })
+    ));
     let empty_tools = json!({"messages": [{"role": "user", "content": "hi"}], "tools": []});
     let err = r.render_text(&request(empty_tools)).unwrap_err();
-    assert!(matches!(&err, RenderError::InvalidRequest { param: Some(p), .. } if p == "tools"), "{err:?}");
+    assert!(
+        matches!(&err, RenderError::InvalidRequest { param: Some(p), .. } if p == "tools"),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn a_model_without_a_template_is_an_error() {
     let r = ChatRenderer::new(ModelFiles::default(), RendererOptions::default()).unwrap();
-    let err = r.render_text(&request(json!({"messages": [{"role": "user", "content": "hi"}]}))).unwrap_err();
+    let err = r
+        .render_text(&request(
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+        ))
+        .unwrap_err();
     assert!(matches!(err, RenderError::NoTemplate));
 }

@@ -77,6 +77,26 @@ const FAMILIES: &[Family] = &[
             )
         },
     },
+    Family {
+        name: "pythonic, settle",
+        reasoning: None,
+        tool: Some("pythonic"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!("[f(text='{prose}'), g(n=1, flags=[true, None])]")
+        },
+    },
+    Family {
+        name: "granite4 (+qwen3), settle",
+        reasoning: Some("qwen3"),
+        tool: Some("granite4"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<think>{prose}</think>\n\n<tool_call>{{\"name\": \"f\", \"arguments\": {{\"text\": \"{prose}\"}}}}</tool_call>"
+            )
+        },
+    },
 ];
 
 fn run(family: &Family, output: &str, chunk_chars: usize) -> usize {

@@ -22,11 +22,13 @@ pub trait ReasoningParser: Send {
     /// End of output: release anything held back.
     fn finish(&mut self, out: &mut Vec<Event>);
 
-    /// Called once, before any text, when a tool parser runs after this one.
-    /// A format that vLLM parses as one grammar with its tool parser (gpt-oss
-    /// Harmony) then passes all text through as content for the tool parser,
-    /// which parses reasoning and calls together.
-    fn precedes_tool_parser(&mut self) {}
+    /// Whether this parser steps aside when a tool parser runs after it: vLLM
+    /// parses the format as one grammar with its tool parser (gpt-oss Harmony),
+    /// so [`MessageParser`](crate::MessageParser) drops this parser and gives the
+    /// tool parser the raw output (text and token ids), reasoning included.
+    fn yields_to_tool_parser(&self) -> bool {
+        false
+    }
 
     /// Whether vLLM implements this parser with its declarative parser engine
     /// (`engine_based_streaming`). An engine-based tool parser after a legacy

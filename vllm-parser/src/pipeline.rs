@@ -36,8 +36,8 @@ impl MessageParser {
                 tool.follows_legacy_reasoning_parser();
             }
         }
-        if let (Some(reasoning), Some(_)) = (&mut reasoning, &tool) {
-            reasoning.precedes_tool_parser();
+        if tool.is_some() && reasoning.as_ref().is_some_and(|r| r.yields_to_tool_parser()) {
+            reasoning = None;
         }
         Self {
             reasoning,

@@ -7,8 +7,8 @@
 //! `required_tokens`, so a server can check its tokenizer at start-up like vLLM.
 
 use crate::engine::models::{
-    deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3, qwen3,
-    seed_oss,
+    deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3,
+    qwen3, seed_oss,
 };
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;

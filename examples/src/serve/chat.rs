@@ -151,6 +151,14 @@ async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<A
     {
         request.structured_outputs = Some(json!({ "json": schema }));
     }
+    // Hermes' `adjust_request`: tool-call tags are special tokens in some models, so
+    // they must reach the parser.
+    if matches!(state.parsers.tool, Some("hermes" | "qwen3_json"))
+        && request.tools.as_ref().is_some_and(|t| !t.is_empty())
+        && request.effective_tool_choice() != ToolChoice::Mode(ToolChoiceMode::None)
+    {
+        request.skip_special_tokens = Some(false);
+    }
     let generate = state.api.model.renderer.render_chat(&request)?;
     let params = sampling::engine_params(
         &generate.sampling_params,

@@ -8,7 +8,7 @@
 //! does. Dropping a `Generation` drops the stream, which aborts the engine request: a
 //! client that disconnects mid-stream frees its engine slot.
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use vllm_client::protocol::{EngineCoreOutput, FinishReason, LogprobsLists, StopReason};
 use vllm_client::{EngineCoreClient, OutputStream};
@@ -62,6 +62,18 @@ pub struct Step {
     pub finish: Option<Finish>,
 }
 
+impl Step {
+    /// Appends a later step of the same request.
+    fn merge(&mut self, next: Step) {
+        self.text.push_str(&next.text);
+        self.token_ids.extend(next.token_ids);
+        if let Some(more) = next.logprobs {
+            self.logprobs.get_or_insert_default().extend(more);
+        }
+        self.finish = next.finish;
+    }
+}
+
 /// Why a generation failed mid-way.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerationError(pub ApiError);
@@ -72,6 +84,8 @@ pub struct Generation {
     stream: Option<OutputStream>,
     decoder: IncrementalDecoder,
     logprob_text: Option<LogprobText>,
+    /// An error met while merging outputs, reported by the next call.
+    pending_error: Option<GenerationError>,
     /// Output tokens so far (vLLM's `num_output_tokens`).
     pub num_output_tokens: usize,
     /// Prompt tokens.
@@ -117,15 +131,51 @@ impl Generation {
             stream: Some(stream),
             decoder,
             logprob_text,
+            pending_error: None,
             num_output_tokens: 0,
             num_prompt_tokens: prompt.len(),
         })
     }
 
     /// The next step, or `None` after the finishing step.
+    ///
+    /// Outputs that arrived while the caller was busy are merged into one step, as
+    /// vLLM's `RequestOutputCollector` merges delta outputs for a consumer that lags:
+    /// under load a chunk carries several tokens instead of queueing many small ones.
     pub async fn next(&mut self) -> Option<Result<Step, GenerationError>> {
+        if let Some(error) = self.pending_error.take() {
+            return Some(Err(error));
+        }
         let stream = self.stream.as_mut()?;
-        let result = match stream.next().await {
+        let output = stream.next().await;
+        let mut step = match self.absorb(output) {
+            Ok(step) => step,
+            Err(error) => return Some(Err(error)),
+        };
+        while step.finish.is_none() {
+            let Some(stream) = self.stream.as_mut() else {
+                break;
+            };
+            let Some(output) = stream.next().now_or_never() else {
+                break;
+            };
+            match self.absorb(output) {
+                Ok(next) => step.merge(next),
+                Err(error) => {
+                    self.pending_error = Some(error);
+                    break;
+                }
+            }
+        }
+        Some(Ok(step))
+    }
+
+    /// One item of the engine stream as a step; errors end the generation.
+    fn absorb(
+        &mut self,
+        item: Option<Result<EngineCoreOutput, vllm_client::ClientError>>,
+    ) -> Result<Step, GenerationError> {
+        let result = match item {
             Some(Ok(output)) => self.step(output),
             Some(Err(error)) => Err(GenerationError(ApiError::from_client(&error))),
             None => Err(GenerationError(ApiError::internal(
@@ -135,7 +185,7 @@ impl Generation {
         if result.is_err() {
             self.stream = None;
         }
-        Some(result)
+        result
     }
 
     /// Turns one engine output into a step.

@@ -237,7 +237,7 @@ impl Server {
     /// (graceful shutdown) and stops the engines' link.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let router = router(self.state.clone());
-        axum::serve(self.listener, router)
+        axum::serve(nodelay(self.listener), router)
             .with_graceful_shutdown(shutdown)
             .await
             .context("HTTP server failed")?;
@@ -256,7 +256,7 @@ impl Server {
         let router = router(self.state.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let _ = axum::serve(self.listener, router)
+            let _ = axum::serve(nodelay(self.listener), router)
                 .with_graceful_shutdown(async {
                     let _ = stopped.await;
                 })
@@ -301,6 +301,21 @@ impl RunningServer {
         let _ = (&mut self.task).await;
         self.client.shutdown();
     }
+}
+
+/// Sets `TCP_NODELAY` on every connection: SSE frames are small writes, and Nagle's
+/// algorithm would hold each one back until the previous is acknowledged (up to the
+/// client's 40 ms delayed ACK).
+fn nodelay(
+    listener: tokio::net::TcpListener,
+) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
+    use axum::serve::ListenerExt;
+    fn set(tcp: &mut tokio::net::TcpStream) {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
+    }
+    listener.tap_io(set as fn(&mut tokio::net::TcpStream))
 }
 
 /// Every route.

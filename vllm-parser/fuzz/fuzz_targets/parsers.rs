@@ -24,10 +24,18 @@ fn parse(reasoning: Option<&str>, tool: Option<&str>, deltas: &[&str]) -> Parsed
 
 fuzz_target!(|data: &[u8]| {
     // One byte per parser pick, so every registered name is reachable.
-    let [reasoning_pick, tool_pick, step, rest @ ..] = data else { return };
-    let Ok(text) = std::str::from_utf8(rest) else { return };
-    let reasoning = REASONING_PARSERS.get(*reasoning_pick as usize % (REASONING_PARSERS.len() + 1)).map(|e| e.name);
-    let tool = TOOL_PARSERS.get(*tool_pick as usize % (TOOL_PARSERS.len() + 1)).map(|e| e.name);
+    let [reasoning_pick, tool_pick, step, rest @ ..] = data else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let reasoning = REASONING_PARSERS
+        .get(*reasoning_pick as usize % (REASONING_PARSERS.len() + 1))
+        .map(|e| e.name);
+    let tool = TOOL_PARSERS
+        .get(*tool_pick as usize % (TOOL_PARSERS.len() + 1))
+        .map(|e| e.name);
     let step = 1 + *step as usize % 9;
     let (mut deltas, mut from) = (Vec::new(), 0);
     for (n, (at, _)) in text.char_indices().enumerate() {
@@ -37,5 +45,8 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     deltas.push(&text[from..]);
-    assert_eq!(parse(reasoning, tool, &deltas), parse(reasoning, tool, &[text]));
+    assert_eq!(
+        parse(reasoning, tool, &deltas),
+        parse(reasoning, tool, &[text])
+    );
 });

@@ -21,14 +21,23 @@ pub enum Token {
 pub struct Lexer {
     scanner: MarkerScanner,
     literals: Vec<&'static str>,
+    /// Bytes that start some spelling: text without them is plain text.
+    first_bytes: [bool; 256],
 }
 
 impl Lexer {
     /// A lexer for these spellings.
     pub fn new(literals: Vec<&'static str>) -> Self {
+        let mut first_bytes = [false; 256];
+        for literal in &literals {
+            if let Some(&b) = literal.as_bytes().first() {
+                first_bytes[b as usize] = true;
+            }
+        }
         Self {
             scanner: MarkerScanner::new(),
             literals,
+            first_bytes,
         }
     }
 
@@ -51,7 +60,10 @@ impl Lexer {
         {
             return None;
         }
-        Some(match self.scanner.next(&self.literals)? {
+        // Fast path (as vLLM's lexer has): no byte that starts a spelling.
+        let plain = !pending.bytes().any(|b| self.first_bytes[b as usize]);
+        let markers: &[&str] = if plain { &[] } else { &self.literals };
+        Some(match self.scanner.next(markers)? {
             Piece::Text(text) => Token::Text(text.to_owned()),
             Piece::Marker(index) => Token::Terminal(index),
         })

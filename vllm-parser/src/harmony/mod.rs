@@ -31,10 +31,18 @@
 //!   last complete message (including `<|start|>` and failed headers).
 //!
 //! Without the reasoning parser, reasoning is dropped; without the tool parser,
-//! calls are. With both, `openai_gptoss` passes the text through and `openai`
-//! parses it alone ([`ReasoningParser::precedes_tool_parser`]). vLLM's streaming differs from its whole text (no `"\n"` joins, raw
-//! argument text, messages of other roles); the fixtures follow the whole text.
-//! Call arguments are therefore released when the call's message ends.
+//! calls are. With both, `openai_gptoss` steps aside and `openai` parses alone
+//! ([`ReasoningParser::yields_to_tool_parser`]). vLLM's streaming differs from its
+//! whole text (no `"\n"` joins, raw argument text, messages of other roles); the
+//! fixtures follow the whole text. Call arguments are therefore released when the
+//! call's message ends.
+//!
+//! The text must show the special tokens (decoded with
+//! `skip_special_tokens=false`). When a delta comes with its token ids and its
+//! text lacks them, the markers of gpt-oss's special token ids (fixed by the
+//! Harmony encoding, as vLLM assumes too) are put back around the text: exact
+//! for deltas whose special tokens come before or after their other tokens,
+//! which includes every single-token delta.
 
 mod header;
 
@@ -77,9 +85,6 @@ pub struct HarmonyParser {
     /// Whether the current body emitted text yet.
     part_started: bool,
     calls: usize,
-    /// As `openai_gptoss` before a tool parser: text passes through, the tool
-    /// parser (`openai`) parses everything.
-    pass_through: bool,
 }
 
 impl HarmonyParser {
@@ -96,7 +101,6 @@ impl HarmonyParser {
             content_seen: false,
             part_started: false,
             calls: 0,
-            pass_through: false,
         }
     }
 
@@ -135,7 +139,7 @@ impl HarmonyParser {
             State::ExpectStart => {}
             State::Header { .. } => self.recovery.push_str(text),
             State::Body { route, arguments } => match route {
-                Route::Tool { .. } => arguments.push_str(text),
+                Route::Tool { .. } if self.tools => arguments.push_str(text),
                 Route::Reasoning if self.reasoning => {
                     let joined = self.reasoning_seen;
                     self.reasoning_seen = true;
@@ -146,7 +150,7 @@ impl HarmonyParser {
                     self.content_seen = true;
                     self.body_text(joined, text, out, Event::Content);
                 }
-                Route::Reasoning | Route::Ignore => {}
+                Route::Tool { .. } | Route::Reasoning | Route::Ignore => {}
             },
         }
     }
@@ -229,8 +233,11 @@ impl HarmonyParser {
         }
     }
 
-    fn push_text(&mut self, text: &str, out: &mut Vec<Event>) {
-        self.scanner.push(text);
+    fn push_text(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        match with_markers(text, token_ids) {
+            Some(restored) => self.scanner.push(&restored),
+            None => self.scanner.push(text),
+        }
         self.drain(out);
     }
 
@@ -261,31 +268,25 @@ impl HarmonyParser {
 }
 
 /// `openai_gptoss`. vLLM's `GptOssReasoningParser` only marks the pair: with a
-/// tool parser the text passes through and `openai` parses reasoning too.
+/// tool parser it steps aside and `openai` parses the reasoning too.
 impl ReasoningParser for HarmonyParser {
-    fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
-        if !self.pass_through {
-            self.push_text(text, out);
-        } else if !text.is_empty() {
-            out.push(Event::Content(text.to_owned()));
-        }
+    fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        self.push_text(text, token_ids, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
-        if !self.pass_through {
-            self.finish_output(out);
-        }
+        self.finish_output(out);
     }
 
-    fn precedes_tool_parser(&mut self) {
-        self.pass_through = true;
+    fn yields_to_tool_parser(&self) -> bool {
+        true
     }
 }
 
 /// `openai`: with `openai_gptoss` before it, it emits the reasoning as well.
 impl ToolParser for HarmonyParser {
-    fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
-        self.push_text(text, out);
+    fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        self.push_text(text, token_ids, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
@@ -295,4 +296,50 @@ impl ToolParser for HarmonyParser {
     fn follows_reasoning_parser(&mut self) {
         self.reasoning = true;
     }
+}
+
+/// The text of a special token of the gpt-oss vocabulary (`o200k_harmony`).
+fn special_token(id: u32) -> Option<String> {
+    let name = match id {
+        199_998 => "startoftext",
+        199_999 => "endoftext",
+        200_002 => "return",
+        200_003 => "constrain",
+        200_005 => "channel",
+        200_006 => "start",
+        200_007 => "end",
+        200_008 => "message",
+        200_012 => "call",
+        200_018 => "endofprompt",
+        200_000..=200_017 => return Some(format!("<|reserved_{id}|>")),
+        _ => return None,
+    };
+    Some(format!("<|{name}|>"))
+}
+
+/// `text` with its special tokens put back, when `token_ids` has special tokens
+/// whose text is missing (decoded with `skip_special_tokens`). `None` when the
+/// text is fine as it is, or when a special token sits between other tokens and
+/// its place in the text cannot be known.
+fn with_markers(text: &str, token_ids: &[u32]) -> Option<String> {
+    let markers: Vec<Option<String>> = token_ids.iter().map(|&id| special_token(id)).collect();
+    let mut specials = markers.iter().flatten().peekable();
+    if specials.peek().is_none() || specials.all(|marker| text.contains(marker.as_str())) {
+        return None;
+    }
+    let leading = markers.iter().take_while(|m| m.is_some()).count();
+    let trailing = markers[leading..]
+        .iter()
+        .rev()
+        .take_while(|m| m.is_some())
+        .count();
+    let (before, rest) = markers.split_at(leading);
+    let (middle, after) = rest.split_at(rest.len() - trailing);
+    if middle.iter().any(Option::is_some) {
+        return None;
+    }
+    let mut restored: String = before.iter().flatten().map(String::as_str).collect();
+    restored.push_str(text);
+    restored.extend(after.iter().flatten().map(String::as_str));
+    Some(restored)
 }

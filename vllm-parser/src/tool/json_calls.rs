@@ -394,3 +394,43 @@ fn xlam_candidate(text: &str) -> Option<(String, PyJson)> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{MessageParser, ParserOptions};
+
+    fn parse(tool: &str, output: &str) -> crate::ParsedMessage {
+        MessageParser::from_names(None, Some(tool), &ParserOptions::default())
+            .unwrap()
+            .parse(output, &[])
+    }
+
+    /// Where vLLM's `internlm` raises (the request fails), the output is content.
+    #[test]
+    fn internlm_outputs_vllm_rejects_are_content() {
+        for output in [
+            "a<|action_start|><|plugin|>{\"name\": \"f\"}<|action_end|><|action_start|><|plugin|>{}",
+            "a<|action_start|><|plugin|>{\"name\": \"f\", <|action_end|>",
+            "a<|action_start|><|plugin|>{\"arguments\": {}}<|action_end|>",
+            "a<|action_start|><|plugin|>no json",
+        ] {
+            let message = parse("internlm", output);
+            assert_eq!(message.content.as_deref(), Some(output));
+            assert!(message.tool_calls.is_empty());
+        }
+    }
+
+    #[test]
+    fn llama_calls_and_the_streaming_gate() {
+        let message = parse(
+            "llama3_json",
+            r#"<|python_tag|>{"name": "f", "parameters": {"a": 1e5}}; {"name": "g", "arguments": {}}"#,
+        );
+        assert_eq!(message.content, None);
+        assert_eq!(message.tool_calls.len(), 2);
+        assert_eq!(message.tool_calls[0].arguments, r#"{"a": 100000.0}"#);
+        // Prose first: content, as vLLM streams it.
+        let prose = r#"Sure. {"name": "f", "arguments": {}}"#;
+        assert_eq!(parse("llama3_json", prose).content.as_deref(), Some(prose));
+    }
+}

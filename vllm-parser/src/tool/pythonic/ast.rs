@@ -8,8 +8,11 @@
 use super::lexer::{Constant, StrToken, Token};
 use crate::json::PyJson;
 
-/// Python's parser gives up around this many nested brackets.
+/// Bracket nesting; the tokenizer already refuses more than Python's 200.
 const MAX_DEPTH: usize = 200;
+/// Python's AST conversion hits its recursion limit past about this many
+/// nested unary operators (`-` × 2992 raises `RecursionError`).
+const MAX_UNARY: usize = 2991;
 
 const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
@@ -35,7 +38,8 @@ pub enum Expr {
     Sequence(SequenceKind, Vec<Expr>),
     /// `ast.Dict`: keys (`None` for `**x`) and values.
     Dict(Vec<(Option<Expr>, Expr)>),
-    /// `-x` / `+x`: whether negated, and the operand.
+    /// `-x` / `+x` (a chain of them folded into one): whether negated, and the
+    /// operand.
     Sign(bool, Box<Expr>),
     /// Any other valid expression (operators, subscripts, starred, …).
     Other,
@@ -163,9 +167,28 @@ impl Parser<'_> {
         Some(value)
     }
 
-    /// Operands joined by binary, boolean and comparison operators. Precedence
-    /// does not matter: an operator makes the node something vLLM rejects.
+    /// A disjunction: `not`-prefixed comparisons joined by `and` / `or`.
+    /// Precedence does not matter beyond validity: an operator makes the node
+    /// something vLLM rejects.
     fn binary(&mut self) -> Option<Expr> {
+        let mut joined = false;
+        loop {
+            while self.at_name("not") {
+                self.pos += 1;
+                joined = true;
+            }
+            let operand = self.comparison()?;
+            if !(self.at_name("and") || self.at_name("or")) {
+                return Some(if joined { Expr::Other } else { operand });
+            }
+            self.pos += 1;
+            joined = true;
+        }
+    }
+
+    /// Unary operands joined by arithmetic, bitwise and comparison operators
+    /// (`not` cannot follow these, so it is not an operand here).
+    fn comparison(&mut self) -> Option<Expr> {
         let first = self.unary()?;
         let mut joined = false;
         loop {
@@ -191,7 +214,7 @@ impl Parser<'_> {
                         | "=="
                         | "!="
                 ),
-                Some(Token::Name(n)) => matches!(n.as_str(), "and" | "or" | "in" | "is"),
+                Some(Token::Name(n)) => matches!(n.as_str(), "in" | "is"),
                 _ => false,
             };
             if is_operator {
@@ -214,29 +237,46 @@ impl Parser<'_> {
         Some(if joined { Expr::Other } else { first })
     }
 
+    /// Prefix operators, read in a loop (long chains must not recurse), then
+    /// the operand; `-`/`+` stay visible to the conversion, others do not.
     fn unary(&mut self) -> Option<Expr> {
-        self.nest(|p| {
-            if p.eat_op("-") {
-                return Some(Expr::Sign(true, Box::new(p.unary()?)));
+        let mut signs = Vec::new();
+        let mut other = false;
+        loop {
+            if self.eat_op("-") {
+                signs.push(true);
+            } else if self.eat_op("+") {
+                signs.push(false);
+            } else if self.eat_op("~") {
+                other = true;
+                signs.clear();
+            } else {
+                break;
             }
-            if p.eat_op("+") {
-                return Some(Expr::Sign(false, Box::new(p.unary()?)));
+            if signs.len() > MAX_UNARY {
+                return None;
             }
-            let prefix = p.at_op("~") || p.at_name("not");
-            if prefix {
-                p.pos += 1;
-                p.unary()?;
-                return Some(Expr::Other);
-            }
-            // `await` takes a primary (`await -5` is a syntax error); outside a
-            // function it is a compile error, which `ast.parse` does not check.
-            if p.at_name("await") {
-                p.pos += 1;
-                p.postfix()?;
-                return Some(Expr::Other);
-            }
-            p.postfix()
-        })
+        }
+        // `await` takes a primary (`await -5` is a syntax error); outside a
+        // function it is a compile error, which `ast.parse` does not check.
+        let mut value = if self.at_name("await") {
+            self.pos += 1;
+            self.postfix()?;
+            Expr::Other
+        } else {
+            self.postfix()?
+        };
+        if other {
+            // `~` somewhere in the chain: the operand of the outer signs is not
+            // a number, so the whole value is something vLLM rejects.
+            return Some(Expr::Other);
+        }
+        if !signs.is_empty() {
+            // A chain of signs is one sign: vLLM needs a number under each one.
+            let negate = signs.iter().filter(|&&minus| minus).count() % 2 == 1;
+            value = Expr::Sign(negate, Box::new(value));
+        }
+        Some(value)
     }
 
     fn nest<T>(&mut self, f: impl FnOnce(&mut Self) -> Option<T>) -> Option<T> {
@@ -417,31 +457,48 @@ impl Parser<'_> {
         Some(items)
     }
 
-    /// After `{`: a dict or set display.
+    /// After `{`: a dict or set display. The first item decides which, and is
+    /// read once (re-reading would be exponential in the nesting).
     fn braces(&mut self) -> Option<Expr> {
         if self.eat_op("}") {
             return Some(Expr::Dict(Vec::new()));
         }
-        let is_dict = self.at_op("**") || {
-            let start = self.pos;
-            let first = self.starred_or_expression();
-            let colon = first.is_some() && self.at_op(":");
-            self.pos = start;
-            colon
-        };
-        if !is_dict {
-            let items = self.items("}")?;
-            return Some(Expr::Sequence(SequenceKind::Set, items));
-        }
-        let mut entries = Vec::new();
-        while !self.eat_op("}") {
-            if self.eat_op("**") {
-                entries.push((None, self.binary()?));
-            } else {
-                let key = self.expression()?;
-                self.expect_op(":")?;
-                entries.push((Some(key), self.expression()?));
+        let first_key = if self.eat_op("**") {
+            None
+        } else {
+            let first = self.starred_or_expression()?;
+            if !self.at_op(":") {
+                let mut items = vec![first];
+                if self.at_name("for") || self.at_name("async") {
+                    return None;
+                }
+                if self.eat_op(",") {
+                    items.extend(self.items("}")?);
+                } else {
+                    self.expect_op("}")?;
+                }
+                return Some(Expr::Sequence(SequenceKind::Set, items));
             }
+            Some(first)
+        };
+        let mut entries = Vec::new();
+        let mut key = Some(first_key);
+        loop {
+            let entry = match key.take() {
+                Some(Some(key)) => {
+                    self.expect_op(":")?;
+                    (Some(key), self.expression()?)
+                }
+                Some(None) => (None, self.binary()?),
+                None if self.eat_op("}") => break,
+                None if self.eat_op("**") => (None, self.binary()?),
+                None => {
+                    let key = self.expression()?;
+                    self.expect_op(":")?;
+                    (Some(key), self.expression()?)
+                }
+            };
+            entries.push(entry);
             if self.at_name("for") || self.at_name("async") {
                 return None;
             }
@@ -483,5 +540,16 @@ mod tests {
         ] {
             assert!(parse(good).is_some(), "{good}");
         }
+        // Python's limits: 200 nested brackets, about 2991 nested unary operators.
+        let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+        assert!(parse(&nested(200)).is_some());
+        assert!(parse(&nested(201)).is_none());
+        assert!(parse(&format!("{}1", "-".repeat(2991))).is_some());
+        assert!(parse(&format!("{}1", "-".repeat(2992))).is_none());
+        // Each display is read once, however deep.
+        let braces = |n: usize| format!("{}{}", "{".repeat(n), "}".repeat(n));
+        assert!(parse(&format!("[f(a={})]", braces(150))).is_some());
+        assert!(parse("[f(a={1: 2, **x, 3: {4}})]").is_some());
+        assert!(parse("[f(a={*x, 1})]").is_some());
     }
 }

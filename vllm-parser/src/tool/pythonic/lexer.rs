@@ -40,6 +40,9 @@ pub struct StrToken {
     pub fstring: bool,
 }
 
+/// Python's tokenizer refuses deeper bracket nesting (`MAXLEVEL`).
+const MAX_NESTING: usize = 200;
+
 /// Python refuses integer literals with more digits than this.
 const MAX_INT_DIGITS: usize = 4300;
 
@@ -144,7 +147,13 @@ impl Lexer<'_> {
         let rest = &self.src[self.pos..];
         let op = OPERATORS.iter().find(|op| rest.starts_with(**op))?;
         match *op {
-            "(" | "[" | "{" => self.depth += 1,
+            "(" | "[" | "{" => {
+                // Python's tokenizer: "too many nested parentheses".
+                self.depth += 1;
+                if self.depth > MAX_NESTING {
+                    return None;
+                }
+            }
             ")" | "]" | "}" => self.depth = self.depth.checked_sub(1)?,
             _ => {}
         }

@@ -213,10 +213,22 @@ fn call(expr: &Expr) -> Option<Call> {
         };
         arguments.insert(key, parameter_value(value)?);
     }
+    // `json.dumps` raises on a key it cannot write (e.g. `{1j: 0}`).
+    let Value::Json(arguments) = arguments.into_value() else {
+        return None;
+    };
     Some(Call {
         name,
-        arguments: json::dumps(&arguments.into_json()),
+        arguments: json::dumps(&arguments),
     })
+}
+
+/// A converted argument value: JSON, or a Python value `json.dumps` would refuse
+/// (a dict with a key like `1j`), which only fails if it is still there at the end.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Json(PyJson),
+    Unwritable,
 }
 
 /// `a.b.c` for an attribute chain ending in a name.
@@ -228,38 +240,50 @@ fn dotted_name(expr: &Expr) -> Option<String> {
     }
 }
 
-/// vLLM's `get_parameter_value`: a literal as the JSON value it dumps to.
-fn parameter_value(expr: &Expr) -> Option<PyJson> {
+/// vLLM's `get_parameter_value`: a literal as the value it dumps to; `None`
+/// where it raises.
+fn parameter_value(expr: &Expr) -> Option<Value> {
+    let json = |value| Some(Value::Json(value));
     match expr {
-        Expr::Constant(Constant::Json(value)) => Some(value.clone()),
+        Expr::Constant(Constant::Json(value)) => json(value.clone()),
         Expr::Constant(Constant::Opaque) => None,
-        Expr::FString(value) => value.clone().map(PyJson::Str),
+        Expr::FString(value) => json(PyJson::Str(value.clone()?)),
         Expr::Name(name) => match name.as_str() {
-            "null" => Some(PyJson::Null),
-            "true" => Some(PyJson::Bool(true)),
-            "false" => Some(PyJson::Bool(false)),
+            "null" => json(PyJson::Null),
+            "true" => json(PyJson::Bool(true)),
+            "false" => json(PyJson::Bool(false)),
             _ => None,
         },
-        Expr::Sequence(_, items) => items
-            .iter()
-            .map(parameter_value)
-            .collect::<Option<_>>()
-            .map(PyJson::List),
+        Expr::Sequence(_, items) => {
+            let mut list = Vec::with_capacity(items.len());
+            let mut writable = true;
+            for item in items {
+                match parameter_value(item)? {
+                    Value::Json(value) => list.push(value),
+                    Value::Unwritable => writable = false,
+                }
+            }
+            Some(if writable {
+                Value::Json(PyJson::List(list))
+            } else {
+                Value::Unwritable
+            })
+        }
         Expr::Dict(entries) => {
             let mut dict = Dict::default();
             for (key, value) in entries {
-                let Some(Expr::Constant(Constant::Json(key))) = key else {
+                let Some(Expr::Constant(key)) = key else {
                     return None;
                 };
                 let value = parameter_value(value)?;
-                dict.insert(Key::from_constant(key)?, value);
+                dict.insert(Key::from_constant(key), value);
             }
-            Some(dict.into_json())
+            Some(dict.into_value())
         }
         Expr::Sign(negate, operand) => match parameter_value(operand)? {
-            PyJson::Int(digits) if *negate => Some(PyJson::Int(negate_int(&digits))),
-            PyJson::Float(f) if *negate => Some(PyJson::Float(-f)),
-            value @ (PyJson::Int(_) | PyJson::Float(_)) => Some(value),
+            Value::Json(PyJson::Int(digits)) if *negate => json(PyJson::Int(negate_int(&digits))),
+            Value::Json(PyJson::Float(f)) if *negate => json(PyJson::Float(-f)),
+            value @ Value::Json(PyJson::Int(_) | PyJson::Float(_)) => Some(value),
             _ => None,
         },
         Expr::Attribute(..) | Expr::Call(..) | Expr::Other => None,
@@ -284,11 +308,16 @@ enum Key {
         text: String,
         identity: String,
     },
+    /// A constant `json.dumps` cannot write as a key (bytes, complex, `...`).
+    Unwritable,
 }
 
 impl Key {
-    fn from_constant(value: &PyJson) -> Option<Key> {
-        Some(match value {
+    fn from_constant(constant: &Constant) -> Key {
+        let Constant::Json(value) = constant else {
+            return Key::Unwritable;
+        };
+        match value {
             PyJson::Str(s) => Key::Str(s.clone()),
             PyJson::Null => Key::Null,
             PyJson::Bool(b) => Key::Number {
@@ -308,15 +337,17 @@ impl Key {
                 };
                 Key::Number { text, identity }
             }
-            PyJson::List(_) | PyJson::Dict(_) => return None,
-        })
+            // Constants are never containers.
+            PyJson::List(_) | PyJson::Dict(_) => Key::Unwritable,
+        }
     }
 
-    fn json_text(&self) -> String {
+    fn json_text(&self) -> Option<String> {
         match self {
-            Key::Str(s) => s.clone(),
-            Key::Null => "null".to_owned(),
-            Key::Number { text, .. } => text.clone(),
+            Key::Str(s) => Some(s.clone()),
+            Key::Null => Some("null".to_owned()),
+            Key::Number { text, .. } => Some(text.clone()),
+            Key::Unwritable => None,
         }
     }
 
@@ -325,6 +356,7 @@ impl Key {
             (Key::Number { identity: a, .. }, Key::Number { identity: b, .. }) => {
                 a == b && !a.starts_with("fNaN")
             }
+            (Key::Unwritable, _) | (_, Key::Unwritable) => false,
             (a, b) => a == b,
         }
     }
@@ -332,23 +364,25 @@ impl Key {
 
 /// A Python dict: a repeated key keeps its first position and takes the last value.
 #[derive(Default)]
-struct Dict(Vec<(Key, PyJson)>);
+struct Dict(Vec<(Key, Value)>);
 
 impl Dict {
-    fn insert(&mut self, key: Key, value: PyJson) {
+    fn insert(&mut self, key: Key, value: Value) {
         match self.0.iter_mut().find(|(k, _)| k.same(&key)) {
             Some(entry) => entry.1 = value,
             None => self.0.push((key, value)),
         }
     }
 
-    fn into_json(self) -> PyJson {
-        PyJson::Dict(
-            self.0
-                .into_iter()
-                .map(|(k, v)| (k.json_text(), v))
-                .collect(),
-        )
+    fn into_value(self) -> Value {
+        let mut items = Vec::with_capacity(self.0.len());
+        for (key, value) in self.0 {
+            match (key.json_text(), value) {
+                (Some(key), Value::Json(value)) => items.push((key, value)),
+                _ => return Value::Unwritable,
+            }
+        }
+        Value::Json(PyJson::Dict(items))
     }
 }
 
