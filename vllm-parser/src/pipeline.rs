@@ -36,7 +36,10 @@ impl MessageParser {
                 tool.follows_legacy_reasoning_parser();
             }
         }
-        if tool.is_some() && reasoning.as_ref().is_some_and(|r| r.yields_to_tool_parser()) {
+        let yields = reasoning
+            .as_ref()
+            .is_some_and(|r| r.yields_to_tool_parser());
+        if yields && tool.is_some() {
             reasoning = None;
         }
         Self {
