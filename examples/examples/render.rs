@@ -153,21 +153,21 @@ fn render_error(err: RenderError) -> Response {
 }
 
 /// Parses a JSON body; a malformed one is a 400 with vLLM's error shape.
-fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, Response> {
+fn parse<T: DeserializeOwned>(body: &Bytes) -> Result<T, Box<Response>> {
     serde_json::from_slice(body).map_err(|e| {
-        error(
+        Box::new(error(
             StatusCode::BAD_REQUEST,
             "BadRequestError",
             e.to_string(),
             None,
-        )
+        ))
     })
 }
 
 async fn render_chat(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let request: ChatCompletionRequest = match parse(&body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     match app.renderer.render_chat(&request) {
         Ok(generate) => ok(&generate),
@@ -178,7 +178,7 @@ async fn render_chat(State(app): State<Arc<App>>, body: Bytes) -> Response {
 async fn render_completion(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let request: CompletionRequest = match parse(&body) {
         Ok(r) => r,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     match app.renderer.render_completion(&request) {
         Ok(generate) => ok(&generate),
@@ -190,7 +190,7 @@ async fn render_completion(State(app): State<Arc<App>>, body: Bytes) -> Response
 async fn tokenize(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let value: Value = match parse(&body) {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let return_token_strs = value
         .get("return_token_strs")
@@ -250,7 +250,7 @@ async fn tokenize(State(app): State<Arc<App>>, body: Bytes) -> Response {
 async fn detokenize(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let value: Value = match parse(&body) {
         Ok(v) => v,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let tokens: Vec<u32> = match value.get("tokens").cloned().map(serde_json::from_value) {
         Some(Ok(t)) => t,

@@ -5,6 +5,9 @@
 //!   chat templates once with [minijinja] set up for jinja2 parity, applies vLLM's
 //!   message preprocessing and tokenizes the prompt. See the crate README for the
 //!   parity status over 71 real templates.
+//! - [`tokenizer`] is `tokenizers`' tokenizer with a fast exact pre-tokenizer for the
+//!   Qwen2/Llama 3 split regex; prompts are encoded by cached pieces between special
+//!   tokens.
 //! - [`openai`] holds the request, response and stream-chunk types.
 //! - [`render_mode`] answers vLLM's `/v1/chat/completions/render` and
 //!   `/v1/completions/render` (render once, route by tokens, send tokens to engines).

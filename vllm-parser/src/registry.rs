@@ -10,6 +10,7 @@ use crate::engine::models::{
     deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3,
     qwen3, seed_oss,
 };
+use crate::engine::models::{mimo, step3p5};
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
@@ -84,6 +85,22 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: &[],
         build: GraniteParser::boxed,
     },
+    // vLLM's DeepSeekV3ReasoningWithThinkingParser.
+    ReasoningEntry {
+        name: "holo2",
+        required_tokens: THINK_TAGS,
+        build: |o| ThinkParser::boxed(think::HOLO2, o),
+    },
+    ReasoningEntry {
+        name: "poolside_v1",
+        required_tokens: &["<assistant>"],
+        build: |o| ThinkParser::boxed(think::POOLSIDE_V1, o),
+    },
+    ReasoningEntry {
+        name: "hy_v3",
+        required_tokens: THINK_TAGS,
+        build: |o| ThinkParser::boxed(think::HY_V3, o),
+    },
     // vLLM looks up the byte-level BPE pieces of `</think>` at start-up.
     ReasoningEntry {
         name: "olmo3",
@@ -141,6 +158,17 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         name: "mistral",
         required_tokens: &["[TOOL_CALLS]"],
         build: mistral::reasoning_parser,
+    },
+    // Engine-based, issue 6 (src/engine/models/).
+    ReasoningEntry {
+        name: "step3p5",
+        required_tokens: &[],
+        build: step3p5::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "mimo",
+        required_tokens: &[],
+        build: mimo::reasoning_parser,
     },
 ];
 
@@ -284,6 +312,17 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "mistral",
         required_tokens: &["[TOOL_CALLS]"],
         build: mistral::tool_parser,
+    },
+    // Engine-based, issue 6 (src/engine/models/).
+    ToolEntry {
+        name: "step3p5",
+        required_tokens: &[],
+        build: step3p5::tool_parser,
+    },
+    ToolEntry {
+        name: "mimo",
+        required_tokens: &[],
+        build: mimo::tool_parser,
     },
 ];
 

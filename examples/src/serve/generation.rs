@@ -147,24 +147,33 @@ impl Generation {
             return Some(Err(error));
         }
         let stream = self.stream.as_mut()?;
-        let output = stream.next().await;
-        let mut step = match self.absorb(output) {
+        // Take what is queued right now (cheap), then decode it: outputs that arrive
+        // while decoding wait for the next step, so merging never delays a chunk.
+        let mut items = vec![stream.next().await];
+        while let Some(Some(Ok(last))) = items.last() {
+            if last.finished() {
+                break;
+            }
+            match stream.next().now_or_never() {
+                Some(item) => items.push(item),
+                None => break,
+            }
+        }
+        let mut items = items.into_iter();
+        let mut step = match self.absorb(items.next().flatten()) {
             Ok(step) => step,
             Err(error) => return Some(Err(error)),
         };
-        while step.finish.is_none() {
-            let Some(stream) = self.stream.as_mut() else {
-                break;
-            };
-            let Some(output) = stream.next().now_or_never() else {
-                break;
-            };
-            match self.absorb(output) {
+        for item in items {
+            match self.absorb(item) {
                 Ok(next) => step.merge(next),
                 Err(error) => {
                     self.pending_error = Some(error);
                     break;
                 }
+            }
+            if step.finish.is_some() {
+                break;
             }
         }
         Some(Ok(step))

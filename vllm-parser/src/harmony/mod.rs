@@ -343,3 +343,27 @@ fn with_markers(text: &str, token_ids: &[u32]) -> Option<String> {
     restored.extend(after.iter().flatten().map(String::as_str));
     Some(restored)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_tokens_are_put_back_where_their_place_is_known() {
+        // <|end|> <|start|> "assistant" <|channel|>, decoded without special tokens.
+        assert_eq!(
+            with_markers("assistant", &[200_007, 200_006, 1, 200_005]).as_deref(),
+            Some("<|end|><|start|>assistant<|channel|>")
+        );
+        assert_eq!(with_markers("", &[200_008]).as_deref(), Some("<|message|>"));
+        // Already in the text, or no special token: nothing to do.
+        assert_eq!(with_markers("<|call|>", &[200_012]), None);
+        assert_eq!(with_markers("hi", &[1, 2]), None);
+        // Between two ordinary tokens: its place in "ab" is unknown.
+        assert_eq!(with_markers("ab", &[1, 200_008, 2]), None);
+        assert_eq!(
+            special_token(200_013).as_deref(),
+            Some("<|reserved_200013|>")
+        );
+    }
+}

@@ -43,6 +43,10 @@ pub enum PromptRule {
     AnyEnd,
     /// The prompt is not consulted (Olmo3's whole-text parsing ignores it).
     Ignore,
+    /// Like [`LastMarkerIsEnd`](Self::LastMarkerIsEnd), but only within the
+    /// current assistant turn: the backward search stops at this marker
+    /// (Poolside's `<assistant>`), so a `</think>` in earlier turns does not count.
+    LastMarkerIsEndSince(&'static str),
 }
 
 /// The options that make one think-tag parser.
@@ -62,6 +66,9 @@ pub struct ThinkFormat {
     pub thinking_flags: &'static [&'static str],
     /// Whether reasoning is on when none of `thinking_flags` is given.
     pub thinking_by_default: bool,
+    /// Reasoning is on only when `chat_template_kwargs.reasoning_effort` is
+    /// truthy and not this value (HY V3's `"no_think"`, its default).
+    pub effort_off: Option<&'static str>,
     /// How a prompt that already closed reasoning is recognised.
     pub prompt_rule: PromptRule,
     /// What reasoning that never ends turns into.
@@ -76,6 +83,7 @@ pub const DEEPSEEK_R1: ThinkFormat = ThinkFormat {
     implicit_end: &[],
     thinking_flags: &[],
     thinking_by_default: true,
+    effort_off: None,
     prompt_rule: PromptRule::LastMarkerIsEnd,
     unclosed: Unclosed::Reasoning,
 };
@@ -103,6 +111,7 @@ pub const QWEN3: ThinkFormat = ThinkFormat {
     implicit_end: &["<tool_call>"],
     thinking_flags: &["enable_thinking"],
     thinking_by_default: true,
+    effort_off: None,
     prompt_rule: PromptRule::LastMarkerIsEnd,
     unclosed: Unclosed::Reasoning,
 };
@@ -115,6 +124,27 @@ pub const OLMO3: ThinkFormat = ThinkFormat {
     start_markers: StartMarkers::Leading,
     prompt_rule: PromptRule::Ignore,
     unclosed: Unclosed::Content,
+    ..DEEPSEEK_R1
+};
+
+/// `holo2`: vLLM's `DeepSeekV3ReasoningWithThinkingParser`, [`DEEPSEEK_V3`]
+/// thinking unless the request sets `thinking` or `enable_thinking`.
+pub const HOLO2: ThinkFormat = ThinkFormat {
+    thinking_by_default: true,
+    ..DEEPSEEK_V3
+};
+
+/// `poolside_v1`: [`DEEPSEEK_V3`] whose prompt check only looks back to the
+/// current turn's `<assistant>` token.
+pub const POOLSIDE_V1: ThinkFormat = ThinkFormat {
+    prompt_rule: PromptRule::LastMarkerIsEndSince("<assistant>"),
+    ..DEEPSEEK_V3
+};
+
+/// `hy_v3`: [`DEEPSEEK_R1`] when `reasoning_effort` asks for thinking; without
+/// it (`"no_think"`, the default) all output is content.
+pub const HY_V3: ThinkFormat = ThinkFormat {
+    effort_off: Some("no_think"),
     ..DEEPSEEK_R1
 };
 
@@ -143,6 +173,13 @@ impl ThinkParser {
             None => format.thinking_by_default,
             Some(_) => given.any(py_truthy),
         };
+        let thinking = thinking
+            && format.effort_off.is_none_or(|off| {
+                options
+                    .chat_template_kwargs
+                    .get("reasoning_effort")
+                    .is_some_and(|effort| py_truthy(effort) && effort.as_str() != Some(off))
+            });
         let thinking = thinking && !prompt_closed_reasoning(&format, &options.prompt);
         let start = if format.start_markers == StartMarkers::Keep {
             ""
@@ -224,6 +261,9 @@ fn prompt_closed_reasoning(format: &ThinkFormat, prompt: &str) -> bool {
     match format.prompt_rule {
         PromptRule::AnyEnd => end.is_some(),
         PromptRule::LastMarkerIsEnd => end > prompt.rfind(format.start),
+        PromptRule::LastMarkerIsEndSince(turn) => {
+            end > prompt.rfind(format.start) && end > prompt.rfind(turn)
+        }
         PromptRule::Ignore => false,
     }
 }

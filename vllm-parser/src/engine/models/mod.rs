@@ -9,11 +9,13 @@ pub mod gemma4;
 pub mod glm47;
 pub mod granite;
 pub mod kimi_k2;
+pub mod mimo;
 pub mod minimax_m2;
 pub mod mistral;
 pub mod nemotron_v3;
 pub mod qwen3;
 pub mod seed_oss;
+pub mod step3p5;
 
 use std::collections::HashMap;
 

@@ -148,7 +148,7 @@ pub fn reasoning_parser_for(
 
 /// `<parameter=NAME>VALUE</parameter>` (whitespace allowed inside the tags; a
 /// value also ends at the next opening tag): `<\s*parameter\s*=\s*([^>]*)>`.
-const PARAM: ParamTag = ParamTag {
+pub const PARAM: ParamTag = ParamTag {
     open: |text| spaced(text, &["<", "parameter", "="], true),
     name: |text| text.find('>').map(|gt| (&text[..gt], None, gt + 1)),
     close: |text| spaced(text, &["<", "/", "parameter", ">"], false),
