@@ -194,3 +194,38 @@ fn requests_are_spread_over_data_parallel_engines() {
     });
     run(server.stop());
 }
+
+#[test]
+fn shutdown_is_graceful_for_requests_in_flight() {
+    let server = start(slow(1));
+    let addr = server.addr;
+    run(async move {
+        let mut request = chat(true);
+        request["max_tokens"] = json!(10);
+        let response = send(
+            addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(request.to_string()),
+        )
+        .await;
+        let mut events = response.events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        // Stop while the answer is streaming: it still completes.
+        let stopping = tokio::spawn(server.stop());
+        let mut content = Vec::new();
+        loop {
+            match events.next().await {
+                Some(Event::Data(v)) => content.push(v),
+                Some(Event::Done) => break,
+                None => panic!("the stream was cut by the shutdown"),
+            }
+        }
+        assert_eq!(final_choice(&content)["finish_reason"], "length");
+        stopping.await.unwrap();
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "no longer accepting"
+        );
+    });
+}

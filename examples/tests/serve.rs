@@ -191,6 +191,28 @@ fn stop_strings_cut_the_text_and_report_the_string() {
 }
 
 #[test]
+fn stop_token_ids_finish_with_the_token_as_stop_reason() {
+    run(async {
+        let addr = plain();
+        let answer = tokenize(addr, PLAIN_TEXT).await;
+        let stop = answer[1];
+        let (_, before) = post(addr, "/detokenize", json!({"tokens": answer[..1]})).await;
+        let (_, body) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"messages": hi(), "stop_token_ids": [stop]}),
+        )
+        .await;
+        let choice = &body["choices"][0];
+        assert_eq!(choice["finish_reason"], "stop");
+        assert_eq!(choice["stop_reason"], stop);
+        // The stop token's text is left out, as for EOS.
+        assert_eq!(choice["message"]["content"], before["prompt"]);
+        assert_eq!(body["usage"]["completion_tokens"], 2);
+    });
+}
+
+#[test]
 fn chat_logprobs_have_tokens_bytes_and_top_logprobs() {
     run(async {
         let addr = plain();

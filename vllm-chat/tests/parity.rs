@@ -48,15 +48,9 @@ fn pinned_clock(fixture: &Value) -> Clock {
     Clock::Fixed(1_768_473_045)
 }
 
-/// Template corpus: the vendored copy, or the reference environment's before vendoring.
-fn templates_dir() -> Option<PathBuf> {
-    let vendored = root().join("../testdata/templates");
-    if std::fs::read_dir(&vendored).is_ok_and(|mut d| d.next().is_some()) {
-        return Some(vendored);
-    }
-    let reference =
-        PathBuf::from(std::env::var("HOME").ok()?).join(".cache/vllm-reference/templates");
-    reference.is_dir().then_some(reference)
+/// The vendored template corpus.
+fn templates_dir() -> PathBuf {
+    root().join("../testdata/templates")
 }
 
 /// Compares one render with the reference; returns a description of the difference.
@@ -149,9 +143,7 @@ fn report(results: &BTreeMap<String, Vec<(String, String)>>) -> usize {
 
 #[test]
 fn template_corpus_matches_transformers() {
-    let Some(dir) = templates_dir() else {
-        panic!("template corpus not found: vendor testdata/templates");
-    };
+    let dir = templates_dir();
     let fixture = fixture();
     let cases = cases();
     let special: Vec<(String, String)> = fixture["special_tokens"]

@@ -10,7 +10,7 @@ use crate::engine::models::{
     deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3,
     qwen3, seed_oss,
 };
-use crate::engine::models::{mimo, step3p5};
+use crate::engine::models::{deepseek_v41, granite_thinking, mimo, plamo3, step3p5};
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
@@ -18,6 +18,7 @@ use crate::reasoning::append_think::AppendThinkParser;
 use crate::reasoning::granite::GraniteParser;
 use crate::reasoning::think::{self, ThinkParser};
 use crate::tool::deepseek;
+use crate::tool::granite_20b_fc;
 use crate::tool::hermes::HermesParser;
 use crate::tool::json_calls;
 use crate::tool::pythonic;
@@ -170,6 +171,27 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: &[],
         build: mimo::reasoning_parser,
     },
+    ReasoningEntry {
+        name: "deepseek_v41",
+        required_tokens: &[],
+        build: deepseek_v41::reasoning_parser,
+    },
+    // vLLM's Ling3 config is GLM-4.7's, renamed.
+    ReasoningEntry {
+        name: "ling3",
+        required_tokens: &[],
+        build: glm47::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "granite_thinking_parser",
+        required_tokens: &[],
+        build: granite_thinking::reasoning_parser,
+    },
+    ReasoningEntry {
+        name: "plamo3",
+        required_tokens: &[],
+        build: plamo3::reasoning_parser,
+    },
 ];
 
 /// Every tool parser, by vLLM name.
@@ -190,6 +212,11 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "qwen3_json",
         required_tokens: &[],
         build: HermesParser::boxed,
+    },
+    ToolEntry {
+        name: "longcat",
+        required_tokens: &[],
+        build: HermesParser::longcat,
     },
     ToolEntry {
         name: "llama3_json",
@@ -252,6 +279,11 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         required_tokens: &[],
         build: |_| SettleParser::boxed(json_calls::GRANITE4),
     },
+    ToolEntry {
+        name: "granite-20b-fc",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(granite_20b_fc::Granite20bFc),
+    },
     // Engine-based (src/engine/models/).
     ToolEntry {
         name: "qwen3_xml",
@@ -262,6 +294,12 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "qwen3_coder",
         required_tokens: &[],
         build: qwen3::tool_parser,
+    },
+    // vLLM's Step5ToolParser: the Qwen3 grammar, content whitespace kept.
+    ToolEntry {
+        name: "step5",
+        required_tokens: &[],
+        build: qwen3::step5_tool_parser,
     },
     ToolEntry {
         name: "glm45",
@@ -323,6 +361,22 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "mimo",
         required_tokens: &[],
         build: mimo::tool_parser,
+    },
+    ToolEntry {
+        name: "deepseek_v41",
+        required_tokens: &[],
+        build: deepseek_v41::tool_parser,
+    },
+    // vLLM's Ling3 config is GLM-4.7's, renamed.
+    ToolEntry {
+        name: "ling3",
+        required_tokens: &[],
+        build: glm47::tool_parser,
+    },
+    ToolEntry {
+        name: "plamo3",
+        required_tokens: &[],
+        build: plamo3::tool_parser,
     },
 ];
 

@@ -1,5 +1,6 @@
 //! `hermes` (and `qwen3_json`): `<tool_call>{"name": …, "arguments": …}</tool_call>`,
-//! vLLM's `Hermes2ProToolParser`.
+//! vLLM's `Hermes2ProToolParser`; `longcat` is the same parser with
+//! `<longcat_tool_call>` tags ([`Tags`]).
 //!
 //! vLLM's whole-text result, which this parser reproduces:
 //! - no `<tool_call>` anywhere: all text is content;
@@ -20,8 +21,26 @@ use crate::parser::{ParserOptions, ToolParser};
 use crate::text::{MarkerScanner, Piece};
 use crate::tool::{Call, emit_calls};
 
-const START: &str = "<tool_call>";
-const END: &str = "</tool_call>";
+/// The tags around one call: the only difference between vLLM's Hermes subclasses.
+#[derive(Debug, Clone, Copy)]
+pub struct Tags {
+    /// Opens a call.
+    pub start: &'static str,
+    /// Closes a call.
+    pub end: &'static str,
+}
+
+/// `hermes`, `qwen3_json`.
+pub const HERMES: Tags = Tags {
+    start: "<tool_call>",
+    end: "</tool_call>",
+};
+
+/// `longcat`: vLLM's `LongcatFlashToolParser`.
+pub const LONGCAT: Tags = Tags {
+    start: "<longcat_tool_call>",
+    end: "</longcat_tool_call>",
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -37,6 +56,7 @@ enum State {
 
 /// The `hermes` tool parser.
 pub struct HermesParser {
+    tags: Tags,
     state: State,
     scanner: MarkerScanner,
     /// Everything from the first `<tool_call>` on, the content if a call fails.
@@ -48,7 +68,13 @@ pub struct HermesParser {
 impl HermesParser {
     /// A parser for one request.
     pub fn new(_options: &ParserOptions) -> Self {
+        Self::with_tags(HERMES)
+    }
+
+    /// A parser for calls wrapped in `tags`.
+    pub fn with_tags(tags: Tags) -> Self {
         Self {
+            tags,
             state: State::Prefix,
             scanner: MarkerScanner::new(),
             raw: String::new(),
@@ -60,6 +86,11 @@ impl HermesParser {
     /// A boxed constructor for the registry.
     pub fn boxed(options: &ParserOptions) -> Box<dyn ToolParser> {
         Box::new(Self::new(options))
+    }
+
+    /// A boxed `longcat` parser for the registry.
+    pub fn longcat(_options: &ParserOptions) -> Box<dyn ToolParser> {
+        Box::new(Self::with_tags(LONGCAT))
     }
 
     fn close_body(&mut self) {
@@ -90,8 +121,8 @@ impl ToolParser for HermesParser {
         self.scanner.push(text);
         loop {
             let markers: &[&str] = match self.state {
-                State::Prefix | State::Between => &[START],
-                State::Body => &[END],
+                State::Prefix | State::Between => &[self.tags.start],
+                State::Body => &[self.tags.end],
                 State::Failed => return,
             };
             let Some(piece) = self.scanner.next(markers) else {
@@ -101,7 +132,7 @@ impl ToolParser for HermesParser {
                 (State::Prefix, Piece::Text(text)) => out.push(Event::Content(text.to_owned())),
                 (State::Prefix, Piece::Marker(_)) => {
                     // `raw` starts at the marker: re-add it plus the unscanned rest.
-                    self.raw.push_str(START);
+                    self.raw.push_str(self.tags.start);
                     self.raw.push_str(self.scanner.pending());
                     self.state = State::Body;
                 }

@@ -1,6 +1,7 @@
 //! Tool-call parsers, one module per family of output formats.
 
 pub mod deepseek;
+pub mod granite_20b_fc;
 pub mod hermes;
 pub mod json_calls;
 pub mod pythonic;

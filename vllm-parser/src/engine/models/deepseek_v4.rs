@@ -90,7 +90,7 @@ pub fn config(thinking: bool) -> EngineConfig {
 
 /// vLLM's rule: thinking when `thinking` or `enable_thinking` is truthy, or
 /// neither key is given; never with `reasoning_effort="none"`.
-fn thinking(options: &ParserOptions) -> bool {
+pub fn thinking(options: &ParserOptions) -> bool {
     let kwargs = &options.chat_template_kwargs;
     let given = ["thinking", "enable_thinking"]
         .iter()
@@ -114,7 +114,7 @@ pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
 
 /// `<｜DSML｜parameter\s+name="NAME"(?:\s+string="S")?\s*>` …
 /// `</｜DSML｜parameter>`.
-const PARAM: ParamTag = ParamTag {
+pub const PARAM: ParamTag = ParamTag {
     open: |text| {
         let at = spaced(text, &["<｜DSML｜parameter"], false)?;
         let after = skip_space(text, at);
@@ -149,7 +149,12 @@ const PARAM: ParamTag = ParamTag {
 
 /// vLLM's `_dsml_arg_converter(raw, partial=False)`.
 fn convert(raw: &str) -> Option<String> {
-    let params = tag_params(raw, &PARAM).into_iter().map(|p| {
+    convert_params(raw, &PARAM)
+}
+
+/// vLLM's `_dsml_arg_converter` for a DSML dialect's parameter tag.
+pub fn convert_params(raw: &str, tag: &ParamTag) -> Option<String> {
+    let params = tag_params(raw, tag).into_iter().map(|p| {
         let value = if p.attribute == Some("true") {
             PyJson::Str(p.value.to_owned())
         } else {

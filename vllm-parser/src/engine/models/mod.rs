@@ -5,14 +5,17 @@
 
 pub mod deepseek_v32;
 pub mod deepseek_v4;
+pub mod deepseek_v41;
 pub mod gemma4;
 pub mod glm47;
 pub mod granite;
+pub mod granite_thinking;
 pub mod kimi_k2;
 pub mod mimo;
 pub mod minimax_m2;
 pub mod mistral;
 pub mod nemotron_v3;
+pub mod plamo3;
 pub mod qwen3;
 pub mod seed_oss;
 pub mod step3p5;

@@ -135,6 +135,20 @@ pub fn tool_parser_for(wrappers: Wrappers, options: &ParserOptions) -> Box<dyn T
     EngineToolParser::boxed(config(wrappers, thinking(options)), &options.tools)
 }
 
+/// `step5`: vLLM's `Step5ToolParser`, the Qwen3 grammar configured with
+/// `thinking=False` and content whitespace beside calls kept as it is.
+pub fn step5_tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
+    let wrappers = Wrappers {
+        name: "step5",
+        turn_boundaries: &[],
+        ..QWEN3
+    };
+    let mut config = config(wrappers, false);
+    config.drop_whitespace_only_content_before_tools = false;
+    config.strip_content_whitespace_with_tools = false;
+    EngineToolParser::boxed(config, &options.tools)
+}
+
 /// The reasoning parser of a Qwen3-grammar model. (vLLM's `qwen3` reasoning
 /// parser is this engine too; the crate keeps its `reasoning::think::QWEN3`
 /// form, which also reads the prompt.)
