@@ -36,7 +36,10 @@ struct Args {
 /// CPU time (user + system) of this process, from /proc (Linux).
 fn process_cpu() -> Result<Duration> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;
-    let after_comm = stat.rsplit_once(')').context("malformed /proc/self/stat")?.1;
+    let after_comm = stat
+        .rsplit_once(')')
+        .context("malformed /proc/self/stat")?
+        .1;
     let fields: Vec<&str> = after_comm.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of stat; after the comm they are 11 and 12.
     let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
@@ -44,7 +47,9 @@ fn process_cpu() -> Result<Duration> {
 }
 
 fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 struct KillOnDrop(Child);
@@ -112,7 +117,10 @@ async fn main() -> Result<()> {
     let wall = wall0.elapsed();
     let cpu = process_cpu()? - cpu0;
     if delivered != args.streams * args.tokens {
-        bail!("delivered {delivered} tokens, expected {}", args.streams * args.tokens);
+        bail!(
+            "delivered {delivered} tokens, expected {}",
+            args.streams * args.tokens
+        );
     }
     let ours = cpu.as_secs_f64() / delivered as f64 * 1e6;
     println!("| implementation | streams | tokens | CPU s | wall s | CPU µs / token |");
@@ -124,9 +132,18 @@ async fn main() -> Result<()> {
         wall.as_secs_f64()
     );
     if let Some(python) = args.python {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../vllm-client/scripts/bench_fanout.py");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../vllm-client/scripts/bench_fanout.py"
+        );
         let out = Command::new(python)
-            .args([script, "--streams", &args.streams.to_string(), "--tokens", &args.tokens.to_string()])
+            .args([
+                script,
+                "--streams",
+                &args.streams.to_string(),
+                "--tokens",
+                &args.tokens.to_string(),
+            ])
             .env("HF_HUB_OFFLINE", "1")
             .stderr(Stdio::null())
             .output()?;
@@ -135,7 +152,10 @@ async fn main() -> Result<()> {
         let theirs = json["cpu_us_per_token"].as_f64().context("no figure")?;
         println!(
             "| vLLM Python (msgspec decode + RequestOutputCollector fan-out) | {} | {} | {:.2} | {:.2} | {theirs:.3} |",
-            json["streams"], json["tokens"], json["cpu_s"].as_f64().unwrap_or(0.0), json["wall_s"].as_f64().unwrap_or(0.0)
+            json["streams"],
+            json["tokens"],
+            json["cpu_s"].as_f64().unwrap_or(0.0),
+            json["wall_s"].as_f64().unwrap_or(0.0)
         );
         println!("\nspeed-up: {:.1}x less CPU per token", theirs / ours);
     }

@@ -5,3 +5,16 @@
 #![deny(missing_docs)]
 
 pub mod serve;
+
+/// The worked examples of `docs/` compile and run as doctests.
+#[cfg(doctest)]
+mod docs {
+    #[doc = include_str!("../../docs/vllm-client.md")]
+    struct VllmClient;
+    #[doc = include_str!("../../docs/vllm-detok.md")]
+    struct VllmDetok;
+    #[doc = include_str!("../../docs/vllm-chat.md")]
+    struct VllmChat;
+    #[doc = include_str!("../../docs/vllm-parser.md")]
+    struct VllmParser;
+}

@@ -31,8 +31,8 @@ fn request(id: &str, max_tokens: i64) -> EngineCoreRequest {
 /// A client and `n` mock engines that registered through the handshake.
 async fn fleet(n: u16, config: MockConfig) -> (EngineCoreClient, Vec<MockEngineHandle>) {
     let port = free_port();
-    let client_config = ClientConfig::handshake("127.0.0.1", port, n)
-        .with_ready_timeout(Duration::from_secs(30));
+    let client_config =
+        ClientConfig::handshake("127.0.0.1", port, n).with_ready_timeout(Duration::from_secs(30));
     let connecting = tokio::spawn(EngineCoreClient::connect(client_config));
     let engines = (0..n)
         .map(|rank| {
@@ -63,10 +63,14 @@ async fn handshake_then_stream_until_max_tokens() {
     let (client, _engines) = fleet(1, MockConfig::default()).await;
     assert_eq!(client.engines().len(), 1);
     assert_eq!(client.engines()[0].ready.vllm_version, "0.33.0");
+    assert!(!client.is_dead());
     let outputs = client.generate_all(request("r1", 9)).await.unwrap();
     let tokens: usize = outputs.iter().map(|o| o.new_token_ids.len()).sum();
     assert_eq!(tokens, 9);
-    assert_eq!(outputs.last().unwrap().finish_reason, Some(FinishReason::Length));
+    assert_eq!(
+        outputs.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
     assert!(outputs[..outputs.len() - 1].iter().all(|o| !o.finished()));
     assert_eq!(client.inflight(), vec![0]);
 }
@@ -80,9 +84,15 @@ async fn echo_stops_at_eos_and_stop_tokens_report_their_reason() {
     let (client, _engines) = fleet(1, config).await;
     // The echo ends with EOS: prompt tokens then EOS, finish "stop" with stop_reason EOS.
     let outputs = client.generate_all(request("echo", 50)).await.unwrap();
-    let tokens: Vec<u32> = outputs.iter().flat_map(|o| o.new_token_ids.clone()).collect();
+    let tokens: Vec<u32> = outputs
+        .iter()
+        .flat_map(|o| o.new_token_ids.clone())
+        .collect();
     assert_eq!(tokens, vec![10, 11, 12, EOS as u32]);
-    assert_eq!(outputs.last().unwrap().finish_reason, Some(FinishReason::Stop));
+    assert_eq!(
+        outputs.last().unwrap().finish_reason,
+        Some(FinishReason::Stop)
+    );
 
     let mut req = request("stop-id", 50);
     let sp = req.sampling_params.as_mut().unwrap();
@@ -119,11 +129,21 @@ async fn dropping_a_stream_aborts_the_request_on_the_engine() {
         if client.loads()[0].running == 0 {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "abort never reached the engine");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "abort never reached the engine"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The client still serves new requests.
-    assert_eq!(client.generate_all(request("after", 3)).await.unwrap().len(), 3);
+    assert_eq!(
+        client
+            .generate_all(request("after", 3))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 #[tokio::test]
@@ -143,7 +163,10 @@ async fn explicit_abort_ends_the_stream_with_abort() {
 #[tokio::test]
 async fn utility_calls_return_typed_results_and_vllm_failures() {
     let (client, _engines) = fleet(2, MockConfig::default()).await;
-    assert_eq!(client.get_supported_tasks().await.unwrap(), vec!["generate"]);
+    assert_eq!(
+        client.get_supported_tasks().await.unwrap(),
+        vec!["generate"]
+    );
     assert!(!client.is_sleeping().await.unwrap());
     client.sleep(1, "abort").await.unwrap();
     assert!(client.is_sleeping().await.unwrap());
@@ -167,7 +190,12 @@ async fn data_parallel_requests_spread_and_explicit_ranks_are_honoured() {
     let (client, _engines) = fleet(2, slow()).await;
     let mut streams = Vec::new();
     for i in 0..4 {
-        streams.push(client.generate(request(&format!("dp-{i}"), 10_000)).await.unwrap());
+        streams.push(
+            client
+                .generate(request(&format!("dp-{i}"), 10_000))
+                .await
+                .unwrap(),
+        );
     }
     assert_eq!(client.inflight(), vec![2, 2]);
     let mut pinned = request("pinned", 10_000);
@@ -200,6 +228,11 @@ async fn engine_death_fails_in_flight_and_later_requests() {
         }
     }
     assert!(saw_error);
+    assert!(client.is_dead());
+    assert!(matches!(
+        client.dead_reason(),
+        Some(ClientError::EngineDead(_))
+    ));
     assert!(matches!(
         client.generate(request("later", 1)).await,
         Err(ClientError::EngineDead(_))
@@ -213,8 +246,8 @@ async fn engine_death_fails_in_flight_and_later_requests() {
 #[tokio::test]
 async fn missing_engines_are_named_after_the_timeout() {
     let port = free_port();
-    let config = ClientConfig::handshake("127.0.0.1", port, 2)
-        .with_ready_timeout(Duration::from_secs(2));
+    let config =
+        ClientConfig::handshake("127.0.0.1", port, 2).with_ready_timeout(Duration::from_secs(2));
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     let _engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, MockConfig::default());
     match connecting.await.unwrap() {
@@ -253,14 +286,24 @@ async fn direct_mode_without_handshake_over_ipc() {
     );
     let client = connecting.await.unwrap().unwrap();
     let outputs = client.generate_all(request("ipc", 4)).await.unwrap();
-    assert_eq!(outputs.iter().map(|o| o.new_token_ids.len()).sum::<usize>(), 4);
+    assert_eq!(
+        outputs.iter().map(|o| o.new_token_ids.len()).sum::<usize>(),
+        4
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
 #[tokio::test]
 async fn a_lost_engine_connection_is_the_engine_s_death() {
     let (client, mut engines) = fleet(1, MockConfig::default()).await;
-    assert_eq!(client.generate_all(request("before", 2)).await.unwrap().len(), 2);
+    assert_eq!(
+        client
+            .generate_all(request("before", 2))
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     // The engine goes away without saying ENGINE_CORE_DEAD (a crash, a network cut).
     engines.pop().unwrap().shutdown().await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);

@@ -11,10 +11,9 @@ use vllm_client::protocol::*;
 /// body's indentation, in order (`name: type` or `name: type = default`).
 fn python_fields(source: &str, class: &str) -> Vec<String> {
     let header = format!("class {class}");
-    let mut lines = source.lines().skip_while(|l| {
-        !(l.starts_with(&header)
-            && l[header.len()..].starts_with(['(', ':']))
-    });
+    let mut lines = source
+        .lines()
+        .skip_while(|l| !(l.starts_with(&header) && l[header.len()..].starts_with(['(', ':'])));
     assert!(lines.next().is_some(), "class {class} not found");
     let mut fields = Vec::new();
     let mut in_docstring = false;
@@ -65,10 +64,22 @@ fn field_orders_match_vllm_python_source() {
         ("EngineCoreOutputs", &engine, EngineCoreOutputs::FIELDS),
         ("UtilityOutput", &engine, UtilityOutput::FIELDS),
         ("EngineCoreEvent", &engine, EngineCoreEvent::FIELDS),
-        ("EngineCoreReadyResponse", &engine, EngineCoreReadyResponse::FIELDS),
+        (
+            "EngineCoreReadyResponse",
+            &engine,
+            EngineCoreReadyResponse::FIELDS,
+        ),
         ("SamplingParams", &sampling, SamplingParams::FIELDS),
-        ("StructuredOutputsParams", &sampling, StructuredOutputsParams::FIELDS),
-        ("RepetitionDetectionParams", &sampling, RepetitionDetectionParams::FIELDS),
+        (
+            "StructuredOutputsParams",
+            &sampling,
+            StructuredOutputsParams::FIELDS,
+        ),
+        (
+            "RepetitionDetectionParams",
+            &sampling,
+            RepetitionDetectionParams::FIELDS,
+        ),
     ];
     let mut drift = Vec::new();
     for (class, source, ours) in checks {

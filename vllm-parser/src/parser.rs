@@ -37,6 +37,15 @@ pub trait ReasoningParser: Send {
     fn is_engine_based(&self) -> bool {
         false
     }
+
+    /// Rewrites the message's content after the tool parser ran (vLLM's
+    /// MiniCPM-V recovers escaped newlines there): called with each content
+    /// text in order, then once with `last` and no text, it returns the text
+    /// to show (possibly holding some back). `None`, the default, leaves the
+    /// content as it is.
+    fn rewrite_content(&mut self, _text: &str, _last: bool) -> Option<String> {
+        None
+    }
 }
 
 /// Finds tool calls in content.

@@ -69,6 +69,7 @@ impl MessageParser {
     ///
     /// The tool parser sees `token_ids` only for content that is the whole delta.
     pub fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        let start = out.len();
         match &mut self.reasoning {
             Some(reasoning) => {
                 reasoning.push(text, token_ids, &mut self.scratch);
@@ -76,16 +77,47 @@ impl MessageParser {
             }
             None => self.content(text, token_ids, out),
         }
+        self.rewrite_content(start, false, out);
     }
 
     /// End of output: flush both parsers, appending the last events to `out`.
     pub fn finish(&mut self, out: &mut Vec<Event>) {
+        let start = out.len();
         if let Some(reasoning) = &mut self.reasoning {
             reasoning.finish(&mut self.scratch);
             self.route("", &[], out);
         }
         if let Some(tool) = &mut self.tool {
             tool.finish(out);
+        }
+        self.rewrite_content(start, true, out);
+    }
+
+    /// The reasoning parser's [`rewrite_content`](ReasoningParser::rewrite_content)
+    /// over the content events from `start` on.
+    fn rewrite_content(&mut self, start: usize, last: bool, out: &mut Vec<Event>) {
+        let Some(reasoning) = &mut self.reasoning else {
+            return;
+        };
+        let mut i = start;
+        while i < out.len() {
+            if let Event::Content(text) = &out[i] {
+                let Some(text) = reasoning.rewrite_content(text, false) else {
+                    return;
+                };
+                if text.is_empty() {
+                    out.remove(i);
+                    continue;
+                }
+                out[i] = Event::Content(text);
+            }
+            i += 1;
+        }
+        if last
+            && let Some(tail) = reasoning.rewrite_content("", true)
+            && !tail.is_empty()
+        {
+            out.push(Event::Content(tail));
         }
     }
 

@@ -10,7 +10,9 @@ use crate::engine::models::{
     deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3,
     qwen3, seed_oss,
 };
-use crate::engine::models::{deepseek_v41, granite_thinking, mimo, plamo3, step3p5};
+use crate::engine::models::{
+    deepseek_v41, granite_thinking, mimo, minicpmv, plamo3, step3p5, step5,
+};
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
@@ -18,6 +20,8 @@ use crate::reasoning::append_think::AppendThinkParser;
 use crate::reasoning::granite::GraniteParser;
 use crate::reasoning::think::{self, ThinkParser};
 use crate::tool::deepseek;
+use crate::tool::ernie45::Ernie45Parser;
+use crate::tool::functiongemma::FunctionGemmaParser;
 use crate::tool::granite_20b_fc;
 use crate::tool::hermes::HermesParser;
 use crate::tool::json_calls;
@@ -192,6 +196,11 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: &[],
         build: plamo3::reasoning_parser,
     },
+    ReasoningEntry {
+        name: "minicpmv",
+        required_tokens: &[],
+        build: minicpmv::reasoning_parser,
+    },
 ];
 
 /// Every tool parser, by vLLM name.
@@ -217,6 +226,16 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "longcat",
         required_tokens: &[],
         build: HermesParser::longcat,
+    },
+    ToolEntry {
+        name: "ernie45",
+        required_tokens: &[],
+        build: Ernie45Parser::boxed,
+    },
+    ToolEntry {
+        name: "functiongemma",
+        required_tokens: &[],
+        build: FunctionGemmaParser::boxed,
     },
     ToolEntry {
         name: "llama3_json",
@@ -377,6 +396,11 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "plamo3",
         required_tokens: &[],
         build: plamo3::tool_parser,
+    },
+    ToolEntry {
+        name: "step5",
+        required_tokens: &[],
+        build: step5::tool_parser,
     },
 ];
 

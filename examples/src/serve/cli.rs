@@ -78,7 +78,7 @@ pub struct Args {
 
 /// `--chat-template` is a path when such a file exists, else the template itself
 /// (vLLM's `load_chat_template`).
-fn load_chat_template(arg: &str) -> Result<String> {
+pub fn load_chat_template(arg: &str) -> Result<String> {
     match std::fs::read_to_string(arg) {
         Ok(text) => Ok(text),
         Err(_) if arg.contains("{{") || arg.contains("{%") => Ok(arg.to_owned()),

@@ -116,6 +116,17 @@ struct Inner {
     tasks: Vec<JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for EngineCoreClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineCoreClient")
+            .field("engines", &self.inner.engines.len())
+            .field("input_address", &self.inner.input_address)
+            .field("output_address", &self.inner.output_address)
+            .field("dead", &self.dead_reason())
+            .finish()
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.shared.kill(ClientError::Shutdown);
@@ -218,6 +229,18 @@ impl EngineCoreClient {
                 tasks,
             }),
         })
+    }
+
+    /// Why the client no longer works (an engine died, or it was shut down), or `None`
+    /// while it is healthy. A server's health check can answer from this without
+    /// calling the engines.
+    pub fn dead_reason(&self) -> Option<ClientError> {
+        self.inner.shared.lock().dead.clone()
+    }
+
+    /// Whether an engine died or the client was shut down.
+    pub fn is_dead(&self) -> bool {
+        self.dead_reason().is_some()
     }
 
     /// The engines, in rank order, with what each reported when ready.

@@ -84,7 +84,10 @@ impl Shared {
         if state.dead.is_some() {
             return;
         }
-        tracing::error!(%error, "engine client is dead");
+        match error {
+            ClientError::Shutdown => tracing::debug!("engine client shut down"),
+            _ => tracing::error!(%error, "engine client is dead"),
+        }
         state.dead = Some(error.clone());
         for (_, entry) in state.requests.drain() {
             let _ = entry.tx.send(Err(error.clone()));

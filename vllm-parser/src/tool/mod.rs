@@ -1,6 +1,8 @@
 //! Tool-call parsers, one module per family of output formats.
 
 pub mod deepseek;
+pub mod ernie45;
+pub mod functiongemma;
 pub mod granite_20b_fc;
 pub mod hermes;
 pub mod json_calls;

@@ -12,6 +12,7 @@ pub mod granite;
 pub mod granite_thinking;
 pub mod kimi_k2;
 pub mod mimo;
+pub mod minicpmv;
 pub mod minimax_m2;
 pub mod mistral;
 pub mod nemotron_v3;
@@ -19,6 +20,7 @@ pub mod plamo3;
 pub mod qwen3;
 pub mod seed_oss;
 pub mod step3p5;
+pub mod step5;
 
 use std::collections::HashMap;
 

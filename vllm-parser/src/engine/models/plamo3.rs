@@ -10,10 +10,18 @@
 //!
 //! Names and arguments are separate fields; arguments are the JSON text as
 //! written (stripped). The end-of-turn tag `<|plamo:tag|>` never shows. With
-//! thinking off the grammar has no think markers.
+//! thinking off the grammar has no think markers. An output cut inside a
+//! marker loses the unfinished marker: from the reasoning (both parsers) and
+//! from the content (the tool parser).
+//!
+//! vLLM decides "unfinished marker" by token ids (the tail's ids are a proper
+//! prefix of a terminal's ids); we decide it by text (the tail is a proper
+//! prefix of a terminal), which agrees wherever the tokenizer splits the tail
+//! where it splits the terminal.
 
 use crate::engine::adapters::{EngineReasoningParser, EngineToolParser};
 use crate::engine::config::{ArgsText, Emit, EngineConfig, State, on};
+use crate::event::Event;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 
 use Emit::*;
@@ -33,7 +41,12 @@ pub fn config(thinking: bool) -> EngineConfig {
             on(Content, "THINK_START", Reasoning, &[ReasoningStart]),
             on(Reasoning, "THINK_END", Content, &[ReasoningEnd]),
             on(Content, "THINK_END", Content, &[]),
-            on(Reasoning, "TOOL_REQUESTS_START", ToolPreamble, &[ReasoningEnd]),
+            on(
+                Reasoning,
+                "TOOL_REQUESTS_START",
+                ToolPreamble,
+                &[ReasoningEnd],
+            ),
         ]);
     }
     terminals.extend([
@@ -57,7 +70,12 @@ pub fn config(thinking: bool) -> EngineConfig {
         on(ToolName, "TOOL_NAME_END", ToolPreamble, &[]),
         on(ToolPreamble, "TOOL_ARGS_START", ToolArgs, &[]),
         on(ToolArgs, "TOOL_ARGS_END", ToolBetween, &[]),
-        on(ToolBetween, "TOOL_REQUEST_END", ToolPreamble, &[ToolCallEnd]),
+        on(
+            ToolBetween,
+            "TOOL_REQUEST_END",
+            ToolPreamble,
+            &[ToolCallEnd],
+        ),
         on(ToolPreamble, "TOOL_REQUESTS_END", Content, &[]),
         on(Reasoning, "EOT", Content, &[ReasoningEnd]),
     ]);
@@ -83,11 +101,112 @@ fn thinking(options: &ParserOptions) -> bool {
 
 /// The `plamo3` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(thinking(options)), &options.tools)
+    let config = config(thinking(options));
+    let terminals = terminals(&config);
+    Box::new(Plamo3Tool {
+        inner: EngineToolParser::new(config, &options.tools),
+        terminals,
+    })
 }
 
 /// The `plamo3` reasoning parser. With thinking off the engine still runs
 /// (it drops the end-of-turn tag).
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
-    EngineReasoningParser::boxed(config(thinking(options)), true, &options.prompt)
+    let config = config(thinking(options));
+    let terminals = terminals(&config);
+    Box::new(Plamo3Reasoning {
+        inner: EngineReasoningParser::new(config, true, &options.prompt),
+        terminals,
+    })
+}
+
+fn terminals(config: &EngineConfig) -> Vec<&'static str> {
+    config
+        .terminals
+        .iter()
+        .map(|(_, spelling)| *spelling)
+        .collect()
+}
+
+/// Cuts an unfinished marker off the end of the last `kind` text among the
+/// events of a parser's `finish` (the lexer held the marker back until then,
+/// so it is all in one event).
+fn strip_unfinished_marker(
+    events: &mut Vec<Event>,
+    from: usize,
+    terminals: &[&str],
+    reasoning: bool,
+) {
+    let last = events[from..].iter().rposition(|event| {
+        matches!(event, Event::Reasoning(_)) == reasoning
+            && matches!(event, Event::Reasoning(_) | Event::Content(_))
+    });
+    let Some(at) = last.map(|i| from + i) else {
+        return;
+    };
+    let (Event::Reasoning(text) | Event::Content(text)) = &mut events[at] else {
+        return;
+    };
+    let Some(start) = text.rfind("<|plamo:") else {
+        return;
+    };
+    let tail = &text[start..];
+    if terminals
+        .iter()
+        .any(|t| t.len() > tail.len() && t.starts_with(tail))
+    {
+        text.truncate(start);
+        if text.is_empty() {
+            events.remove(at);
+        }
+    }
+}
+
+/// The engine's tool parser, cutting an unfinished marker off the content.
+struct Plamo3Tool {
+    inner: EngineToolParser,
+    terminals: Vec<&'static str>,
+}
+
+impl ToolParser for Plamo3Tool {
+    fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        self.inner.push(text, token_ids, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        let from = out.len();
+        self.inner.finish(out);
+        strip_unfinished_marker(out, from, &self.terminals, false);
+    }
+
+    fn follows_reasoning_parser(&mut self) {
+        self.inner.follows_reasoning_parser();
+    }
+
+    fn follows_legacy_reasoning_parser(&mut self) {
+        self.inner.follows_legacy_reasoning_parser();
+    }
+}
+
+/// The engine's reasoning parser, cutting an unfinished marker off the
+/// reasoning.
+struct Plamo3Reasoning {
+    inner: EngineReasoningParser,
+    terminals: Vec<&'static str>,
+}
+
+impl ReasoningParser for Plamo3Reasoning {
+    fn is_engine_based(&self) -> bool {
+        true
+    }
+
+    fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
+        self.inner.push(text, token_ids, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        let from = out.len();
+        self.inner.finish(out);
+        strip_unfinished_marker(out, from, &self.terminals, true);
+    }
 }
