@@ -11,12 +11,13 @@ use crate::engine::models::{
     qwen3, seed_oss,
 };
 use crate::engine::models::{
-    deepseek_v41, granite_thinking, mimo, minicpmv, plamo3, step3p5, step5,
+    deepseek_v41, granite_thinking, mimo, minicpmv, minimax_m3, plamo3, step3p5,
 };
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 use crate::reasoning::append_think::AppendThinkParser;
+use crate::reasoning;
 use crate::reasoning::granite::GraniteParser;
 use crate::reasoning::think::{self, ThinkParser};
 use crate::tool::deepseek;
@@ -105,6 +106,11 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         name: "hy_v3",
         required_tokens: THINK_TAGS,
         build: |o| ThinkParser::boxed(think::HY_V3, o),
+    },
+    ReasoningEntry {
+        name: "ernie45",
+        required_tokens: THINK_TAGS,
+        build: reasoning::ernie45::Ernie45Parser::boxed,
     },
     // vLLM looks up the byte-level BPE pieces of `</think>` at start-up.
     ReasoningEntry {
@@ -398,9 +404,9 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         build: plamo3::tool_parser,
     },
     ToolEntry {
-        name: "step5",
+        name: "minimax_m3",
         required_tokens: &[],
-        build: step5::tool_parser,
+        build: minimax_m3::tool_parser,
     },
 ];
 

@@ -71,6 +71,18 @@ const FRAGMENTS: &[&str] = &[
     ")",
     "'x'",
     "; ",
+    // Legacy-class formats of issue 6 (hermes tags, ernie45, granite-20b-fc,
+    // functiongemma).
+    "<longcat_tool_call>",
+    "</longcat_tool_call>",
+    "<response>",
+    "</response>",
+    "<function_call>",
+    "<start_function_call>",
+    "call:f{",
+    "}<end_function_call>",
+    "a:<escape>",
+    "<escape>",
     // Engine-based formats (src/engine/models/).
     "<function=",
     "</function>",

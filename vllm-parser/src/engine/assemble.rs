@@ -35,6 +35,7 @@ use crate::tools::{Tool, find_tool};
 pub struct ToolAssembler {
     tools: Vec<Tool>,
     converter: Option<crate::engine::config::Converter>,
+    schema_converter: Option<crate::engine::config::SchemaConverter>,
     post_convert: Option<crate::engine::config::PostConvert>,
     strip_content: bool,
     drop_blank_content: bool,
@@ -75,6 +76,7 @@ impl ToolAssembler {
         Self {
             tools: tools.to_vec(),
             converter: config.converter,
+            schema_converter: config.schema_converter,
             post_convert: config.post_convert,
             strip_content: config.strip_content_whitespace_with_tools,
             drop_blank_content: config.drop_whitespace_only_content_before_tools,
@@ -274,7 +276,10 @@ impl ToolAssembler {
         } else if body.is_empty() {
             "{}".to_owned()
         } else {
-            let converted = self.converter.and_then(|convert| convert(&slot.args));
+            let converted = match self.schema_converter {
+                Some(convert) => convert(&slot.args, &slot.name, &self.tools),
+                None => self.converter.and_then(|convert| convert(&slot.args)),
+            };
             match converted {
                 Some(json) => match self.post_convert {
                     Some(post) if !self.tools.is_empty() => post(json, &slot.name, &self.tools),

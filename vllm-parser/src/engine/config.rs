@@ -87,6 +87,11 @@ pub type Converter = fn(&str) -> Option<String>;
 /// request's tools (DeepSeek's unwrapping of `{"arguments": {…}}`).
 pub type PostConvert = fn(String, &str, &[crate::tools::Tool]) -> String;
 
+/// Converts a call's raw argument text knowing the function name (as written)
+/// and the request's tools, in place of a [`Converter`] (MiniMax M3 reads the
+/// schema while it parses).
+pub type SchemaConverter = fn(&str, &str, &[crate::tools::Tool]) -> Option<String>;
+
 /// Reads a call header (e.g. Kimi's `functions.get_weather:0`) into
 /// `(call id, function name)`; `None` when it is not one.
 pub type CallHeader = fn(&str) -> Option<(String, String)>;
@@ -107,6 +112,9 @@ pub struct EngineConfig {
     pub initial_state: State,
     /// Raw argument text → JSON (vLLM's `arg_converter`).
     pub converter: Option<Converter>,
+    /// Replaces [`converter`](Self::converter) when the conversion needs the
+    /// tool's schema.
+    pub schema_converter: Option<SchemaConverter>,
     /// The tool region is one JSON array of `{"name", "arguments"}` objects
     /// (see [`array`](mod@crate::engine::array)).
     pub array_body: bool,
@@ -169,6 +177,7 @@ impl EngineConfig {
             ],
             initial_state,
             converter: None,
+            schema_converter: None,
             post_convert: None,
             array_body: false,
             strip_trailing_reasoning_whitespace: true,

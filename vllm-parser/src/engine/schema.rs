@@ -86,7 +86,7 @@ fn coerce_value(value: &mut PyJson, schema: &Value) -> bool {
 
 /// `extract_types_from_schema`: the type names a schema allows (`["string"]`
 /// when it names none).
-fn schema_types(schema: &Value) -> Vec<String> {
+pub fn schema_types(schema: &Value) -> Vec<String> {
     let mut types = Vec::new();
     collect_types(schema, &mut types);
     if types.is_empty() {
@@ -154,7 +154,7 @@ fn normalise_type(name: &str) -> String {
 
 /// `coerce_to_schema_type(text, types)`: `None` when the result is the text
 /// itself (a `str`), else the coerced value.
-fn coerce_text(text: &str, types: &[String]) -> Option<PyJson> {
+pub fn coerce_text(text: &str, types: &[String]) -> Option<PyJson> {
     let types: Vec<String> = types.iter().map(|t| normalise_type(t)).collect();
     let has = |t: &str| types.iter().any(|x| x == t);
     for candidate in [

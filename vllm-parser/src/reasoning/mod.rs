@@ -1,5 +1,6 @@
 //! Reasoning parsers, one module per family of output formats.
 
 pub mod append_think;
+pub mod ernie45;
 pub mod granite;
 pub mod think;

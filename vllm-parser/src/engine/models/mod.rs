@@ -14,13 +14,13 @@ pub mod kimi_k2;
 pub mod mimo;
 pub mod minicpmv;
 pub mod minimax_m2;
+pub mod minimax_m3;
 pub mod mistral;
 pub mod nemotron_v3;
 pub mod plamo3;
 pub mod qwen3;
 pub mod seed_oss;
 pub mod step3p5;
-pub mod step5;
 
 use std::collections::HashMap;
 
