@@ -151,11 +151,12 @@ def make_request(tools: list[dict], chat_template_kwargs: dict) -> ChatCompletio
 
 def is_random_id(call_id: str) -> bool:
     """vLLM's random ids: ``chatcmpl-tool-<hex>`` (``make_tool_call_id``),
-    xLAM's ``call_<index>_<random_uuid()>`` and Mistral's 9 alphanumerics
+    xLAM's ``call_<index>_<random_uuid()>``, Hunyuan's ``call_<random_uuid()>`` and Mistral's 9 alphanumerics
     (``MistralToolCall.generate_random_id``)."""
     return (
         call_id.startswith("chatcmpl-tool-")
         or bool(re.fullmatch(r"call_\d+_[0-9a-f]{16}", call_id))
+        or bool(re.fullmatch(r"call_[0-9a-f]{16}", call_id))  # Hunyuan A13B
         or bool(re.fullmatch(r"[A-Za-z0-9]{9}", call_id))
     )
 

@@ -16,18 +16,22 @@ use crate::engine::models::{
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
-use crate::reasoning::append_think::AppendThinkParser;
 use crate::reasoning;
+use crate::reasoning::append_think::AppendThinkParser;
 use crate::reasoning::granite::GraniteParser;
 use crate::reasoning::think::{self, ThinkParser};
 use crate::tool::deepseek;
+use crate::tool::dots::DotsParser;
 use crate::tool::ernie45::Ernie45Parser;
 use crate::tool::functiongemma::FunctionGemmaParser;
+use crate::tool::gigachat3;
 use crate::tool::granite_20b_fc;
 use crate::tool::hermes::HermesParser;
+use crate::tool::hunyuan_a13b;
 use crate::tool::json_calls;
 use crate::tool::pythonic;
 use crate::tool::settle::SettleParser;
+use crate::tool::step3::Step3Parser;
 
 /// A registered reasoning parser.
 #[derive(Clone, Copy)]
@@ -108,9 +112,24 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         build: |o| ThinkParser::boxed(think::HY_V3, o),
     },
     ReasoningEntry {
+        name: "hy_v4",
+        required_tokens: THINK_TAGS,
+        build: |o| ThinkParser::boxed(think::HY_V4, o),
+    },
+    ReasoningEntry {
         name: "ernie45",
         required_tokens: THINK_TAGS,
         build: reasoning::ernie45::Ernie45Parser::boxed,
+    },
+    ReasoningEntry {
+        name: "hunyuan_a13b",
+        required_tokens: &[],
+        build: reasoning::hunyuan_a13b::HunyuanA13bParser::boxed,
+    },
+    ReasoningEntry {
+        name: "k2_horizon",
+        required_tokens: &["<ifm|think>", "</ifm|think>"],
+        build: |o| ThinkParser::boxed(think::k2_horizon(o), o),
     },
     // vLLM looks up the byte-level BPE pieces of `</think>` at start-up.
     ReasoningEntry {
@@ -244,6 +263,21 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         build: FunctionGemmaParser::boxed,
     },
     ToolEntry {
+        name: "step3",
+        required_tokens: &[],
+        build: Step3Parser::boxed,
+    },
+    ToolEntry {
+        name: "dots",
+        required_tokens: &[],
+        build: DotsParser::boxed,
+    },
+    ToolEntry {
+        name: "gigachat3",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(gigachat3::GigaChat3),
+    },
+    ToolEntry {
         name: "llama3_json",
         required_tokens: &["<|python_tag|>"],
         build: |_| SettleParser::boxed(json_calls::LLAMA),
@@ -308,6 +342,11 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "granite-20b-fc",
         required_tokens: &[],
         build: |_| SettleParser::boxed(granite_20b_fc::Granite20bFc),
+    },
+    ToolEntry {
+        name: "hunyuan_a13b",
+        required_tokens: &[],
+        build: |_| SettleParser::boxed(hunyuan_a13b::HunyuanA13b),
     },
     // Engine-based (src/engine/models/).
     ToolEntry {

@@ -139,10 +139,10 @@ fn dispatch(shared: &Shared, outputs: EngineCoreOutputs) {
                 if let Some(entry) = state.requests.remove(&output.request_id) {
                     let load = &mut state.fleet.loads[entry.engine];
                     load.inflight = load.inflight.saturating_sub(1);
-                    let _ = entry.tx.send(Ok(output));
+                    entry.tx.send(Ok(output));
                 }
             } else if let Some(entry) = state.requests.get(&output.request_id) {
-                let _ = entry.tx.send(Ok(output));
+                entry.tx.send(Ok(output));
             }
         }
         if let Some(wave) = outputs.wave_complete {
@@ -222,7 +222,7 @@ fn fail_malformed(shared: &Shared, frames: &[Bytes], error: DecodeError) {
     let mut state = shared.lock();
     for id in ids {
         if let Some(entry) = state.requests.remove(&id) {
-            let _ = entry
+            entry
                 .tx
                 .send(Err(ClientError::Protocol(error.to_string().into())));
             let load = &mut state.fleet.loads[entry.engine];

@@ -8,6 +8,7 @@
 mod engines;
 mod error;
 mod io;
+mod mailbox;
 mod shared;
 mod startup;
 mod stream;
@@ -267,7 +268,7 @@ impl EngineCoreClient {
         mut request: EngineCoreRequest,
     ) -> Result<OutputStream, ClientError> {
         let shared = &self.inner.shared;
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, mailbox) = mailbox::Mailbox::new();
         let (engine, wake) = {
             let mut state = shared.lock();
             if let Some(e) = &state.dead {
@@ -290,13 +291,9 @@ impl EngineCoreClient {
                 state.fleet.engines_running = true;
                 state.fleet.current_wave
             });
-            state.requests.insert(
-                request.request_id.clone(),
-                RequestEntry {
-                    engine,
-                    tx: tx.clone(),
-                },
-            );
+            state
+                .requests
+                .insert(request.request_id.clone(), RequestEntry { engine, tx });
             (engine, wake)
         };
         let request_id = request.request_id.clone();
@@ -321,7 +318,7 @@ impl EngineCoreClient {
             let rank = engine as i64 + shared.lock().fleet.start_rank as i64;
             io::wake_engines(shared, wave, rank);
         }
-        Ok(OutputStream::new(request_id, rx, shared.clone()))
+        Ok(OutputStream::new(request_id, mailbox, shared.clone()))
     }
 
     /// Sends a request and collects all its outputs (for tests and simple callers).
@@ -348,7 +345,7 @@ impl EngineCoreClient {
                 if let Some(entry) = state.requests.remove(*id) {
                     let load = &mut state.fleet.loads[entry.engine];
                     load.inflight = load.inflight.saturating_sub(1);
-                    let _ = entry.tx.send(Ok(EngineCoreOutput {
+                    entry.tx.send(Ok(EngineCoreOutput {
                         request_id: (*id).to_owned(),
                         finish_reason: Some(FinishReason::Abort),
                         ..Default::default()

@@ -17,7 +17,7 @@ pub(crate) type StreamItem = Result<EngineCoreOutput, ClientError>;
 /// An in-flight request.
 pub(crate) struct RequestEntry {
     pub engine: usize,
-    pub tx: mpsc::UnboundedSender<StreamItem>,
+    pub tx: super::mailbox::Sender,
 }
 
 /// An in-flight utility call, answered by the first engine result (or failure).
@@ -90,7 +90,7 @@ impl Shared {
         }
         state.dead = Some(error.clone());
         for (_, entry) in state.requests.drain() {
-            let _ = entry.tx.send(Err(error.clone()));
+            entry.tx.send(Err(error.clone()));
         }
         for (_, mut entry) in state.utilities.drain() {
             if let Some(tx) = entry.tx.take() {

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use futures::Stream;
-use tokio::sync::mpsc;
 
+use super::mailbox::Mailbox;
 use super::shared::{Shared, StreamItem};
 
 /// The outputs of one request, as the engine produces them.
@@ -16,20 +16,16 @@ use super::shared::{Shared, StreamItem};
 /// streams are batched into one ABORT message per engine).
 pub struct OutputStream {
     request_id: String,
-    rx: mpsc::UnboundedReceiver<StreamItem>,
+    mailbox: Arc<Mailbox>,
     shared: Arc<Shared>,
     done: bool,
 }
 
 impl OutputStream {
-    pub(crate) fn new(
-        request_id: String,
-        rx: mpsc::UnboundedReceiver<StreamItem>,
-        shared: Arc<Shared>,
-    ) -> Self {
+    pub(crate) fn new(request_id: String, mailbox: Arc<Mailbox>, shared: Arc<Shared>) -> Self {
         Self {
             request_id,
-            rx,
+            mailbox,
             shared,
             done: false,
         }
@@ -53,7 +49,7 @@ impl Stream for OutputStream {
         if self.done {
             return Poll::Ready(None);
         }
-        match self.rx.poll_recv(cx) {
+        match self.mailbox.poll_next(cx) {
             Poll::Ready(Some(item)) => {
                 if item.as_ref().map_or(true, |o| o.finished()) {
                     self.done = true;

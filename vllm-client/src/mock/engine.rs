@@ -314,7 +314,7 @@ impl Engine {
             .map(|id| EngineCoreOutput {
                 request_id: id.clone(),
                 finish_reason: Some(reason),
-                error: error.clone(),
+                error: error.clone().map(Box::new),
                 ..EngineCoreOutput::default()
             })
             .collect();

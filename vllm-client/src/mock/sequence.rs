@@ -190,7 +190,10 @@ impl Sequence {
         }
         if !rows.is_empty() {
             // The sampled token is always the most likely one: rank 1.
-            output.new_logprobs = Some(LogprobsLists::from_rows(&rows, &vec![1; rows.len()]));
+            output.new_logprobs = Some(Box::new(LogprobsLists::from_rows(
+                &rows,
+                &vec![1; rows.len()],
+            )));
         }
         output
     }

@@ -113,17 +113,21 @@ wire_map! {
 
 wire_array! {
     /// New output of one request in one engine step.
+    ///
+    /// The fields that are usually absent and large when present are boxed, so that the
+    /// struct stays small: one is moved through a channel per token, and its size is the
+    /// per-token copy cost.
     pub struct EngineCoreOutput {
         /// The request.
         pub request_id: String = String::new(),
         /// Tokens generated in this step (several with speculative decoding).
         pub new_token_ids: Vec<u32> = Vec::new(),
         /// Their log probabilities, when requested.
-        pub new_logprobs: Option<LogprobsLists> = None,
+        pub new_logprobs: Option<Box<LogprobsLists>> = None,
         /// Prompt log probabilities (a `LogprobsTensors`), kept undecoded.
-        pub new_prompt_logprobs_tensors: Option<Value> = None,
+        pub new_prompt_logprobs_tensors: Option<Box<Value>> = None,
         /// Pooling output tensor.
-        pub pooling_output: Option<NdArray> = None,
+        pub pooling_output: Option<Box<NdArray>> = None,
         /// Set when the request finished.
         pub finish_reason: Option<FinishReason> = None,
         /// The stop token or string that finished it.
@@ -131,27 +135,27 @@ wire_array! {
         /// Lifecycle events.
         pub events: Option<Vec<EngineCoreEvent>> = None,
         /// KV-transfer parameters for disaggregated prefill.
-        pub kv_transfer_params: Option<Value> = None,
+        pub kv_transfer_params: Option<Box<Value>> = None,
         /// Encoder-cache transfer parameters.
-        pub ec_transfer_params: Option<Value> = None,
+        pub ec_transfer_params: Option<Box<Value>> = None,
         /// Tracing headers.
         pub trace_headers: Option<Map<String, String>> = None,
         /// Prefill statistics.
-        pub prefill_stats: Option<PrefillStats> = None,
+        pub prefill_stats: Option<Box<PrefillStats>> = None,
         /// Routed experts array (debugging / RL).
-        pub routed_experts: Option<NdArray> = None,
+        pub routed_experts: Option<Box<NdArray>> = None,
         /// NaNs seen in the logits (> 0 means corrupted output).
         pub num_nans_in_logits: i64 = 0,
         /// Multimodal cache misses (retryable).
         pub mm_cache_miss_hashes: Option<Vec<String>> = None,
         /// Sampling mask (kept undecoded).
-        pub new_sampling_mask: Option<Value> = None,
+        pub new_sampling_mask: Option<Box<Value>> = None,
         /// Speculative-decoding metrics of the request (kept undecoded).
-        pub spec_decode_metrics: Option<Value> = None,
+        pub spec_decode_metrics: Option<Box<Value>> = None,
         /// Prompt token-id logprobs tensor.
-        pub prompt_token_id_logprobs: Option<NdArray> = None,
+        pub prompt_token_id_logprobs: Option<Box<NdArray>> = None,
         /// A request-level error, with `FinishReason::Error`.
-        pub error: Option<RequestError> = None,
+        pub error: Option<Box<RequestError>> = None,
     }
 }
 

@@ -383,6 +383,12 @@ impl<T: Decode> Decode for Option<T> {
     }
 }
 
+impl<T: Decode> Decode for Box<T> {
+    fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
+        T::decode(r).map(Box::new)
+    }
+}
+
 impl<T: Decode> Decode for Vec<T> {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let n = r.array()?;

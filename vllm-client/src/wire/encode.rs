@@ -258,6 +258,12 @@ impl<T: Encode> Encode for Option<T> {
     }
 }
 
+impl<T: Encode + ?Sized> Encode for Box<T> {
+    fn encode(&self, w: &mut Writer) {
+        (**self).encode(w)
+    }
+}
+
 impl<T: Encode> Encode for [T] {
     fn encode(&self, w: &mut Writer) {
         w.array_len(self.len());

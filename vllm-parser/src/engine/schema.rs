@@ -209,7 +209,7 @@ fn finite(value: PyJson) -> Result<PyJson, ()> {
 }
 
 /// Python's `val if val != int(val) else int(val)` for a finite float.
-fn float_or_int(value: f64) -> PyJson {
+pub(crate) fn float_or_int(value: f64) -> PyJson {
     if value.fract() != 0.0 {
         return PyJson::Float(value);
     }
@@ -223,7 +223,7 @@ fn float_or_int(value: f64) -> PyJson {
 
 /// Python's `int(text)` as decimal digits: surrounding whitespace, a sign,
 /// ASCII digits with single underscores between them.
-fn py_int(text: &str) -> Option<String> {
+pub(crate) fn py_int(text: &str) -> Option<String> {
     let text = py_strip(text);
     let (negative, digits) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
@@ -258,7 +258,7 @@ fn underscored_digits(text: &str) -> Option<String> {
 
 /// Python's `float(text)`: decimal or exponent notation (underscores between
 /// digits), `inf`/`infinity`/`nan` in any case, surrounding whitespace.
-fn py_float(text: &str) -> Option<f64> {
+pub(crate) fn py_float(text: &str) -> Option<f64> {
     let text = py_strip(text);
     let (sign, body) = match text.as_bytes().first()? {
         b'-' => (-1.0, &text[1..]),

@@ -21,13 +21,25 @@ const MAX_INT_DIGITS: usize = 4300;
 
 /// Python's `json.loads(text)`: one value, surrounded only by JSON whitespace.
 pub fn loads(text: &str) -> Result<PyJson, JsonError> {
-    let (value, end) = loads_prefix(text)?;
+    loads_whole(text, true)
+}
+
+/// Python's `json.loads(text, strict=False)`: like [`loads`], but control
+/// characters (U+0000–U+001F) may appear unescaped inside strings.
+pub fn loads_lenient(text: &str) -> Result<PyJson, JsonError> {
+    loads_whole(text, false)
+}
+
+fn loads_whole(text: &str, strict: bool) -> Result<PyJson, JsonError> {
     let mut parser = Parser {
         text: text.as_bytes(),
         src: text,
-        pos: end,
+        pos: 0,
         depth: 0,
+        strict,
     };
+    parser.skip_ws();
+    let value = parser.value()?;
     parser.skip_ws();
     if parser.pos != text.len() {
         return Err(parser.error("Extra data"));
@@ -43,6 +55,7 @@ pub fn loads_prefix(text: &str) -> Result<(PyJson, usize), JsonError> {
         src: text,
         pos: 0,
         depth: 0,
+        strict: true,
     };
     parser.skip_ws();
     let value = parser.value()?;
@@ -54,6 +67,8 @@ struct Parser<'a> {
     src: &'a str,
     pos: usize,
     depth: usize,
+    /// `strict=False` lets control characters stand unescaped in strings.
+    strict: bool,
 }
 
 impl Parser<'_> {
@@ -264,6 +279,10 @@ impl Parser<'_> {
                     };
                     self.pos += 1;
                     out.push(escaped);
+                }
+                Some(&b) if !self.strict => {
+                    self.pos += 1;
+                    out.push(char::from(b));
                 }
                 Some(_) => return Err(self.error("Invalid control character")),
             }

@@ -14,7 +14,7 @@ mod load;
 
 pub use dump::{dumps, dumps_ascii, write_string};
 pub use extent::Extent;
-pub use load::{JsonError, loads, loads_prefix};
+pub use load::{JsonError, loads, loads_lenient, loads_prefix};
 
 /// A JSON value as Python's `json.loads` returns it.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,4 +3,5 @@
 pub mod append_think;
 pub mod ernie45;
 pub mod granite;
+pub mod hunyuan_a13b;
 pub mod think;

@@ -49,6 +49,15 @@ pub enum PromptRule {
     LastMarkerIsEndSince(&'static str),
 }
 
+/// Reasoning switched by `chat_template_kwargs.reasoning_effort` (HY V3 / V4).
+#[derive(Debug, Clone, Copy)]
+pub struct EffortSwitch {
+    /// The effort that turns reasoning off (`"no_think"`).
+    pub off: &'static str,
+    /// Whether reasoning is on when no (or a falsy) effort is given.
+    pub by_default: bool,
+}
+
 /// The options that make one think-tag parser.
 #[derive(Debug, Clone, Copy)]
 pub struct ThinkFormat {
@@ -66,9 +75,8 @@ pub struct ThinkFormat {
     pub thinking_flags: &'static [&'static str],
     /// Whether reasoning is on when none of `thinking_flags` is given.
     pub thinking_by_default: bool,
-    /// Reasoning is on only when `chat_template_kwargs.reasoning_effort` is
-    /// truthy and not this value (HY V3's `"no_think"`, its default).
-    pub effort_off: Option<&'static str>,
+    /// A `chat_template_kwargs.reasoning_effort` switch, if the format has one.
+    pub effort: Option<EffortSwitch>,
     /// How a prompt that already closed reasoning is recognised.
     pub prompt_rule: PromptRule,
     /// What reasoning that never ends turns into.
@@ -83,7 +91,7 @@ pub const DEEPSEEK_R1: ThinkFormat = ThinkFormat {
     implicit_end: &[],
     thinking_flags: &[],
     thinking_by_default: true,
-    effort_off: None,
+    effort: None,
     prompt_rule: PromptRule::LastMarkerIsEnd,
     unclosed: Unclosed::Reasoning,
 };
@@ -111,7 +119,7 @@ pub const QWEN3: ThinkFormat = ThinkFormat {
     implicit_end: &["<tool_call>"],
     thinking_flags: &["enable_thinking"],
     thinking_by_default: true,
-    effort_off: None,
+    effort: None,
     prompt_rule: PromptRule::LastMarkerIsEnd,
     unclosed: Unclosed::Reasoning,
 };
@@ -144,9 +152,56 @@ pub const POOLSIDE_V1: ThinkFormat = ThinkFormat {
 /// `hy_v3`: [`DEEPSEEK_R1`] when `reasoning_effort` asks for thinking; without
 /// it (`"no_think"`, the default) all output is content.
 pub const HY_V3: ThinkFormat = ThinkFormat {
-    effort_off: Some("no_think"),
+    effort: Some(EffortSwitch {
+        off: "no_think",
+        by_default: false,
+    }),
     ..DEEPSEEK_R1
 };
+
+/// `hy_v4`: [`DEEPSEEK_R1`] unless `reasoning_effort` is `"no_think"` (its
+/// default is `"high"`). (vLLM reads a per-checkpoint suffix of the think tags,
+/// `<think:SUFFIX>`, from the vocabulary; these are the unsuffixed tags.)
+pub const HY_V4: ThinkFormat = ThinkFormat {
+    effort: Some(EffortSwitch {
+        off: "no_think",
+        by_default: true,
+    }),
+    ..DEEPSEEK_R1
+};
+
+/// `k2_horizon` at `reasoning_effort="high"` (the default): vLLM's
+/// `K2HorizonReasoningParser`, `<ifm|think>…</ifm|think>` with the start marker
+/// only stripped at the very start and `<ifm|tool_calls>` ending reasoning.
+/// (vLLM's whole text makes an output with neither marker content; the
+/// `k2_horizon` fixture follows its streaming, where such reasoning streams.)
+pub const K2_HORIZON: ThinkFormat = ThinkFormat {
+    start: "<ifm|think>",
+    end: "</ifm|think>",
+    start_markers: StartMarkers::Leading,
+    implicit_end: &["<ifm|tool_calls>"],
+    ..DEEPSEEK_R1
+};
+
+/// The [`K2_HORIZON`] markers for the request's `reasoning_effort` (`"medium"`:
+/// `<ifm|think_fast>`, `"low"`: `<ifm|think_faster>`). vLLM rejects other values
+/// when it builds the parser; here they get the default, `"high"`.
+pub fn k2_horizon(options: &ParserOptions) -> ThinkFormat {
+    let effort = options.chat_template_kwargs.get("reasoning_effort");
+    match effort.and_then(|effort| effort.as_str()) {
+        Some("medium") => ThinkFormat {
+            start: "<ifm|think_fast>",
+            end: "</ifm|think_fast>",
+            ..K2_HORIZON
+        },
+        Some("low") => ThinkFormat {
+            start: "<ifm|think_faster>",
+            end: "</ifm|think_faster>",
+            ..K2_HORIZON
+        },
+        _ => K2_HORIZON,
+    }
+}
 
 /// A reasoning parser for one [`ThinkFormat`].
 pub struct ThinkParser {
@@ -174,11 +229,15 @@ impl ThinkParser {
             Some(_) => given.any(py_truthy),
         };
         let thinking = thinking
-            && format.effort_off.is_none_or(|off| {
-                options
+            && format.effort.is_none_or(|switch| {
+                match options
                     .chat_template_kwargs
                     .get("reasoning_effort")
-                    .is_some_and(|effort| py_truthy(effort) && effort.as_str() != Some(off))
+                    .filter(|effort| py_truthy(effort))
+                {
+                    Some(effort) => effort.as_str() != Some(switch.off),
+                    None => switch.by_default,
+                }
             });
         let thinking = thinking && !prompt_closed_reasoning(&format, &options.prompt);
         let start = if format.start_markers == StartMarkers::Keep {

@@ -12,9 +12,8 @@
 //!   Python-`strip()`ped, and everything else is dropped; without, all text is
 //!   content.
 //!
-//! Content streams while it cannot be affected: whitespace at its end is held
-//! until more text follows, and an output that *starts* with whitespace is held
-//! to the end (its leading whitespace survives only if no call comes). From the
+//! Content streams as far as the strip cannot change it
+//! ([`StrippedContent`]). From the
 //! first `<start_function_call>` on the text is settled once, at
 //! [`finish`](ToolParser::finish), in one linear pass.
 
@@ -22,7 +21,8 @@ use crate::engine::models::dict_json;
 use crate::event::Event;
 use crate::json::{self, PyJson};
 use crate::parser::{ParserOptions, ToolParser};
-use crate::text::{MarkerScanner, Piece, py_is_space, py_strip};
+use crate::text::{MarkerScanner, Piece};
+use crate::tool::stripped::StrippedContent;
 use crate::tool::{Call, emit_calls};
 
 const START: &str = "<start_function_call>";
@@ -34,11 +34,7 @@ const KEY_END: &str = ":<escape>";
 /// The `functiongemma` tool parser.
 pub struct FunctionGemmaParser {
     scanner: MarkerScanner,
-    /// Content not yet released: a whitespace run at its end, or all of it
-    /// when the output started with whitespace.
-    held: String,
-    /// Whether content was released (so it did not start with whitespace).
-    released: bool,
+    content: StrippedContent,
     /// From the first `<start_function_call>` on.
     tail: Option<String>,
 }
@@ -48,23 +44,9 @@ impl FunctionGemmaParser {
     pub fn boxed(_options: &ParserOptions) -> Box<dyn ToolParser> {
         Box::new(Self {
             scanner: MarkerScanner::new(),
-            held: String::new(),
-            released: false,
+            content: StrippedContent::default(),
             tail: None,
         })
-    }
-
-    fn content(&mut self, text: &str, out: &mut Vec<Event>) {
-        self.held.push_str(text);
-        if !self.released && self.held.starts_with(py_is_space) {
-            return;
-        }
-        let keep = self.held.trim_end_matches(py_is_space).len();
-        if keep > 0 {
-            let rest = self.held.split_off(keep);
-            out.push(Event::Content(std::mem::replace(&mut self.held, rest)));
-            self.released = true;
-        }
     }
 }
 
@@ -77,10 +59,7 @@ impl ToolParser for FunctionGemmaParser {
         self.scanner.push(text);
         while let Some(piece) = self.scanner.next(&[START]) {
             match piece {
-                Piece::Text(text) => {
-                    let text = text.to_owned();
-                    self.content(&text, out);
-                }
+                Piece::Text(text) => self.content.push(text, out),
                 Piece::Marker(_) => {
                     self.tail = Some(format!("{START}{}", self.scanner.finish()));
                     return;
@@ -91,15 +70,13 @@ impl ToolParser for FunctionGemmaParser {
 
     fn finish(&mut self, out: &mut Vec<Event>) {
         let rest = self.scanner.finish();
-        let held = std::mem::take(&mut self.held);
+        let held = std::mem::take(&mut self.content);
         let tail = self.tail.take().unwrap_or_default();
         let calls = calls(&tail);
         let content = if calls.is_empty() {
-            held + &rest + &tail
-        } else if self.released {
-            String::new()
+            held.verbatim() + &rest + &tail
         } else {
-            py_strip(&held).to_owned()
+            held.stripped("")
         };
         if !content.is_empty() {
             out.push(Event::Content(content));

@@ -1,13 +1,18 @@
 //! Tool-call parsers, one module per family of output formats.
 
 pub mod deepseek;
+pub mod dots;
 pub mod ernie45;
 pub mod functiongemma;
+pub mod gigachat3;
 pub mod granite_20b_fc;
 pub mod hermes;
+pub mod hunyuan_a13b;
 pub mod json_calls;
 pub mod pythonic;
 pub mod settle;
+pub mod step3;
+pub mod stripped;
 
 use crate::event::Event;
 

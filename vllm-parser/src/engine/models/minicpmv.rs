@@ -225,3 +225,32 @@ impl EscapedNewlines {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_recover_the_same_at_every_split() {
+        let samples = [
+            r"a\nb\r\nc\rd",
+            r"```x\ny``` `a\nb` $c\nd$ $$e\nf$$ \(g\nh\) \[i\nj\] k\nl",
+            r"m\\n o\\\n p\ q\",
+            "東京\\n🌧``",
+        ];
+        for sample in samples {
+            let whole = EscapedNewlines::default().feed(sample, true);
+            for (at, _) in sample.char_indices() {
+                let mut streamed = EscapedNewlines::default();
+                let mut got = streamed.feed(&sample[..at], false);
+                got += &streamed.feed(&sample[at..], false);
+                got += &streamed.feed("", true);
+                assert_eq!(got, whole, "{sample:?} split at {at}");
+            }
+        }
+        assert_eq!(
+            EscapedNewlines::default().feed(r"a\nb `c\nd`", true),
+            "a\nb `c\\nd`"
+        );
+    }
+}

@@ -44,7 +44,11 @@ const MAX_ELEMENT_DEPTH: usize = 128;
 pub fn config() -> EngineConfig {
     let mut transitions = vec![on(Content, "TOOL_START", ToolPreamble, &[])];
     for state in [ToolPreamble, ToolBetween] {
-        for prefix in ["INVOKE_PREFIX_DQ", "INVOKE_PREFIX_SQ", "INVOKE_PREFIX_UNQUOTED"] {
+        for prefix in [
+            "INVOKE_PREFIX_DQ",
+            "INVOKE_PREFIX_SQ",
+            "INVOKE_PREFIX_UNQUOTED",
+        ] {
             transitions.push(on(state, prefix, ToolName, &[ToolCallStart]));
         }
     }
