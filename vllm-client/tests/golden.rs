@@ -335,3 +335,26 @@ fn pickle_and_garbage_are_refused_without_panicking() {
     // A huge declared length must not allocate.
     assert!(decode::<Vec<u32>>(&[0xdd, 0xff, 0xff, 0xff, 0xff], &[]).is_err());
 }
+
+#[test]
+fn scheduler_stats_defaults_are_vllm_s() {
+    // vLLM's SchedulerStats(num_running_reqs=3, num_waiting_reqs=1, kv_cache_usage=0.25,
+    // step_counter=9, current_wave=2), every other field at its default.
+    let out = EngineCoreOutputs {
+        engine_index: 1,
+        scheduler_stats: Some(SchedulerStats {
+            num_running_reqs: 3,
+            num_waiting_reqs: 1,
+            kv_cache_usage: 0.25,
+            step_counter: 9,
+            current_wave: 2,
+            ..SchedulerStats::default()
+        }),
+        timestamp: 12345.678,
+        ..EngineCoreOutputs::default()
+    };
+    assert_eq!(
+        encode(&out).0,
+        vector("outputs_scheduler_stats").frames[0].to_vec()
+    );
+}

@@ -447,7 +447,6 @@ impl Engine {
             num_waiting_reqs: self.waiting.len() as i64,
             current_wave: self.current_wave as i64,
             kv_cache_usage: (used as f64 / capacity as f64).min(1.0),
-            prefix_cache_stats: empty_prefix_cache_stats(),
             ..SchedulerStats::default()
         }
     }
@@ -510,22 +509,6 @@ async fn read_input(mut socket: DealerSocket, tx: mpsc::Sender<Vec<Bytes>>) {
             }
         }
     }
-}
-
-/// An empty `PrefixCacheStats` (a dataclass: every field), vLLM's default in
-/// `SchedulerStats`; frontends such as vllm-rs do not accept `None` there.
-fn empty_prefix_cache_stats() -> Value {
-    let zero = |key: &str| (Value::from(key), Value::from(0u64));
-    Value::Map(vec![
-        (Value::from("reset"), Value::Bool(false)),
-        zero("requests"),
-        zero("queries"),
-        zero("hits"),
-        zero("preempted_requests"),
-        zero("preempted_queries"),
-        zero("preempted_hits"),
-        (Value::from("hits_by_source"), Value::Map(Vec::new())),
-    ])
 }
 
 /// Sleeps until the deadline, or not at all without one.
