@@ -40,3 +40,8 @@ pub fn decode<T: wire::Decode>(payload: &[u8], frames: &[bytes::Bytes]) -> Resul
     r.finish()?;
     Ok(value)
 }
+
+/// The README's example compiles as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
