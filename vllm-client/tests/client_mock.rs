@@ -320,3 +320,32 @@ async fn a_lost_engine_connection_is_the_engine_s_death() {
         }
     }
 }
+
+#[tokio::test]
+async fn handshake_over_ipc_picks_distinct_socket_paths() {
+    let dir = std::env::temp_dir().join(format!("vllm-client-hs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let address = format!("ipc://{}/handshake", dir.display());
+    let config = ClientConfig {
+        startup: Startup::Handshake {
+            address: address.clone(),
+            input_address: None,
+            output_address: None,
+        },
+        engine_count: 1,
+        start_rank: 0,
+        ready_timeout: Duration::from_secs(20),
+        client_index: 0,
+    };
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let _engine = MockEngine::spawn(address, 0, MockConfig::default());
+    let client = connecting.await.unwrap().unwrap();
+    assert_ne!(client.input_address(), client.output_address());
+    let outputs = client.generate_all(request("ipc-hs", 3)).await.unwrap();
+    assert_eq!(
+        outputs.iter().map(|o| o.new_token_ids.len()).sum::<usize>(),
+        3
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

@@ -156,10 +156,12 @@ impl EngineCoreClient {
                 output_address,
             } => {
                 let host = tcp_host(address);
-                let default = |given: &Option<String>| {
+                // Unset addresses: a free port on the handshake host, or for ipc a path
+                // next to the handshake socket's, one per role.
+                let default = |given: &Option<String>, role: &str| {
                     given.clone().unwrap_or_else(|| match &host {
                         Some(h) => format!("tcp://{h}:0"),
-                        None => format!("{address}-{}", std::process::id()),
+                        None => format!("{address}-{role}-{}", std::process::id()),
                     })
                 };
                 let mut handshake = RouterSocket::new();
@@ -167,8 +169,11 @@ impl EngineCoreClient {
                     .bind(address)
                     .await
                     .map_err(|e| ClientError::transport(format!("bind {address}: {e}")))?;
-                let mut sockets =
-                    startup::bind(&default(input_address), &default(output_address)).await?;
+                let sockets = startup::bind(
+                    &default(input_address, "input"),
+                    &default(output_address, "output"),
+                )
+                .await?;
                 let addresses = EngineZmqAddresses {
                     inputs: vec![sockets.input_address.clone()],
                     outputs: vec![sockets.output_address.clone()],
@@ -183,8 +188,6 @@ impl EngineCoreClient {
                     config.ready_timeout,
                 )
                 .await?;
-                drop(handshake);
-                let _ = &mut sockets;
                 sockets
             }
             Startup::Direct {
