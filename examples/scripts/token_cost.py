@@ -11,7 +11,9 @@ Per token it does what vLLM does for one streamed chat token:
   tokenizers' `DecodeStream`) driven with `update([id], False)` (stop strings checked)
   and `get_next_output_text(False, True)`;
 - with logprobs: `LogprobsProcessor._update_sample_logprobs` over one row (the sampled
-  id then five alternatives), then `OpenAIServingChat._create_chat_logprobs`;
+  id then five alternatives), then the body of `OpenAIServingChat._create_chat_logprobs`
+  for one position (`chat_logprobs` below: `serving.py` itself cannot be imported here,
+  the reference venv lacks its `orjson` dependency);
 - `ChatCompletionStreamResponse` / `ChatCompletionResponseStreamChoice` / `DeltaMessage`,
   serialized with `model_dump_json(exclude_unset=True, exclude_none=False)` and framed
   as `data: ...\\n\\n`, as `chat_completion_stream_generator` does.
@@ -19,17 +21,20 @@ Per token it does what vLLM does for one streamed chat token:
 Prints `{"text_us_per_token": ..., "logprobs_us_per_token": ...}` (best of 3 runs).
 """
 
+import itertools
 import json
 import sys
 import time
 
 import numpy as np
 from vllm.entrypoints.openai.chat_completion.protocol import (
+    ChatCompletionLogProb,
+    ChatCompletionLogProbs,
+    ChatCompletionLogProbsContent,
     ChatCompletionResponseStreamChoice,
     ChatCompletionStreamResponse,
     DeltaMessage,
 )
-from vllm.entrypoints.openai.chat_completion.serving import OpenAIServingChat
 from vllm.sampling_params import SamplingParams
 from vllm.tokenizers import get_tokenizer
 from vllm.v1.engine import EngineCoreRequest
@@ -58,7 +63,31 @@ def request(prompt_ids, stop, logprobs):
     )
 
 
-def run(tokenizer, serving, data, logprobs):
+def chat_logprobs(token_id, position):
+    """`OpenAIServingChat._create_chat_logprobs` for one position that has its sampled
+    token (`_get_decoded_token` returns `decoded_token`; `chat_top_logprobs_limit(5)`)."""
+    step_token = position[token_id]
+    step_decoded = step_token.decoded_token
+    top = []
+    for alt_id, alt in itertools.islice(position.items(), TOP):
+        token = alt.decoded_token
+        top.append(
+            ChatCompletionLogProb(
+                token=token,
+                logprob=max(alt.logprob, -9999.0),
+                bytes=list(token.encode("utf-8", errors="replace")),
+            )
+        )
+    content = ChatCompletionLogProbsContent(
+        token=step_decoded,
+        logprob=max(step_token.logprob, -9999.0),
+        bytes=list(step_decoded.encode("utf-8", errors="replace")),
+        top_logprobs=top,
+    )
+    return ChatCompletionLogProbs(content=[content])
+
+
+def run(tokenizer, data, logprobs):
     ids = data["ids"]
     alternatives = data["alternatives"]
     alt_logprobs = data["alternative_logprobs"]
@@ -71,7 +100,7 @@ def run(tokenizer, serving, data, logprobs):
         stop = detok.update([token], False)
         text = detok.get_next_output_text(False, True)
         assert stop is None
-        chat_logprobs = None
+        position_logprobs = None
         if processor is not None:
             row_ids = [token, *alternatives[i]]
             rows = LogprobsLists(
@@ -80,17 +109,13 @@ def run(tokenizer, serving, data, logprobs):
                 np.array([1], dtype=np.int64),
             )
             processor._update_sample_logprobs(rows)
-            chat_logprobs = serving._create_chat_logprobs(
-                token_ids=[token],
-                top_logprobs=processor.logprobs[-1:],
-                tokenizer=tokenizer,
-                num_output_top_logprobs=TOP,
-            )
+            position_logprobs = chat_logprobs(token, processor.logprobs[-1])
         choice = ChatCompletionResponseStreamChoice(
             index=0,
             delta=DeltaMessage(content=text),
-            logprobs=chat_logprobs,
+            logprobs=position_logprobs,
             finish_reason=None,
+            token_ids=None,
         )
         chunk = ChatCompletionStreamResponse(
             id="chatcmpl-bench",
@@ -106,22 +131,19 @@ def run(tokenizer, serving, data, logprobs):
     return elapsed * 1e6 / len(ids), out
 
 
-def best(tokenizer, serving, data, logprobs):
-    return min(run(tokenizer, serving, data, logprobs)[0] for _ in range(RUNS))
+def best(tokenizer, data, logprobs):
+    return min(run(tokenizer, data, logprobs)[0] for _ in range(RUNS))
 
 
 def main():
     with open(sys.argv[1]) as f:
         data = json.load(f)
     tokenizer = get_tokenizer(sys.argv[2])
-    # Only the logprob helpers are used; they read `return_tokens_as_token_ids`.
-    serving = object.__new__(OpenAIServingChat)
-    serving.return_tokens_as_token_ids = False
     print(
         json.dumps(
             {
-                "text_us_per_token": best(tokenizer, serving, data, False),
-                "logprobs_us_per_token": best(tokenizer, serving, data, True),
+                "text_us_per_token": best(tokenizer, data, False),
+                "logprobs_us_per_token": best(tokenizer, data, True),
             }
         )
     )

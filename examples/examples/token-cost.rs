@@ -1,0 +1,232 @@
+//! The frontend's cost per streamed token: incremental detokenization with stop-string
+//! checks, then one OpenAI chat stream chunk serialized as an SSE frame, as `serve` does
+//! it; with and without top-5 logprobs.
+//!
+//! ```text
+//! cargo run --release --example token-cost
+//! VLLM_REFERENCE_PYTHON=$HOME/.cache/vllm-reference/venv/bin/python \
+//!     cargo run --release --example token-cost
+//! ```
+//!
+//! With a Python (`--python` or `VLLM_REFERENCE_PYTHON`, a venv with vLLM 0.33.0) it
+//! also runs `examples/scripts/token_cost.py` on the same token ids and stop strings,
+//! which does the same work with vLLM's own detokenizer, logprobs processor and pydantic
+//! chunk objects, and prints both sides and the ratios as a markdown table.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use serde_json::{Value, json};
+use vllm_chat::RendererOptions;
+use vllm_chat::openai::{ChatChunkChoice, ChatCompletionChunk, DeltaMessage, Emit};
+use vllm_detok::{DecodeOptions, IncrementalDecoder, LogprobText, Tokenizer};
+use vllm_examples::serve::generation::{Candidate, PositionLogprobs};
+use vllm_examples::serve::logprobs;
+use vllm_examples::serve::model::{Model, default_model_dir};
+
+/// How many tokens each run streams.
+const TOKENS: usize = 4000;
+/// Runs per case; the best is reported.
+const RUNS: usize = 5;
+/// `top_logprobs` of the logprobs case.
+const TOP: usize = 5;
+/// Two stop strings that never match, so every token goes through the stop check.
+const STOP: [&str; 2] = ["<<never stop>>", "@@@@"];
+/// Mixed English, CJK and emoji (multi-byte characters held back mid-token).
+const PARAGRAPH: &str = "The quick brown fox jumps over the lazy dog while the \
+    server streams tokens to 1,024 clients. 快速的棕色狐狸跳过了懒狗，服务器正在流式传输。\
+    素早い茶色の狐が怠け者の犬を飛び越える。 Emoji too: 🚀🦀✨ naïve café — done! ";
+const SAMPLED_LOGPROB: f64 = -0.25;
+const ALTERNATIVE_LOGPROBS: [f64; TOP] = [-1.0, -1.5, -2.0, -2.5, -3.0];
+
+#[derive(Debug, Parser)]
+#[command(about = "Per-token frontend cost (detokenize + stop check + SSE chunk)")]
+struct Args {
+    /// A Python with vLLM 0.33.0, to run the reference side in the same run.
+    #[arg(long, env = "VLLM_REFERENCE_PYTHON")]
+    python: Option<PathBuf>,
+    /// The tokenizer directory the Python side loads (the same Qwen3 tokenizer).
+    #[arg(long)]
+    python_tokenizer: Option<PathBuf>,
+}
+
+/// The token stream both sides replay.
+struct Workload {
+    ids: Vec<u32>,
+    /// Five alternative ids per position (the next tokens of the text).
+    alternatives: Vec<[u32; TOP]>,
+}
+
+impl Workload {
+    fn new(model: &Model) -> Result<Self> {
+        let mut ids = Vec::new();
+        while ids.len() < TOKENS {
+            ids = model.encode(&PARAGRAPH.repeat(ids.len() / 40 + 8))?;
+        }
+        ids.truncate(TOKENS);
+        let alternatives = (0..ids.len())
+            .map(|i| std::array::from_fn(|k| ids[(i + k + 1) % ids.len()]))
+            .collect();
+        Ok(Self { ids, alternatives })
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "ids": self.ids,
+            "prompt_ids": [],
+            "stop": STOP,
+            "alternatives": self.alternatives,
+            "alternative_logprobs": ALTERNATIVE_LOGPROBS,
+            "sampled_logprob": SAMPLED_LOGPROB,
+            "created": 1_700_000_000u64,
+            "model": "qwen3",
+        })
+    }
+}
+
+/// One position's logprobs as `serve` builds them from an engine row: texts from
+/// [`LogprobText`], an id seen twice keeping its first place (vLLM's dict).
+fn position(texts: &mut LogprobText, sampled: u32, alternatives: &[u32; TOP]) -> PositionLogprobs {
+    let ids: Vec<u32> = std::iter::once(sampled)
+        .chain(alternatives.iter().copied())
+        .collect();
+    let logprobs = std::iter::once(SAMPLED_LOGPROB).chain(ALTERNATIVE_LOGPROBS);
+    let token_texts = texts.position(&ids).unwrap_or_default();
+    let mut candidates: Vec<Candidate> = Vec::with_capacity(ids.len());
+    for (rank, ((id, logprob), text)) in ids.iter().zip(logprobs).zip(token_texts).enumerate() {
+        let candidate = Candidate {
+            id: *id,
+            logprob,
+            text: text.into_owned(),
+            rank: rank.max(1) as i64,
+        };
+        match candidates.iter_mut().find(|c| c.id == *id) {
+            Some(existing) => *existing = candidate,
+            None => candidates.push(candidate),
+        }
+    }
+    PositionLogprobs {
+        sampled: candidates[0].clone(),
+        candidates,
+    }
+}
+
+/// The SSE frame of one mid-stream chat chunk, built as `serve`'s chat stream builds it.
+fn frame(text: String, logprobs: Option<Value>) -> String {
+    let delta = DeltaMessage {
+        content: Emit::value(text),
+        ..DeltaMessage::default()
+    };
+    let mut choice = ChatChunkChoice::new(0, delta);
+    choice.logprobs = Emit::Set(logprobs);
+    choice.token_ids = Emit::Set(None);
+    let chunk = ChatCompletionChunk::delta("chatcmpl-bench", 1_700_000_000, "qwen3", choice);
+    let tree = serde_json::to_value(&chunk).unwrap_or(Value::Null);
+    format!("data: {tree}\n\n")
+}
+
+/// Streams the workload once; returns µs per token and the bytes sent (kept so the
+/// work is not optimized away).
+fn run(tokenizer: &Arc<dyn Tokenizer>, work: &Workload, with_logprobs: bool) -> Result<(f64, usize)> {
+    let options = DecodeOptions {
+        stop: STOP.iter().map(|s| (*s).to_owned()).collect(),
+        ..DecodeOptions::default()
+    };
+    let mut decoder = IncrementalDecoder::new(tokenizer.clone(), &[], options)?;
+    let mut texts = LogprobText::new(tokenizer.clone());
+    let mut sent = 0;
+    let start = Instant::now();
+    for (id, alternatives) in work.ids.iter().zip(&work.alternatives) {
+        let delta = decoder.push(&[*id])?;
+        if delta.finished {
+            bail!("a stop string matched");
+        }
+        let chat_logprobs = with_logprobs.then(|| {
+            let positions = [position(&mut texts, *id, alternatives)];
+            logprobs::chat(&positions, Some(TOP as i64))
+        });
+        sent += frame(delta.text, chat_logprobs).len();
+    }
+    let elapsed = start.elapsed();
+    Ok((elapsed.as_secs_f64() * 1e6 / work.ids.len() as f64, sent))
+}
+
+fn best(tokenizer: &Arc<dyn Tokenizer>, work: &Workload, with_logprobs: bool) -> Result<f64> {
+    let mut best = f64::INFINITY;
+    for _ in 0..RUNS {
+        let (us, sent) = run(tokenizer, work, with_logprobs)?;
+        std::hint::black_box(sent);
+        best = best.min(us);
+    }
+    Ok(best)
+}
+
+/// Runs `examples/scripts/token_cost.py`: (text, logprobs) µs per token.
+fn python(python: &PathBuf, tokenizer_dir: &PathBuf, work: &Workload) -> Result<(f64, f64)> {
+    let input = std::env::temp_dir().join(format!("token-cost-{}.json", std::process::id()));
+    std::fs::write(&input, work.to_json().to_string())?;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/token_cost.py");
+    let output = Command::new(python)
+        .arg(script)
+        .arg(&input)
+        .arg(tokenizer_dir)
+        .env("HF_HUB_OFFLINE", "1")
+        .output()
+        .with_context(|| format!("running {}", python.display()))?;
+    let _ = std::fs::remove_file(&input);
+    if !output.status.success() {
+        bail!(
+            "token_cost.py failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().context("token_cost.py printed nothing")?;
+    let result: Value = serde_json::from_str(line)?;
+    let field = |name: &str| {
+        result[name]
+            .as_f64()
+            .with_context(|| format!("no {name} in {line}"))
+    };
+    Ok((field("text_us_per_token")?, field("logprobs_us_per_token")?))
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    let model = Model::load(&default_model_dir(), RendererOptions::default())?;
+    let tokenizer = model.tokenizer.clone();
+    // Built once per tokenizer at server start, not per request.
+    tokenizer.token_texts();
+    let work = Workload::new(&model)?;
+    let text = best(&tokenizer, &work, false)?;
+    let with_logprobs = best(&tokenizer, &work, true)?;
+    println!(
+        "{} tokens, stop strings {STOP:?}, best of {RUNS} runs",
+        work.ids.len()
+    );
+    let Some(python_bin) = args.python else {
+        println!("text only:      {text:.3} µs/token");
+        println!("top-5 logprobs: {with_logprobs:.3} µs/token");
+        return Ok(());
+    };
+    let tokenizer_dir = match args.python_tokenizer {
+        Some(dir) => dir,
+        None => PathBuf::from(std::env::var("HOME").context("HOME is not set")?)
+            .join(".cache/vllm-reference/models/qwen3"),
+    };
+    let (py_text, py_logprobs) = python(&python_bin, &tokenizer_dir, &work)?;
+    println!();
+    println!("| case | Rust µs/token | vLLM Python µs/token | ratio |");
+    println!("|---|---:|---:|---:|");
+    for (case, rust, py) in [
+        ("text only", text, py_text),
+        ("top-5 logprobs", with_logprobs, py_logprobs),
+    ] {
+        println!("| {case} | {rust:.3} | {py:.2} | {:.0}x |", py / rust);
+    }
+    Ok(())
+}
