@@ -25,6 +25,9 @@ struct Args {
     /// Tokens per stream.
     #[arg(long, default_value_t = 100)]
     tokens: usize,
+    /// Run the client on a single-threaded tokio runtime (no cross-thread wake-ups).
+    #[arg(long)]
+    current_thread: bool,
     /// Python of the vLLM reference environment, for the side-by-side figure.
     #[arg(long, env = "VLLM_REFERENCE_PYTHON")]
     python: Option<String>,
@@ -60,9 +63,19 @@ impl Drop for KillOnDrop {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
     let args = Args::parse();
+    let runtime = if args.current_thread {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    }
+    .enable_all()
+    .build()?;
+    runtime.block_on(run(args))
+}
+
+async fn run(args: Args) -> Result<()> {
     if let Some(address) = args.engine_child {
         let config = MockConfig {
             output: OutputMode::Random { seed: 1 },
@@ -126,7 +139,8 @@ async fn main() -> Result<()> {
     println!("| implementation | streams | tokens | CPU s | wall s | CPU µs / token |");
     println!("|---|---:|---:|---:|---:|---:|");
     println!(
-        "| vllm-client (ZMQ recv + decode + fan-out + stream consumers) | {} | {delivered} | {:.2} | {:.2} | {ours:.3} |",
+        "| vllm-client (ZMQ recv + decode + fan-out + stream consumers; {} runtime) | {} | {delivered} | {:.2} | {:.2} | {ours:.3} |",
+        if args.current_thread { "current-thread" } else { "multi-thread" },
         args.streams,
         cpu.as_secs_f64(),
         wall.as_secs_f64()
