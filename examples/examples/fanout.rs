@@ -140,7 +140,11 @@ async fn run(args: Args) -> Result<()> {
     println!("|---|---:|---:|---:|---:|---:|");
     println!(
         "| vllm-client (ZMQ recv + decode + fan-out + stream consumers; {} runtime) | {} | {delivered} | {:.2} | {:.2} | {ours:.3} |",
-        if args.current_thread { "current-thread" } else { "multi-thread" },
+        if args.current_thread {
+            "current-thread"
+        } else {
+            "multi-thread"
+        },
         args.streams,
         cpu.as_secs_f64(),
         wall.as_secs_f64()
