@@ -25,8 +25,8 @@ use vllm_chat::RendererOptions;
 use vllm_chat::openai::{ChatChunkChoice, ChatCompletionChunk, DeltaMessage, Emit};
 use vllm_detok::{DecodeOptions, IncrementalDecoder, LogprobText, Tokenizer};
 use vllm_examples::serve::generation::{Candidate, PositionLogprobs};
-use vllm_examples::serve::logprobs;
 use vllm_examples::serve::model::{Model, default_model_dir};
+use vllm_examples::serve::{logprobs, sse};
 
 /// How many tokens each run streams.
 const TOKENS: usize = 4000;
@@ -63,10 +63,8 @@ struct Workload {
 
 impl Workload {
     fn new(model: &Model) -> Result<Self> {
-        let mut ids = Vec::new();
-        while ids.len() < TOKENS {
-            ids = model.encode(&PARAGRAPH.repeat(ids.len() / 40 + 8))?;
-        }
+        let per_paragraph = model.encode(PARAGRAPH)?.len().max(1);
+        let mut ids = model.encode(&PARAGRAPH.repeat(TOKENS / per_paragraph + 2))?;
         ids.truncate(TOKENS);
         let alternatives = (0..ids.len())
             .map(|i| std::array::from_fn(|k| ids[(i + k + 1) % ids.len()]))
@@ -90,12 +88,16 @@ impl Workload {
 
 /// One position's logprobs as `serve` builds them from an engine row: texts from
 /// [`LogprobText`], an id seen twice keeping its first place (vLLM's dict).
-fn position(texts: &mut LogprobText, sampled: u32, alternatives: &[u32; TOP]) -> PositionLogprobs {
+fn position(
+    texts: &mut LogprobText,
+    sampled: u32,
+    alternatives: &[u32; TOP],
+) -> Result<PositionLogprobs> {
     let ids: Vec<u32> = std::iter::once(sampled)
         .chain(alternatives.iter().copied())
         .collect();
     let logprobs = std::iter::once(SAMPLED_LOGPROB).chain(ALTERNATIVE_LOGPROBS);
-    let token_texts = texts.position(&ids).unwrap_or_default();
+    let token_texts = texts.position(&ids)?;
     let mut candidates: Vec<Candidate> = Vec::with_capacity(ids.len());
     for (rank, ((id, logprob), text)) in ids.iter().zip(logprobs).zip(token_texts).enumerate() {
         let candidate = Candidate {
@@ -109,14 +111,17 @@ fn position(texts: &mut LogprobText, sampled: u32, alternatives: &[u32; TOP]) ->
             None => candidates.push(candidate),
         }
     }
-    PositionLogprobs {
-        sampled: candidates[0].clone(),
+    let sampled = candidates.first().context("no logprob texts")?.clone();
+    Ok(PositionLogprobs {
+        sampled,
         candidates,
-    }
+    })
 }
 
-/// The SSE frame of one mid-stream chat chunk, built as `serve`'s chat stream builds it.
-fn frame(text: String, logprobs: Option<Value>) -> String {
+/// The SSE frame of one mid-stream chat chunk, built as `serve`'s chat stream builds it
+/// (through a `serde_json::Value` tree, where the final chunk gets `weight_versions`);
+/// `direct` serializes the chunk straight to text ([`sse::frame`]) instead.
+fn frame(text: String, logprobs: Option<Value>, direct: bool) -> String {
     let delta = DeltaMessage {
         content: Emit::value(text),
         ..DeltaMessage::default()
@@ -125,13 +130,35 @@ fn frame(text: String, logprobs: Option<Value>) -> String {
     choice.logprobs = Emit::Set(logprobs);
     choice.token_ids = Emit::Set(None);
     let chunk = ChatCompletionChunk::delta("chatcmpl-bench", 1_700_000_000, "qwen3", choice);
+    if direct {
+        return sse::frame(&chunk, &[]);
+    }
     let tree = serde_json::to_value(&chunk).unwrap_or(Value::Null);
     format!("data: {tree}\n\n")
 }
 
-/// Streams the workload once; returns µs per token and the bytes sent (kept so the
-/// work is not optimized away).
-fn run(tokenizer: &Arc<dyn Tokenizer>, work: &Workload, with_logprobs: bool) -> Result<(f64, usize)> {
+/// What each token costs in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Case {
+    /// Only detokenization and the stop check (no chunk): the breakdown.
+    Decode,
+    /// Text chunks serialized straight to text, without `serve`'s `Value` tree: the
+    /// breakdown.
+    TextDirect,
+    /// Text chunks.
+    Text,
+    /// Text chunks with top-5 logprobs.
+    Logprobs,
+}
+
+/// Streams the workload once; returns µs per token and the bytes produced (kept so the
+/// work is not optimized away). The frames are appended to `sink` when there is one.
+fn run(
+    tokenizer: &Arc<dyn Tokenizer>,
+    work: &Workload,
+    case: Case,
+    mut sink: Option<&mut String>,
+) -> Result<(f64, usize)> {
     let options = DecodeOptions {
         stop: STOP.iter().map(|s| (*s).to_owned()).collect(),
         ..DecodeOptions::default()
@@ -145,39 +172,76 @@ fn run(tokenizer: &Arc<dyn Tokenizer>, work: &Workload, with_logprobs: bool) -> 
         if delta.finished {
             bail!("a stop string matched");
         }
-        let chat_logprobs = with_logprobs.then(|| {
-            let positions = [position(&mut texts, *id, alternatives)];
-            logprobs::chat(&positions, Some(TOP as i64))
-        });
-        sent += frame(delta.text, chat_logprobs).len();
+        if case == Case::Decode {
+            sent += delta.text.len();
+            continue;
+        }
+        let chat_logprobs = if case == Case::Logprobs {
+            let positions = [position(&mut texts, *id, alternatives)?];
+            Some(logprobs::chat(&positions, Some(TOP as i64)))
+        } else {
+            None
+        };
+        let frame = frame(delta.text, chat_logprobs, case == Case::TextDirect);
+        sent += frame.len();
+        if let Some(sink) = sink.as_deref_mut() {
+            sink.push_str(&frame);
+        }
     }
     let elapsed = start.elapsed();
     Ok((elapsed.as_secs_f64() * 1e6 / work.ids.len() as f64, sent))
 }
 
-fn best(tokenizer: &Arc<dyn Tokenizer>, work: &Workload, with_logprobs: bool) -> Result<f64> {
+fn best(tokenizer: &Arc<dyn Tokenizer>, work: &Workload, case: Case) -> Result<f64> {
     let mut best = f64::INFINITY;
     for _ in 0..RUNS {
-        let (us, sent) = run(tokenizer, work, with_logprobs)?;
+        let (us, sent) = run(tokenizer, work, case, None)?;
         std::hint::black_box(sent);
         best = best.min(us);
     }
     Ok(best)
 }
 
-/// Runs `examples/scripts/token_cost.py`: (text, logprobs) µs per token.
-fn python(python: &PathBuf, tokenizer_dir: &PathBuf, work: &Workload) -> Result<(f64, f64)> {
-    let input = std::env::temp_dir().join(format!("token-cost-{}.json", std::process::id()));
+/// The reference side's figures, and whether its frames equal ours byte for byte.
+struct Reference {
+    text_us: f64,
+    logprobs_us: f64,
+    text_frames_equal: bool,
+    logprobs_frames_equal: bool,
+}
+
+/// Runs `examples/scripts/token_cost.py` and compares its frames with ours.
+fn python(
+    python: &PathBuf,
+    tokenizer_dir: &PathBuf,
+    tokenizer: &Arc<dyn Tokenizer>,
+    work: &Workload,
+) -> Result<Reference> {
+    let base = std::env::temp_dir().join(format!("token-cost-{}", std::process::id()));
+    let input = base.with_extension("json");
+    let frames_of = |kind: &str| base.with_extension(kind);
     std::fs::write(&input, work.to_json().to_string())?;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/token_cost.py");
     let output = Command::new(python)
         .arg(script)
         .arg(&input)
         .arg(tokenizer_dir)
+        .arg(&base)
         .env("HF_HUB_OFFLINE", "1")
         .output()
         .with_context(|| format!("running {}", python.display()))?;
     let _ = std::fs::remove_file(&input);
+    let equal = |kind: &str, case: Case| -> Result<bool> {
+        let path = frames_of(kind);
+        let theirs =
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()));
+        let _ = std::fs::remove_file(&path);
+        let mut ours = String::new();
+        run(tokenizer, work, case, Some(&mut ours))?;
+        Ok(theirs? == ours)
+    };
+    let text_frames_equal = equal("text", Case::Text);
+    let logprobs_frames_equal = equal("logprobs", Case::Logprobs);
     if !output.status.success() {
         bail!(
             "token_cost.py failed: {}",
@@ -185,14 +249,22 @@ fn python(python: &PathBuf, tokenizer_dir: &PathBuf, work: &Workload) -> Result<
         );
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().context("token_cost.py printed nothing")?;
+    let line = stdout
+        .lines()
+        .last()
+        .context("token_cost.py printed nothing")?;
     let result: Value = serde_json::from_str(line)?;
     let field = |name: &str| {
         result[name]
             .as_f64()
             .with_context(|| format!("no {name} in {line}"))
     };
-    Ok((field("text_us_per_token")?, field("logprobs_us_per_token")?))
+    Ok(Reference {
+        text_us: field("text_us_per_token")?,
+        logprobs_us: field("logprobs_us_per_token")?,
+        text_frames_equal: text_frames_equal?,
+        logprobs_frames_equal: logprobs_frames_equal?,
+    })
 }
 
 fn main() -> Result<()> {
@@ -202,15 +274,19 @@ fn main() -> Result<()> {
     // Built once per tokenizer at server start, not per request.
     tokenizer.token_texts();
     let work = Workload::new(&model)?;
-    let text = best(&tokenizer, &work, false)?;
-    let with_logprobs = best(&tokenizer, &work, true)?;
+    let decode = best(&tokenizer, &work, Case::Decode)?;
+    let direct = best(&tokenizer, &work, Case::TextDirect)?;
+    let text = best(&tokenizer, &work, Case::Text)?;
+    let with_logprobs = best(&tokenizer, &work, Case::Logprobs)?;
     println!(
         "{} tokens, stop strings {STOP:?}, best of {RUNS} runs",
         work.ids.len()
     );
+    println!("detokenize + stop check only:   {decode:.3} µs/token");
+    println!("text, chunk without Value tree: {direct:.3} µs/token");
+    println!("text only:                      {text:.3} µs/token");
+    println!("top-5 logprobs:                 {with_logprobs:.3} µs/token");
     let Some(python_bin) = args.python else {
-        println!("text only:      {text:.3} µs/token");
-        println!("top-5 logprobs: {with_logprobs:.3} µs/token");
         return Ok(());
     };
     let tokenizer_dir = match args.python_tokenizer {
@@ -218,15 +294,29 @@ fn main() -> Result<()> {
         None => PathBuf::from(std::env::var("HOME").context("HOME is not set")?)
             .join(".cache/vllm-reference/models/qwen3"),
     };
-    let (py_text, py_logprobs) = python(&python_bin, &tokenizer_dir, &work)?;
+    let reference = python(&python_bin, &tokenizer_dir, &tokenizer, &work)?;
     println!();
-    println!("| case | Rust µs/token | vLLM Python µs/token | ratio |");
-    println!("|---|---:|---:|---:|");
-    for (case, rust, py) in [
-        ("text only", text, py_text),
-        ("top-5 logprobs", with_logprobs, py_logprobs),
+    println!("| case | Rust µs/token | vLLM Python µs/token | ratio | same frames |");
+    println!("|---|---:|---:|---:|---|");
+    for (case, rust, py, same) in [
+        (
+            "text only",
+            text,
+            reference.text_us,
+            reference.text_frames_equal,
+        ),
+        (
+            "top-5 logprobs",
+            with_logprobs,
+            reference.logprobs_us,
+            reference.logprobs_frames_equal,
+        ),
     ] {
-        println!("| {case} | {rust:.3} | {py:.2} | {:.0}x |", py / rust);
+        let same = if same { "byte-identical" } else { "DIFFER" };
+        println!(
+            "| {case} | {rust:.3} | {py:.2} | {:.0}x | {same} |",
+            py / rust
+        );
     }
     Ok(())
 }

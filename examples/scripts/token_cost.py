@@ -4,7 +4,7 @@ The Python half of `cargo run --release --example token-cost`: the example write
 token ids and stop strings to a JSON file and runs
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
-        examples/scripts/token_cost.py INPUT.json TOKENIZER_DIR
+        examples/scripts/token_cost.py INPUT.json TOKENIZER_DIR [FRAMES_BASE]
 
 Per token it does what vLLM does for one streamed chat token:
 - `IncrementalDetokenizer.from_new_request` (a `FastIncrementalDetokenizer`, i.e.
@@ -19,6 +19,8 @@ Per token it does what vLLM does for one streamed chat token:
   as `data: ...\\n\\n`, as `chat_completion_stream_generator` does.
 
 Prints `{"text_us_per_token": ..., "logprobs_us_per_token": ...}` (best of 3 runs).
+With FRAMES_BASE, one more (untimed) run of each case writes its SSE frames to
+FRAMES_BASE.text and FRAMES_BASE.logprobs, which the example compares with its own.
 """
 
 import itertools
@@ -69,7 +71,7 @@ def chat_logprobs(token_id, position):
     step_token = position[token_id]
     step_decoded = step_token.decoded_token
     top = []
-    for alt_id, alt in itertools.islice(position.items(), TOP):
+    for _, alt in itertools.islice(position.items(), TOP):
         token = alt.decoded_token
         top.append(
             ChatCompletionLogProb(
@@ -139,6 +141,10 @@ def main():
     with open(sys.argv[1]) as f:
         data = json.load(f)
     tokenizer = get_tokenizer(sys.argv[2])
+    if len(sys.argv) > 3:
+        for kind, logprobs in (("text", False), ("logprobs", True)):
+            with open(f"{sys.argv[3]}.{kind}", "w") as f:
+                f.write("".join(run(tokenizer, data, logprobs)[1]))
     print(
         json.dumps(
             {
