@@ -119,9 +119,8 @@ fn position(
 }
 
 /// The SSE frame of one mid-stream chat chunk, built as `serve`'s chat stream builds it
-/// (through a `serde_json::Value` tree, where the final chunk gets `weight_versions`);
-/// `direct` serializes the chunk straight to text ([`sse::frame`]) instead.
-fn frame(text: String, logprobs: Option<Value>, direct: bool) -> String {
+/// (the typed chunk serialized straight to text by [`sse::frame`]).
+fn frame(text: String, logprobs: Option<Value>) -> String {
     let delta = DeltaMessage {
         content: Emit::value(text),
         ..DeltaMessage::default()
@@ -130,11 +129,7 @@ fn frame(text: String, logprobs: Option<Value>, direct: bool) -> String {
     choice.logprobs = Emit::Set(logprobs);
     choice.token_ids = Emit::Set(None);
     let chunk = ChatCompletionChunk::delta("chatcmpl-bench", 1_700_000_000, "qwen3", choice);
-    if direct {
-        return sse::frame(&chunk, &[]);
-    }
-    let tree = serde_json::to_value(&chunk).unwrap_or(Value::Null);
-    format!("data: {tree}\n\n")
+    sse::frame(&chunk, &[])
 }
 
 /// What each token costs in a run.
@@ -142,9 +137,6 @@ fn frame(text: String, logprobs: Option<Value>, direct: bool) -> String {
 enum Case {
     /// Only detokenization and the stop check (no chunk): the breakdown.
     Decode,
-    /// Text chunks serialized straight to text, without `serve`'s `Value` tree: the
-    /// breakdown.
-    TextDirect,
     /// Text chunks.
     Text,
     /// Text chunks with top-5 logprobs.
@@ -182,7 +174,7 @@ fn run(
         } else {
             None
         };
-        let frame = frame(delta.text, chat_logprobs, case == Case::TextDirect);
+        let frame = frame(delta.text, chat_logprobs);
         sent += frame.len();
         if let Some(sink) = sink.as_deref_mut() {
             sink.push_str(&frame);
@@ -275,7 +267,6 @@ fn main() -> Result<()> {
     tokenizer.token_texts();
     let work = Workload::new(&model)?;
     let decode = best(&tokenizer, &work, Case::Decode)?;
-    let direct = best(&tokenizer, &work, Case::TextDirect)?;
     let text = best(&tokenizer, &work, Case::Text)?;
     let with_logprobs = best(&tokenizer, &work, Case::Logprobs)?;
     println!(
@@ -283,7 +274,6 @@ fn main() -> Result<()> {
         work.ids.len()
     );
     println!("detokenize + stop check only:   {decode:.3} µs/token");
-    println!("text, chunk without Value tree: {direct:.3} µs/token");
     println!("text only:                      {text:.3} µs/token");
     println!("top-5 logprobs:                 {with_logprobs:.3} µs/token");
     let Some(python_bin) = args.python else {

@@ -105,6 +105,10 @@ fn chat_stream_carries_the_same_answer_in_deltas() {
         assert!(events.iter().all(|e| e["id"] == events[0]["id"]));
         assert_eq!(concat_delta(&events, "content"), PLAIN_TEXT);
         assert_eq!(final_choice(&events)["finish_reason"], "stop");
+        // vLLM sets `weight_versions` (null) on the final choice only.
+        assert_eq!(final_choice(&events)["weight_versions"], Value::Null);
+        assert!(final_choice(&events).get("weight_versions").is_some());
+        assert!(events[1]["choices"][0].get("weight_versions").is_none());
         let usage = events.last().unwrap();
         assert_eq!(usage["choices"], json!([]));
         let output = tokenize(addr, PLAIN_TEXT).await.len() as u64 + 1;

@@ -373,18 +373,14 @@ impl Chunker {
         if let Some(finish) = &step.finish {
             choice.finish_reason = Emit::value(finish_reason(finish, parser));
             choice.stop_reason = Emit::Set(finish.stop_reason.clone());
+            // vLLM sets `weight_versions` (null) on the final choice.
+            choice.weight_versions = Emit::null();
         }
         let mut chunk = ChatCompletionChunk::delta(&self.id, self.created, &self.model, choice);
         if self.continuous_usage {
             chunk.usage = Emit::value(self.usage(generation));
         }
-        let mut tree = serde_json::to_value(&chunk).unwrap_or(Value::Null);
-        if finished && let Some(choice) = tree["choices"].get_mut(0).and_then(Value::as_object_mut)
-        {
-            // vLLM sets `weight_versions` (null) on the final choice.
-            choice.insert("weight_versions".into(), Value::Null);
-        }
-        Some(format!("data: {tree}\n\n"))
+        Some(sse::frame(&chunk, &[]))
     }
 }
 

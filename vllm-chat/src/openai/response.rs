@@ -280,6 +280,10 @@ pub struct ChatChunkChoice {
     /// New token ids (with `return_token_ids`).
     #[serde(skip_serializing_if = "Emit::is_unset")]
     pub token_ids: Emit<Vec<u32>>,
+    /// Weight versions of the steps behind the choice; vLLM sets it (null) on the
+    /// final choice.
+    #[serde(skip_serializing_if = "Emit::is_unset")]
+    pub weight_versions: Emit<Value>,
 }
 
 /// A chat stream chunk (`ChatCompletionStreamResponse`, `exclude_unset`).
@@ -390,6 +394,7 @@ impl ChatChunkChoice {
             finish_reason: Emit::null(),
             stop_reason: Emit::Unset,
             token_ids: Emit::Unset,
+            weight_versions: Emit::Unset,
         }
     }
 }
