@@ -24,7 +24,7 @@
 //! - with calls, content is the text before the first `<dots_function_call>`,
 //!   `strip()`ped; without, all text is content.
 //!
-//! Content before the first wrapper streams ([`StrippedContent`]); the rest is
+//! Content before the first wrapper streams ([`StrippedHead`]); the rest is
 //! settled once, at [`finish`](ToolParser::finish).
 
 use serde_json::Value;
@@ -34,8 +34,8 @@ use crate::engine::schema::{float_or_int, py_float, py_int};
 use crate::event::Event;
 use crate::json::{self, PyJson};
 use crate::parser::{ParserOptions, ToolParser};
-use crate::text::{MarkerScanner, Piece, py_is_space, py_strip};
-use crate::tool::stripped::StrippedContent;
+use crate::text::{py_is_space, py_strip};
+use crate::tool::stripped::StrippedHead;
 use crate::tool::{Call, emit_calls};
 use crate::tools::Tool;
 
@@ -45,10 +45,7 @@ const END: &str = "</dots_function_call>";
 /// The `dots` tool parser.
 pub struct DotsParser {
     tools: Vec<Tool>,
-    scanner: MarkerScanner,
-    content: StrippedContent,
-    /// From the first `<dots_function_call>` on (marker included).
-    tail: Option<String>,
+    head: StrippedHead,
 }
 
 impl DotsParser {
@@ -56,43 +53,26 @@ impl DotsParser {
     pub fn boxed(options: &ParserOptions) -> Box<dyn ToolParser> {
         Box::new(Self {
             tools: options.tools.clone(),
-            scanner: MarkerScanner::new(),
-            content: StrippedContent::default(),
-            tail: None,
+            head: StrippedHead::new(START),
         })
     }
 }
 
 impl ToolParser for DotsParser {
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
-        if let Some(tail) = &mut self.tail {
-            tail.push_str(text);
-            return;
-        }
-        self.scanner.push(text);
-        while let Some(piece) = self.scanner.next(&[START]) {
-            match piece {
-                Piece::Text(text) => self.content.push(text, out),
-                Piece::Marker(_) => {
-                    self.tail = Some(format!("{START}{}", self.scanner.finish()));
-                    return;
-                }
-            }
-        }
+        self.head.push(text, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
-        let rest = self.scanner.finish();
-        let content = std::mem::take(&mut self.content);
-        let tail = self.tail.take().unwrap_or_default();
-        let calls: Vec<Call> = tagged(&tail, START, END)
+        let ended = self.head.finish();
+        let calls: Vec<Call> = tagged(ended.tail.as_deref().unwrap_or(""), START, END)
             .into_iter()
             .flat_map(|body| block_calls(body, &self.tools))
             .collect();
         let text = if calls.is_empty() {
-            content.verbatim() + &rest + &tail
+            ended.verbatim()
         } else {
-            content.stripped("")
+            ended.content.stripped("")
         };
         if !text.is_empty() {
             out.push(Event::Content(text));

@@ -13,7 +13,7 @@
 //!   content.
 //!
 //! Content streams as far as the strip cannot change it
-//! ([`StrippedContent`]). From the
+//! ([`StrippedHead`]). From the
 //! first `<start_function_call>` on the text is settled once, at
 //! [`finish`](ToolParser::finish), in one linear pass.
 
@@ -21,8 +21,7 @@ use crate::engine::models::dict_json;
 use crate::event::Event;
 use crate::json::{self, PyJson};
 use crate::parser::{ParserOptions, ToolParser};
-use crate::text::{MarkerScanner, Piece};
-use crate::tool::stripped::StrippedContent;
+use crate::tool::stripped::StrippedHead;
 use crate::tool::{Call, emit_calls};
 
 const START: &str = "<start_function_call>";
@@ -33,50 +32,30 @@ const KEY_END: &str = ":<escape>";
 
 /// The `functiongemma` tool parser.
 pub struct FunctionGemmaParser {
-    scanner: MarkerScanner,
-    content: StrippedContent,
-    /// From the first `<start_function_call>` on.
-    tail: Option<String>,
+    head: StrippedHead,
 }
 
 impl FunctionGemmaParser {
     /// A boxed parser for the registry.
     pub fn boxed(_options: &ParserOptions) -> Box<dyn ToolParser> {
         Box::new(Self {
-            scanner: MarkerScanner::new(),
-            content: StrippedContent::default(),
-            tail: None,
+            head: StrippedHead::new(START),
         })
     }
 }
 
 impl ToolParser for FunctionGemmaParser {
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
-        if let Some(tail) = &mut self.tail {
-            tail.push_str(text);
-            return;
-        }
-        self.scanner.push(text);
-        while let Some(piece) = self.scanner.next(&[START]) {
-            match piece {
-                Piece::Text(text) => self.content.push(text, out),
-                Piece::Marker(_) => {
-                    self.tail = Some(format!("{START}{}", self.scanner.finish()));
-                    return;
-                }
-            }
-        }
+        self.head.push(text, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
-        let rest = self.scanner.finish();
-        let held = std::mem::take(&mut self.content);
-        let tail = self.tail.take().unwrap_or_default();
-        let calls = calls(&tail);
+        let ended = self.head.finish();
+        let calls = calls(ended.tail.as_deref().unwrap_or(""));
         let content = if calls.is_empty() {
-            held.verbatim() + &rest + &tail
+            ended.verbatim()
         } else {
-            held.stripped("")
+            ended.content.stripped("")
         };
         if !content.is_empty() {
             out.push(Event::Content(content));

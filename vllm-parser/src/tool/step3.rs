@@ -18,7 +18,7 @@
 //! - with calls, content is the text before and after the block, joined and
 //!   `strip()`ped; without, all text is content.
 //!
-//! Content before the block streams ([`StrippedContent`]); the rest is settled
+//! Content before the block streams ([`StrippedHead`]); the rest is settled
 //! once, at [`finish`](ToolParser::finish).
 
 use serde_json::Value;
@@ -28,8 +28,8 @@ use crate::engine::schema::{py_float, py_int};
 use crate::event::Event;
 use crate::json::PyJson;
 use crate::parser::{ParserOptions, ToolParser};
-use crate::text::{MarkerScanner, Piece, py_strip};
-use crate::tool::stripped::StrippedContent;
+use crate::text::py_strip;
+use crate::tool::stripped::StrippedHead;
 use crate::tool::{Call, emit_calls};
 use crate::tools::Tool;
 
@@ -45,10 +45,7 @@ const PARAM_END: &str = "</steptml:parameter>";
 /// The `step3` tool parser.
 pub struct Step3Parser {
     tools: Vec<Tool>,
-    scanner: MarkerScanner,
-    content: StrippedContent,
-    /// From `<｜tool_calls_begin｜>` on (marker excluded).
-    tail: Option<String>,
+    head: StrippedHead,
 }
 
 impl Step3Parser {
@@ -56,50 +53,33 @@ impl Step3Parser {
     pub fn boxed(options: &ParserOptions) -> Box<dyn ToolParser> {
         Box::new(Self {
             tools: options.tools.clone(),
-            scanner: MarkerScanner::new(),
-            content: StrippedContent::default(),
-            tail: None,
+            head: StrippedHead::new(CALLS_BEGIN),
         })
     }
 }
 
 impl ToolParser for Step3Parser {
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
-        if let Some(tail) = &mut self.tail {
-            tail.push_str(text);
-            return;
-        }
-        self.scanner.push(text);
-        while let Some(piece) = self.scanner.next(&[CALLS_BEGIN]) {
-            match piece {
-                Piece::Text(text) => self.content.push(text, out),
-                Piece::Marker(_) => {
-                    self.tail = Some(self.scanner.finish());
-                    return;
-                }
-            }
-        }
+        self.head.push(text, out);
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {
-        let rest = self.scanner.finish();
-        let content = std::mem::take(&mut self.content);
-        let tail = self.tail.take();
-        let settled = tail.as_deref().and_then(|tail| {
-            let (block, post) = tail.split_once(CALLS_END)?;
-            let calls: Vec<Call> = block
-                .split(CALL_BEGIN)
-                .filter_map(|part| call(part, &self.tools))
-                .collect();
-            (!calls.is_empty()).then_some((calls, post))
-        });
+        let ended = self.head.finish();
+        let settled = ended
+            .tail
+            .as_deref()
+            .and_then(|tail| tail.strip_prefix(CALLS_BEGIN))
+            .and_then(|tail| {
+                let (block, post) = tail.split_once(CALLS_END)?;
+                let calls: Vec<Call> = block
+                    .split(CALL_BEGIN)
+                    .filter_map(|part| call(part, &self.tools))
+                    .collect();
+                (!calls.is_empty()).then_some((calls, post))
+            });
         let (text, calls) = match settled {
-            Some((calls, post)) => (content.stripped(post), calls),
-            None => {
-                let begin = if tail.is_some() { CALLS_BEGIN } else { "" };
-                let all = content.verbatim() + &rest + begin + tail.as_deref().unwrap_or("");
-                (all, Vec::new())
-            }
+            Some((calls, post)) => (ended.content.stripped(post), calls),
+            None => (ended.verbatim(), Vec::new()),
         };
         if !text.is_empty() {
             out.push(Event::Content(text));
