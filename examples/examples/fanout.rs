@@ -6,6 +6,11 @@
 //! ```sh
 //! cargo run --release --example fanout -- --streams 2000 --tokens 100
 //! ```
+//!
+//! At an unlimited token rate the engine outruns the client, and outputs that queue up
+//! for a stream are merged (as vLLM's `RequestOutputCollector` merges them): the table's
+//! "tokens / output" column says how much. `--rate` paces the engine so that the
+//! consumers keep up and every engine step is delivered as its own output.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -28,6 +33,9 @@ struct Args {
     /// Run the client on a single-threaded tokio runtime (no cross-thread wake-ups).
     #[arg(long)]
     current_thread: bool,
+    /// Tokens per second per stream from the engine; 0 is as fast as it can.
+    #[arg(long, default_value_t = 0.0)]
+    rate: f64,
     /// Python of the vLLM reference environment, for the side-by-side figure.
     #[arg(long, env = "VLLM_REFERENCE_PYTHON")]
     python: Option<String>,
@@ -36,8 +44,11 @@ struct Args {
     engine_child: Option<String>,
 }
 
-/// CPU time (user + system) of this process, from /proc (Linux).
-fn process_cpu() -> Result<Duration> {
+/// CPU time (user + system) of this process, all threads, from /proc (Linux): the sum
+/// of every thread's nanosecond run time (`/proc/self/task/*/schedstat`), and the
+/// process's tick count (`/proc/self/stat`, 10 ms resolution, which also counts threads
+/// that exited).
+fn process_cpu() -> Result<(Duration, Duration)> {
     let stat = std::fs::read_to_string("/proc/self/stat")?;
     let after_comm = stat
         .rsplit_once(')')
@@ -46,7 +57,30 @@ fn process_cpu() -> Result<Duration> {
     let fields: Vec<&str> = after_comm.split_whitespace().collect();
     // utime and stime are fields 14 and 15 of stat; after the comm they are 11 and 12.
     let ticks: u64 = fields[11].parse::<u64>()? + fields[12].parse::<u64>()?;
-    Ok(Duration::from_secs_f64(ticks as f64 / 100.0))
+    let mut nanos = 0u64;
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let schedstat = std::fs::read_to_string(task?.path().join("schedstat"))?;
+        nanos += schedstat
+            .split_whitespace()
+            .next()
+            .context("empty schedstat")?
+            .parse::<u64>()?;
+    }
+    Ok((
+        Duration::from_nanos(nanos),
+        Duration::from_secs_f64(ticks as f64 / 100.0),
+    ))
+}
+
+/// CPU time between two readings of [`process_cpu`]: the nanosecond sum, unless threads
+/// exited in between (their time is then only in the tick count).
+fn cpu_between(start: (Duration, Duration), end: (Duration, Duration)) -> Duration {
+    let (fine, ticks) = (end.0.saturating_sub(start.0), end.1.saturating_sub(start.1));
+    if fine + Duration::from_millis(20) < ticks {
+        ticks
+    } else {
+        fine
+    }
 }
 
 fn free_port() -> Result<u16> {
@@ -79,6 +113,7 @@ async fn run(args: Args) -> Result<()> {
     if let Some(address) = args.engine_child {
         let config = MockConfig {
             output: OutputMode::Random { seed: 1 },
+            tokens_per_second: args.rate,
             max_num_seqs: args.streams,
             ..MockConfig::default()
         };
@@ -95,6 +130,8 @@ async fn run(args: Args) -> Result<()> {
             .args([
                 "--streams",
                 &args.streams.to_string(),
+                "--rate",
+                &args.rate.to_string(),
                 "--engine-child",
                 &format!("tcp://127.0.0.1:{port}"),
             ])
@@ -116,19 +153,22 @@ async fn run(args: Args) -> Result<()> {
         let request = EngineCoreRequest::new(format!("req-{i:05}"), vec![1, 2, 3], params.clone());
         let mut stream = client.generate(request).await?;
         consumers.push(tokio::spawn(async move {
-            let mut tokens = 0usize;
+            let (mut tokens, mut outputs) = (0usize, 0usize);
             while let Some(output) = stream.next().await {
                 tokens += output?.new_token_ids.len();
+                outputs += 1;
             }
-            Ok::<usize, vllm_client::ClientError>(tokens)
+            Ok::<_, vllm_client::ClientError>((tokens, outputs))
         }));
     }
-    let mut delivered = 0;
+    let (mut delivered, mut outputs) = (0, 0);
     for consumer in consumers {
-        delivered += consumer.await??;
+        let (tokens, n) = consumer.await??;
+        delivered += tokens;
+        outputs += n;
     }
     let wall = wall0.elapsed();
-    let cpu = process_cpu()? - cpu0;
+    let cpu = cpu_between(cpu0, process_cpu()?);
     if delivered != args.streams * args.tokens {
         bail!(
             "delivered {delivered} tokens, expected {}",
@@ -136,16 +176,24 @@ async fn run(args: Args) -> Result<()> {
         );
     }
     let ours = cpu.as_secs_f64() / delivered as f64 * 1e6;
-    println!("| implementation | streams | tokens | CPU s | wall s | CPU µs / token |");
-    println!("|---|---:|---:|---:|---:|---:|");
     println!(
-        "| vllm-client (ZMQ recv + decode + fan-out + stream consumers; {} runtime) | {} | {delivered} | {:.2} | {:.2} | {ours:.3} |",
+        "| implementation | streams | tokens | tokens / output | CPU s | wall s | CPU µs / token |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| vllm-client (ZMQ recv + decode + fan-out + stream consumers; {} runtime{}) | {} | {delivered} | {:.2} | {:.3} | {:.2} | {ours:.3} |",
         if args.current_thread {
             "current-thread"
         } else {
             "multi-thread"
         },
+        if args.rate > 0.0 {
+            format!(", engine at {} tokens/s per stream", args.rate)
+        } else {
+            String::new()
+        },
         args.streams,
+        delivered as f64 / outputs as f64,
         cpu.as_secs_f64(),
         wall.as_secs_f64()
     );
@@ -169,9 +217,10 @@ async fn run(args: Args) -> Result<()> {
             .with_context(|| format!("python output: {}", String::from_utf8_lossy(&out.stdout)))?;
         let theirs = json["cpu_us_per_token"].as_f64().context("no figure")?;
         println!(
-            "| vLLM Python (msgspec decode + RequestOutputCollector fan-out) | {} | {} | {:.2} | {:.2} | {theirs:.3} |",
+            "| vLLM Python (msgspec decode + RequestOutputCollector fan-out) | {} | {} | {:.2} | {:.3} | {:.2} | {theirs:.3} |",
             json["streams"],
             json["tokens"],
+            json["tokens"].as_f64().unwrap_or(0.0) / json["outputs"].as_f64().unwrap_or(1.0),
             json["cpu_s"].as_f64().unwrap_or(0.0),
             json["wall_s"].as_f64().unwrap_or(0.0)
         );

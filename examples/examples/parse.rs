@@ -66,6 +66,7 @@ fn main() -> anyhow::Result<()> {
             None => Map::new(),
         },
         prompt: args.prompt.clone(),
+        ..ParserOptions::default()
     };
     let mut parser = MessageParser::from_names(reasoning.as_deref(), tool.as_deref(), &options)?;
 

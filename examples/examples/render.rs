@@ -22,6 +22,11 @@ use vllm_examples::serve::model::Model;
 use vllm_examples::serve::state::ModelApi;
 use vllm_examples::serve::tokens::render_router;
 
+/// mimalloc, as in `serve`: rendering allocates many short-lived small values (template
+/// values, token pieces); vLLM's `vllm-rs` uses mimalloc too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Command line, named as `vllm-rs render` names it.
 #[derive(Parser, Debug)]
 #[command(about = "Engine-free request rendering (vLLM render API)")]

@@ -18,6 +18,12 @@
 use clap::Parser;
 use vllm_examples::serve::{Server, cli::Args, shutdown_signal};
 
+/// mimalloc: a streamed token allocates a few small buffers (chunk, logprob texts) that
+/// live for microseconds; mimalloc serves those faster than glibc's allocator
+/// (docs/performance.md). vLLM's `vllm-rs` uses it too.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()

@@ -12,21 +12,30 @@
 //! also runs `examples/scripts/token_cost.py` on the same token ids and stop strings,
 //! which does the same work with vLLM's own detokenizer, logprobs processor and pydantic
 //! chunk objects, and prints both sides and the ratios as a markdown table.
+//!
+//! Both sides time their loop in CPU time of the running thread, not wall-clock time:
+//! on a busy machine, wall-clock time also counts the slices other processes take.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
 use serde_json::{Value, json};
 use vllm_chat::RendererOptions;
-use vllm_chat::openai::{ChatChunkChoice, ChatCompletionChunk, DeltaMessage, Emit};
+use vllm_chat::openai::{ChatChunkChoice, ChatLogprobs, DeltaMessage, Emit};
+use vllm_client::protocol::LogprobsLists;
 use vllm_detok::{DecodeOptions, IncrementalDecoder, LogprobText, Tokenizer};
-use vllm_examples::serve::generation::{Candidate, PositionLogprobs};
+use vllm_examples::serve::chat_frames::ChatDeltaFrames;
+use vllm_examples::serve::generation;
+use vllm_examples::serve::logprobs;
 use vllm_examples::serve::model::{Model, default_model_dir};
-use vllm_examples::serve::{logprobs, sse};
+
+/// The allocator `serve` runs with (see `examples/examples/serve.rs`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How many tokens each run streams.
 const TOKENS: usize = 4000;
@@ -41,6 +50,10 @@ const PARAGRAPH: &str = "The quick brown fox jumps over the lazy dog while the \
     server streams tokens to 1,024 clients. 快速的棕色狐狸跳过了懒狗，服务器正在流式传输。\
     素早い茶色の狐が怠け者の犬を飛び越える。 Emoji too: 🚀🦀✨ naïve café — done! ";
 const SAMPLED_LOGPROB: f64 = -0.25;
+/// The chunks' `id` (also in `examples/scripts/token_cost.py`), `created` and `model`.
+const CHUNK_ID: &str = "chatcmpl-bench";
+const CREATED: u64 = 1_700_000_000;
+const MODEL: &str = "qwen3";
 const ALTERNATIVE_LOGPROBS: [f64; TOP] = [-1.0, -1.5, -2.0, -2.5, -3.0];
 
 #[derive(Debug, Parser)]
@@ -80,47 +93,33 @@ impl Workload {
             "alternatives": self.alternatives,
             "alternative_logprobs": ALTERNATIVE_LOGPROBS,
             "sampled_logprob": SAMPLED_LOGPROB,
-            "created": 1_700_000_000u64,
-            "model": "qwen3",
+            "created": CREATED,
+            "model": MODEL,
         })
     }
 }
 
-/// One position's logprobs as `serve` builds them from an engine row: texts from
-/// [`LogprobText`], an id seen twice keeping its first place (vLLM's dict).
-fn position(
-    texts: &mut LogprobText,
-    sampled: u32,
-    alternatives: &[u32; TOP],
-) -> Result<PositionLogprobs> {
-    let ids: Vec<u32> = std::iter::once(sampled)
-        .chain(alternatives.iter().copied())
-        .collect();
+/// Each position's engine logprob row (sampled token first, rank 1, then the
+/// alternatives), as the engine client hands them to `serve`: built before timing.
+fn engine_rows(work: &Workload) -> Vec<LogprobsLists> {
     let logprobs = std::iter::once(SAMPLED_LOGPROB).chain(ALTERNATIVE_LOGPROBS);
-    let token_texts = texts.position(&ids)?;
-    let mut candidates: Vec<Candidate> = Vec::with_capacity(ids.len());
-    for (rank, ((id, logprob), text)) in ids.iter().zip(logprobs).zip(token_texts).enumerate() {
-        let candidate = Candidate {
-            id: *id,
-            logprob,
-            text: text.into_owned(),
-            rank: rank.max(1) as i64,
-        };
-        match candidates.iter_mut().find(|c| c.id == *id) {
-            Some(existing) => *existing = candidate,
-            None => candidates.push(candidate),
-        }
-    }
-    let sampled = candidates.first().context("no logprob texts")?.clone();
-    Ok(PositionLogprobs {
-        sampled,
-        candidates,
-    })
+    work.ids
+        .iter()
+        .zip(&work.alternatives)
+        .map(|(&id, alternatives)| {
+            let row: Vec<(i32, f32)> = std::iter::once(id)
+                .chain(alternatives.iter().copied())
+                .zip(logprobs.clone())
+                .map(|(id, lp)| (id as i32, lp as f32))
+                .collect();
+            LogprobsLists::from_rows(&[row], &[1])
+        })
+        .collect()
 }
 
 /// The SSE frame of one mid-stream chat chunk, built as `serve`'s chat stream builds it
-/// (the typed chunk serialized straight to text by [`sse::frame`]).
-fn frame(text: String, logprobs: Option<Value>) -> String {
+/// (the typed choice serialized behind the stream's constant head by [`ChatDeltaFrames`]).
+fn frame(frames: &ChatDeltaFrames, text: String, logprobs: Option<ChatLogprobs>) -> String {
     let delta = DeltaMessage {
         content: Emit::value(text),
         ..DeltaMessage::default()
@@ -128,8 +127,22 @@ fn frame(text: String, logprobs: Option<Value>) -> String {
     let mut choice = ChatChunkChoice::new(0, delta);
     choice.logprobs = Emit::Set(logprobs);
     choice.token_ids = Emit::Set(None);
-    let chunk = ChatCompletionChunk::delta("chatcmpl-bench", 1_700_000_000, "qwen3", choice);
-    sse::frame(&chunk, &[])
+    frames.frame(&choice, None)
+}
+
+/// CPU time used by the calling thread so far (`CLOCK_THREAD_CPUTIME_ID`, nanosecond
+/// resolution on Linux), the clock the Python side reads with `time.thread_time()`.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// What each token costs in a run.
@@ -157,9 +170,11 @@ fn run(
     };
     let mut decoder = IncrementalDecoder::new(tokenizer.clone(), &[], options)?;
     let mut texts = LogprobText::new(tokenizer.clone());
+    let frames = ChatDeltaFrames::new(CHUNK_ID, CREATED, MODEL);
     let mut sent = 0;
-    let start = Instant::now();
-    for (id, alternatives) in work.ids.iter().zip(&work.alternatives) {
+    let rows = engine_rows(work);
+    let start = thread_cpu_time();
+    for (id, row) in work.ids.iter().zip(&rows) {
         let delta = decoder.push(&[*id])?;
         if delta.finished {
             bail!("a stop string matched");
@@ -169,18 +184,18 @@ fn run(
             continue;
         }
         let chat_logprobs = if case == Case::Logprobs {
-            let positions = [position(&mut texts, *id, alternatives)?];
-            Some(logprobs::chat(&positions, Some(TOP as i64)))
+            let positions = generation::positions(&mut texts, row, 1)?;
+            Some(logprobs::chat(positions, Some(TOP as i64)))
         } else {
             None
         };
-        let frame = frame(delta.text, chat_logprobs);
+        let frame = frame(&frames, delta.text, chat_logprobs);
         sent += frame.len();
         if let Some(sink) = sink.as_deref_mut() {
             sink.push_str(&frame);
         }
     }
-    let elapsed = start.elapsed();
+    let elapsed = thread_cpu_time().saturating_sub(start);
     Ok((elapsed.as_secs_f64() * 1e6 / work.ids.len() as f64, sent))
 }
 

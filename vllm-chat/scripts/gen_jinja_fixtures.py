@@ -35,6 +35,7 @@ CASES = [
     "{{ d | tojson(separators=(',', ':')) }}",
     "{{ d | tojson(sort_keys=true) }}",
     "{{ d | tojson(ensure_ascii=true) }}",
+    "{{ d | tojson }}|{{ d | tojson(indent=2) }}|{{ d | tojson }}|{{ d | tojson(sort_keys=true) }}|{{ d | tojson(ensure_ascii=true) }}|{{ d | tojson(indent=2) }}",
     "{{ f | tojson }} {{ 0.1 | tojson }} {{ 3 | tojson }}",
     "{{ true }} {{ false }} {{ none }} {{ n }} {{ items }} {{ d.c }}",
     "{{ s.strip() }}|{{ s.lstrip() }}|{{ s.rstrip() }}|{{ s.split(',') }}|{{ s.strip().startswith('Hello') }}|{{ s.upper() }}|{{ s.replace('l', 'L') }}",

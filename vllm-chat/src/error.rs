@@ -75,4 +75,28 @@ impl RenderError {
             param: Some(param.into()),
         }
     }
+
+    /// One of vLLM's `VLLMValidationError`s, whose text (what vLLM's error bodies
+    /// carry) ends with ` (parameter=…, value=…)` when the parameter or the value is known.
+    pub(crate) fn validation(
+        message: impl Into<String>,
+        param: Option<&str>,
+        value: Option<String>,
+    ) -> Self {
+        let mut message = message.into();
+        let extras: Vec<String> = [
+            param.map(|p| format!("parameter={p}")),
+            value.map(|v| format!("value={v}")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !extras.is_empty() {
+            message = format!("{message} ({})", extras.join(", "));
+        }
+        RenderError::InvalidRequest {
+            message,
+            param: param.map(str::to_owned),
+        }
+    }
 }

@@ -17,6 +17,7 @@ mod error;
 mod model;
 pub mod openai;
 mod preprocess;
+mod python;
 pub mod render_mode;
 mod renderer;
 pub mod template;

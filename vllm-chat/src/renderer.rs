@@ -7,7 +7,12 @@ use serde_json::{Map, Value};
 
 use crate::model::{ChatTemplates, ModelFiles};
 use crate::openai::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
-use crate::template::{Clock, ContentFormat, Limits, TemplateSet, content_format, from_json};
+use indexmap::IndexMap;
+use minijinja::Value as TemplateValue;
+
+use crate::template::{
+    Clock, ContentFormat, JsonMap, Limits, TemplateSet, ToolCache, content_format, from_json,
+};
 use crate::tokenizer::{SegmentEncoder, Tokenizer};
 use crate::{RenderError, preprocess};
 
@@ -77,7 +82,9 @@ pub struct ChatRenderer {
     named: Vec<String>,
     has_model_template: bool,
     has_server_template: bool,
-    special_tokens: Vec<(String, String)>,
+    /// The special tokens (`bos_token`, …) as template variables.
+    special_tokens: Vec<(TemplateValue, TemplateValue)>,
+    tools: ToolCache,
     tokenizer: Option<Tokenizer>,
     segments: Option<SegmentEncoder>,
     options: RendererOptions,
@@ -125,7 +132,17 @@ impl ChatRenderer {
             named: Vec::new(),
             has_model_template: false,
             has_server_template: false,
-            special_tokens: files.special_tokens.clone(),
+            special_tokens: files
+                .special_tokens
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        TemplateValue::from(k.as_str()),
+                        TemplateValue::from(v.as_str()),
+                    )
+                })
+                .collect(),
+            tools: ToolCache::default(),
             segments: tokenizer.as_ref().map(SegmentEncoder::new),
             tokenizer,
             options,
@@ -227,7 +244,15 @@ impl ChatRenderer {
             });
         }
         let mut kwargs = self.template_kwargs(request);
-        let tools = kwargs.remove("tools").unwrap_or(Value::Null);
+        let excluded = self.options.exclude_tools_when_tool_choice_none
+            && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
+        let tools = match kwargs.remove("tools") {
+            Some(given) => Some(from_json(&given)).filter(|_| !given.is_null()),
+            None => match &request.tools {
+                Some(tools) if !excluded => Some(self.tools.value(tools)),
+                _ => None,
+            },
+        };
         let documents = kwargs.remove("documents").unwrap_or(Value::Null);
         let add_generation_prompt = kwargs
             .remove("add_generation_prompt")
@@ -262,7 +287,7 @@ impl ChatRenderer {
             Some((set, info)) => (set, REQUEST_TEMPLATE.to_owned(), info),
             None => {
                 let key =
-                    self.resolve_template(request.chat_template.as_deref(), !tools.is_null())?;
+                    self.resolve_template(request.chat_template.as_deref(), tools.is_some())?;
                 let info = &self.info[&key];
                 (&self.templates, key, info)
             }
@@ -289,22 +314,24 @@ impl ChatRenderer {
             None
         };
 
-        let mut ctx: Map<String, Value> = Map::new();
+        let mut ctx = IndexMap::with_capacity(self.special_tokens.len() + kwargs.len() + 4);
         for (k, v) in &self.special_tokens {
-            ctx.insert(k.clone(), Value::String(v.clone()));
+            ctx.insert(k.clone(), v.clone());
         }
-        for (k, v) in kwargs {
-            ctx.insert(k, v);
+        for (k, v) in &kwargs {
+            ctx.insert(TemplateValue::from(k.as_str()), from_json(v));
         }
-        ctx.insert("messages".into(), Value::Array(conversation));
-        ctx.insert("tools".into(), tools);
-        ctx.insert("documents".into(), documents);
+        ctx.insert("messages".into(), from_json(&Value::Array(conversation)));
+        ctx.insert(
+            "tools".into(),
+            tools.unwrap_or_else(|| from_json(&Value::Null)),
+        );
+        ctx.insert("documents".into(), from_json(&documents));
         ctx.insert(
             "add_generation_prompt".into(),
-            Value::Bool(add_generation_prompt),
+            TemplateValue::from(add_generation_prompt),
         );
-        let ctx = from_json(&Value::Object(ctx));
-        let rendered = set.render(&key, ctx)?;
+        let rendered = set.render(&key, TemplateValue::from_object(JsonMap::new(ctx)))?;
         match final_message {
             Some(final_message) => cut_after_final_message(rendered, &final_message),
             None => Ok(rendered),
@@ -315,18 +342,14 @@ impl ChatRenderer {
     /// request's `chat_template_kwargs`, then its own fields (`add_generation_prompt`,
     /// `continue_final_message`, `documents`, `reasoning_effort`, and `enable_thinking`
     /// derived from `reasoning_effort`), where a later value wins unless it is null or `"auto"`.
+    ///
+    /// The request's typed tools are not in the map (they become template values
+    /// through the tool cache): `tools` is there only when `chat_template_kwargs`
+    /// overrides them.
     fn template_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
         let mut kwargs = self.options.default_chat_template_kwargs.clone();
-        let excluded = self.options.exclude_tools_when_tool_choice_none
-            && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
-        let tools = match &request.tools {
-            Some(tools) if !excluded => {
-                Value::Array(tools.iter().map(|t| t.template_value()).collect())
-            }
-            _ => Value::Null,
-        };
-        kwargs.insert("tools".into(), tools);
+        kwargs.remove("tools");
         kwargs.insert("tokenize".into(), Value::Bool(false));
 
         for (k, v) in self.request_kwargs(request) {

@@ -5,7 +5,8 @@
 mod common;
 
 use serde_json::Value;
-use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
+use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest, ErrorResponse};
+use vllm_chat::render_mode::SamplingParams;
 use vllm_chat::{ChatRenderer, ModelFiles, RenderError, RendererOptions};
 
 fn fixture() -> Value {
@@ -16,10 +17,11 @@ fn fixture() -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture json")
 }
 
-fn renderer(model: &str) -> (common::ModelDir, ChatRenderer) {
+fn renderer(model: &str, max_model_len: Option<u64>) -> (common::ModelDir, ChatRenderer) {
     let dir = common::ModelDir::new(model).expect("testdata model");
     let options = RendererOptions {
         served_model_name: Some(model.to_owned()),
+        max_model_len,
         ..Default::default()
     };
     let renderer = ChatRenderer::new(ModelFiles::from_dir(&dir.0).expect("model files"), options)
@@ -27,50 +29,86 @@ fn renderer(model: &str) -> (common::ModelDir, ChatRenderer) {
     (dir, renderer)
 }
 
-#[test]
-fn chat_render_matches_vllm() {
+/// Our answer as vLLM's server writes it: the body, or the error body.
+fn answer<T: serde::Serialize>(result: Result<T, RenderError>) -> Value {
+    match result {
+        Ok(body) => serde_json::to_value(body).unwrap(),
+        Err(err) => serde_json::to_value(ErrorResponse::from_render_error(&err)).unwrap(),
+    }
+}
+
+/// Every case of `kind` rendered by `render`, compared with vLLM's answer (values
+/// and field order); returns how many cases were checked.
+fn check_cases(kind: &str, render: impl Fn(&ChatRenderer, &Value) -> Value) -> usize {
     let fixture = fixture();
-    let (_dir, renderer) = renderer(fixture["model"].as_str().unwrap());
-    for case in fixture["chat"].as_array().unwrap() {
-        let request: ChatCompletionRequest =
-            serde_json::from_value(case["request"].clone()).unwrap();
-        let ours = serde_json::to_value(renderer.render_chat(&request).unwrap()).unwrap();
-        assert_eq!(
-            ours, case["response"],
-            "request {}",
-            case["request"]["request_id"]
-        );
+    let model = fixture["model"].as_str().unwrap();
+    let (_dir, default_renderer) = renderer(model, None);
+    let cases = fixture[kind].as_array().unwrap();
+    for case in cases {
+        let limited = case["max_model_len"]
+            .as_u64()
+            .map(|len| renderer(model, Some(len)));
+        let renderer = limited.as_ref().map_or(&default_renderer, |(_, r)| r);
+        let ours = render(renderer, &case["request"]);
+        let id = &case["request"]["request_id"];
+        assert_eq!(ours, case["response"], "request {id}");
         assert_eq!(
             serde_json::to_string(&ours).unwrap(),
             serde_json::to_string(&case["response"]).unwrap(),
-            "field order"
+            "field order, request {id}"
         );
     }
+    cases.len()
+}
+
+#[test]
+fn chat_render_matches_vllm() {
+    let checked = check_cases("chat", |renderer, request| {
+        let request: ChatCompletionRequest = serde_json::from_value(request.clone()).unwrap();
+        answer(renderer.render_chat(&request))
+    });
+    assert!(checked >= 40, "{checked} chat cases");
 }
 
 #[test]
 fn completion_render_matches_vllm() {
+    let checked = check_cases("completion", |renderer, request| {
+        let request: CompletionRequest = serde_json::from_value(request.clone()).unwrap();
+        answer(renderer.render_completion(&request))
+    });
+    assert!(checked >= 15, "{checked} completion cases");
+}
+
+/// The sampling parameters vLLM wrote read back into ours and serialize to the same text.
+#[test]
+fn sampling_params_round_trip() {
     let fixture = fixture();
-    let (_dir, renderer) = renderer(fixture["model"].as_str().unwrap());
-    for case in fixture["completion"].as_array().unwrap() {
-        let request: CompletionRequest = serde_json::from_value(case["request"].clone()).unwrap();
-        let ours = serde_json::to_value(renderer.render_completion(&request).unwrap()).unwrap();
-        assert_eq!(
-            ours, case["response"],
-            "request {}",
-            case["request"]["request_id"]
-        );
-        assert_eq!(
-            serde_json::to_string(&ours).unwrap(),
-            serde_json::to_string(&case["response"]).unwrap(),
-            "field order"
-        );
+    let mut checked = 0;
+    for kind in ["chat", "completion"] {
+        for case in fixture[kind].as_array().unwrap() {
+            let responses = match &case["response"] {
+                Value::Array(list) => list.clone(),
+                one if one.get("error").is_none() => vec![one.clone()],
+                _ => continue,
+            };
+            for response in responses {
+                let theirs = &response["sampling_params"];
+                let ours: SamplingParams = serde_json::from_value(theirs.clone()).unwrap();
+                ours.verify().unwrap();
+                assert_eq!(
+                    serde_json::to_string(&ours).unwrap(),
+                    serde_json::to_string(theirs).unwrap()
+                );
+                checked += 1;
+            }
+        }
     }
+    assert!(checked >= 20, "{checked} round trips");
 }
 
 #[test]
 fn another_model_name_is_refused() {
-    let (_dir, renderer) = renderer("qwen3");
+    let (_dir, renderer) = renderer("qwen3", None);
     let request: ChatCompletionRequest = serde_json::from_str(
         r#"{"model": "other", "messages": [{"role": "user", "content": "hi"}]}"#,
     )
@@ -97,8 +135,66 @@ fn response_shapes_match_vllm() {
     };
     let chunk = ChatCompletionChunk::delta("chatcmpl-1", 7, "m", ChatChunkChoice::new(0, delta));
     assert_eq!(json(&chunk), shapes["chunk_delta"]);
+    let echo = ChatCompletionChunk::echo("chatcmpl-1", 7, "m", 0, "Hello".into());
+    assert_eq!(json(&echo), shapes["chunk_echo"]);
+    let delta = DeltaMessage {
+        content: Emit::value("!".into()),
+        ..Default::default()
+    };
+    let mut last = ChatChunkChoice::new(0, delta);
+    last.finish_reason = Emit::value("stop".into());
+    last.stop_reason = Emit::null();
+    last.token_ids = Emit::value(vec![0]);
+    last.weight_versions = Emit::null();
+    let last = ChatCompletionChunk::delta("chatcmpl-1", 7, "m", last);
+    assert_eq!(json(&last), shapes["chunk_last"]);
     let usage = ChatCompletionChunk::usage("chatcmpl-1", 7, "m", Usage::new(3, 2), None);
     assert_eq!(json(&usage), shapes["chunk_usage"]);
+
+    let choice = CompletionChunkChoice {
+        index: 0,
+        text: "Hi".into(),
+        logprobs: None,
+        finish_reason: None,
+        stop_reason: None,
+        prompt_token_ids: Some(vec![1, 2]),
+        token_ids: Some(vec![3]),
+        weight_versions: None,
+    };
+    let chunk = CompletionChunk::delta("cmpl-1", 7, "m", choice);
+    assert_eq!(json(&chunk), shapes["completion_chunk"]);
+    let usage = CompletionChunk::usage("cmpl-1", 7, "m", Usage::new(3, 2), None);
+    assert_eq!(json(&usage), shapes["completion_chunk_usage"]);
+    let body = CompletionResponse {
+        id: "cmpl-1".into(),
+        object: "text_completion",
+        created: 7,
+        model: "m".into(),
+        choices: vec![CompletionChoice {
+            index: 0,
+            text: "Hi!".into(),
+            logprobs: None,
+            finish_reason: Some("length".into()),
+            stop_reason: None,
+            token_ids: None,
+            prompt_logprobs: None,
+            prompt_token_ids: None,
+            routed_experts: None,
+            weight_versions: None,
+        }],
+        service_tier: None,
+        system_fingerprint: None,
+        usage: Usage::new(3, 2),
+        kv_transfer_params: None,
+        ec_transfer_params: None,
+        metrics: None,
+    };
+    assert_eq!(json(&body), shapes["completion_response"]);
+    assert_eq!(
+        serde_json::to_string(&body).unwrap(),
+        serde_json::to_string(&shapes["completion_response"]).unwrap(),
+        "field order"
+    );
     let call = ToolCall {
         id: "call_1".into(),
         kind: "function".into(),
@@ -150,4 +246,51 @@ mod erased {
             serde_json::to_value(self).unwrap()
         }
     }
+}
+
+/// With a reasoning parser, `reasoning_parser_kwargs` carries the effective template
+/// kwargs and `reasoning_ended` is the parser's view of the prompt (vLLM's
+/// `ServingRender._reasoning_parser_kwargs` and `resolve_reasoning_ended`); a request
+/// without `include_reasoning` is ended whatever the parser says.
+#[test]
+fn a_reasoning_parser_fills_the_reasoning_fields() {
+    use serde_json::{Map, json};
+    use vllm_chat::render_mode::ReasoningEnd;
+
+    /// Ends the reasoning when the prompt's last token is `id`.
+    struct EndsWith(u32);
+    impl ReasoningEnd for EndsWith {
+        fn is_reasoning_end(&self, ids: &[u32], _: &Map<String, Value>) -> bool {
+            ids.last() == Some(&self.0)
+        }
+    }
+    let (_dir, renderer) = renderer("qwen3", None);
+    let request: ChatCompletionRequest = serde_json::from_value(json!({
+        "messages": [{"role": "user", "content": "hi"}],
+        "chat_template_kwargs": {"enable_thinking": false}
+    }))
+    .unwrap();
+    let plain = renderer.render_chat(&request).unwrap();
+    assert_eq!(plain.reasoning_ended, None);
+    assert_eq!(plain.reasoning_parser_kwargs, None);
+    let last = *plain.token_ids.last().unwrap();
+    for (parser, ended) in [(EndsWith(last), true), (EndsWith(last + 1), false)] {
+        let out = serde_json::to_value(renderer.render_chat_with(&request, Some(&parser)).unwrap())
+            .unwrap();
+        assert_eq!(out["reasoning_ended"], json!(ended));
+        assert_eq!(
+            out["reasoning_parser_kwargs"],
+            json!({"chat_template_kwargs": out["parse_context"]["chat_template_kwargs"]})
+        );
+        assert_eq!(
+            out["reasoning_parser_kwargs"]["chat_template_kwargs"]["enable_thinking"],
+            json!(false)
+        );
+    }
+    let mut hidden = request.clone();
+    hidden.include_reasoning = false;
+    let out = renderer
+        .render_chat_with(&hidden, Some(&EndsWith(last + 1)))
+        .unwrap();
+    assert_eq!(out.reasoning_ended, Some(true));
 }

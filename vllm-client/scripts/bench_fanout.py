@@ -4,8 +4,9 @@
 What vLLM's AsyncLLM does per engine message, minus detokenization: decode the
 EngineCoreOutputs with vLLM's MsgpackDecoder, turn each output into a RequestOutput and
 put it into the request's RequestOutputCollector (merging deltas when the consumer lags),
-while one asyncio task per request awaits its collector. Prints JSON with CPU µs per
-delivered token.
+while one asyncio task per request awaits its collector. The loop yields to the consumers
+after every message, as the output handler does, so they keep up and nothing merges.
+Prints JSON with CPU µs per delivered token and the outputs the consumers took.
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
         vllm-client/scripts/bench_fanout.py --streams 2000 --tokens 100
@@ -44,13 +45,15 @@ async def main():
     dec = MsgpackDecoder(EngineCoreOutputs)
     collectors = {rid: RequestOutputCollector(RequestOutputKind.DELTA, rid) for rid in ids}
     delivered = 0
+    outputs_taken = 0
 
     async def consume(rid):
-        nonlocal delivered
+        nonlocal delivered, outputs_taken
         q = collectors[rid]
         while True:
             out = await q.get()
             delivered += len(out.outputs[0].token_ids)
+            outputs_taken += 1
             if out.finished:
                 return
 
@@ -76,7 +79,8 @@ async def main():
         await asyncio.sleep(0)
     await asyncio.gather(*consumers)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
-    print(json.dumps({"streams": args.streams, "tokens": delivered, "cpu_s": cpu,
+    print(json.dumps({"streams": args.streams, "tokens": delivered, "outputs": outputs_taken,
+                      "cpu_s": cpu,
                       "wall_s": wall, "cpu_us_per_token": cpu / delivered * 1e6}))
 
 

@@ -76,6 +76,44 @@ async fn handshake_then_stream_until_max_tokens() {
 }
 
 #[tokio::test]
+async fn outputs_queued_for_a_lagging_consumer_arrive_merged() {
+    let (client, _engines) = fleet(1, MockConfig::default()).await;
+    // The same request twice (random tokens depend on the engine's seed and the request),
+    // read eagerly, then read only once the engine has finished it.
+    let eager = client.generate_all(request("lagging", 20)).await.unwrap();
+    let mut stream = client.generate(request("lagging", 20)).await.unwrap();
+    // The last output removes the request from the in-flight count when it is delivered
+    // to the stream, so once the count is back to zero everything is queued.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while client.inflight() != vec![0] {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "request never finished"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut lagging = Vec::new();
+    while let Some(output) = stream.next().await {
+        lagging.push(output.unwrap());
+    }
+    // The first output carries the engine's lifecycle events and is delivered as it
+    // is; the 19 outputs of one token each that queued behind it arrive as one.
+    assert_eq!(lagging.len(), 2, "{lagging:?}");
+    assert!(lagging[0].events.is_some());
+    assert_eq!(lagging[0].new_token_ids.len(), 1);
+    assert_eq!(lagging[1].new_token_ids.len(), 19);
+    assert_eq!(lagging[1].request_id, "lagging");
+    assert_eq!(lagging[1].finish_reason, Some(FinishReason::Length));
+    let tokens = |outputs: &[vllm_client::protocol::EngineCoreOutput]| {
+        outputs
+            .iter()
+            .flat_map(|o| o.new_token_ids.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(tokens(&lagging), tokens(&eager));
+}
+
+#[tokio::test]
 async fn echo_stops_at_eos_and_stop_tokens_report_their_reason() {
     let config = MockConfig {
         output: OutputMode::Echo,

@@ -4,11 +4,16 @@
 //!
 //! `scripts/bench_compare.py` runs this bench and vLLM's Python detokenizer on the same
 //! streams and prints the ratios; see docs/performance.md at the repository root.
+//!
+//! With `DETOK_BENCH_CPU_TIME` set, iterations are timed with the thread's CPU time
+//! (`CLOCK_THREAD_CPUTIME_ID`, what Python's `time.thread_time()` reads) instead of wall
+//! time: on a loaded machine that leaves out the time the thread waits to be scheduled.
 
 use std::io::Read;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{Bencher, Criterion, Throughput, criterion_group, criterion_main};
 use vllm_detok::{DecodeOptions, HfTokenizer, IncrementalDecoder, LogprobText, Tokenizer};
 
 /// Stop strings that do not occur in the benchmark text, so the whole stream is decoded.
@@ -31,6 +36,38 @@ fn alternatives(sampled: u32, vocab: u32, out: &mut Vec<u32>) {
     for k in 1..=5u32 {
         out.push((sampled.wrapping_mul(31).wrapping_add(7919 * k)) % vocab);
     }
+}
+
+/// CPU time used by the calling thread so far.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Times `routine` with wall time, or with thread CPU time when `DETOK_BENCH_CPU_TIME` is
+/// set.
+fn run(b: &mut Bencher<'_>, mut routine: impl FnMut() -> usize) {
+    if std::env::var_os("DETOK_BENCH_CPU_TIME").is_none() {
+        return b.iter(routine);
+    }
+    b.iter_custom(|iters| {
+        let start = thread_cpu_time();
+        let wall = Instant::now();
+        for _ in 0..iters {
+            std::hint::black_box(routine());
+        }
+        // Without a CPU clock, fall back to wall time rather than report zero.
+        let cpu = thread_cpu_time().saturating_sub(start);
+        if cpu.is_zero() { wall.elapsed() } else { cpu }
+    });
 }
 
 struct Stream {
@@ -93,12 +130,12 @@ fn bench(c: &mut Criterion) {
 
         let plain = DecodeOptions::default();
         group.bench_function("ours", |b| {
-            b.iter(|| decode_all(&tokenizer, &stream, &plain))
+            run(b, || decode_all(&tokenizer, &stream, &plain))
         });
 
         let inner = hf.inner();
         group.bench_function("decode_stream", |b| {
-            b.iter(|| {
+            run(b, || {
                 let mut ds = inner.decode_stream(true);
                 let mut bytes = 0;
                 for &id in &stream.prompt {
@@ -116,13 +153,13 @@ fn bench(c: &mut Criterion) {
             ..DecodeOptions::default()
         };
         group.bench_function("ours_8_stops", |b| {
-            b.iter(|| decode_all(&tokenizer, &stream, &stops))
+            run(b, || decode_all(&tokenizer, &stream, &stops))
         });
 
         let vocab = tokenizer.vocab_size() as u32;
         tokenizer.token_texts(); // built once per tokenizer, not per request
         group.bench_function("ours_top5_logprobs", |b| {
-            b.iter(|| {
+            run(b, || {
                 let mut decoder =
                     IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, plain.clone())
                         .unwrap();

@@ -21,6 +21,19 @@ whole prompt text leaks into the first delta. vllm-detok does not leak. For thos
 vLLM's concatenated deltas; cases where vLLM's text does not start with it are dropped. For
 byte-level BPE tokenizers the leaked text is the prompt's decoding without its final U+FFFD
 (the incomplete character), which can end inside a token.
+
+Mistral's tekken (`mistral_tekken`, loaded with `tokenizer_mode="mistral"`) goes through
+vLLM's `SlowIncrementalDetokenizer` instead. Two of its behaviours are vLLM bugs that
+vllm-detok does not reproduce, and the generator handles them in the data:
+- A prompt ending mid-character: the slow path drops the character that the first output
+  tokens complete. Such cases are dropped (counted as "dropped").
+- `skip_special_tokens=False`: `MistralTokenizer.convert_ids_to_tokens` then returns each
+  token's own lossy decoding, so a character split across tokens streams as U+FFFD
+  characters. For Mistral tokenizers `skip_special_tokens` changes nothing else (special
+  tokens are left out either way, `[TOOL_CALLS]` kept), so each such case is also run with
+  `skip_special_tokens=True`; where the two differ, the generator checks that a token of the
+  stream decodes to U+FFFD on its own, records the `skip_special_tokens=True` deltas and marks
+  the case `"vllm_bug": "split_char_fffd"`.
 """
 
 import argparse
@@ -40,7 +53,7 @@ from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 from vllm.v1.engine.logprobs import LogprobsProcessor
 from vllm.v1.outputs import LogprobsLists
 
-MODELS = ["qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "gptoss"]
+MODELS = ["qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "gptoss", "mistral_tekken"]
 CASES_PER_MODEL = 300
 LOGPROB_POSITIONS = 300
 BENCH_TOKENS = 4000
@@ -76,6 +89,9 @@ def request(prompt_ids, sp):
 
 
 class Model:
+    # vLLM streams this tokenizer through its slow detokenizer (see the module doc).
+    slow = False
+
     def __init__(self, name, path):
         self.name = name
         self.tok = get_tokenizer(path)
@@ -106,6 +122,43 @@ class Model:
 
     def decode(self, ids, skip):
         return self.raw.decode(ids, skip_special_tokens=skip)
+
+    def tokenizer_file(self, path):
+        return os.path.join(path, "tokenizer.json")
+
+
+class TekkenModel(Model):
+    """Mistral's tekken through vLLM's `MistralTokenizer` (mistral-common)."""
+
+    slow = True
+
+    def __init__(self, name, path):
+        self.name = name
+        self.tok = get_tokenizer(path, tokenizer_mode="mistral")
+        self.tekken = self.tok.tokenizer
+        self.vocab_size = len(self.tok)
+        n = self.tekken.num_special_tokens
+        # The named special tokens and a few `<SPECIAL_n>` fillers (1,000 in all: picking
+        # among all of them would almost never pick a named one).
+        named = [i for i in range(n) if not self.tekken.id_to_piece(i).startswith("<SPECIAL_")]
+        self.added = named + [len(named) + k for k in range(5)]
+        self.eos = self.tok.eos_token_id
+        self.byte_fallback = False
+        # Tekken ranks 0..255 are the single bytes.
+        self.byte_ids = [n + b for b in range(256)]
+
+    def encode(self, text):
+        return self.tok.encode(text, add_special_tokens=False)
+
+    def decode(self, ids, skip):
+        return self.tok.decode(ids, skip_special_tokens=skip)
+
+    def lossy_piece(self, ids):
+        """Whether a token of `ids` decodes to U+FFFD on its own."""
+        return any("\ufffd" in self.tekken.id_to_piece(i) for i in ids if 0 <= i < self.vocab_size)
+
+    def tokenizer_file(self, path):
+        return os.path.join(path, "tekken.json")
 
     def split_char(self, rng):
         data = rng.choice(MULTIBYTE_CHARS).encode()
@@ -241,6 +294,8 @@ def make_case(model, rng):
         pushes.append([])
 
     leak = leak_prefix(model, prompt, opts["skip_special_tokens"])
+    if leak is not None and model.slow:
+        return None
     if leak is not None and opts["stop"]:
         # A stop string found inside the leaked prompt text has no counterpart without the leak.
         plain = run_vllm(model, prompt, dict(opts, stop=[]), pushes, finish)
@@ -250,13 +305,20 @@ def make_case(model, rng):
     steps = run_vllm(model, prompt, opts, pushes, finish)
     if leak is not None and not strip_leak(steps, leak):
         return None
-    return {
+    case = {
         "prompt": prompt,
         "options": opts,
         "finish": finish,
         "leak": leak is not None,
         "steps": steps,
     }
+    if model.slow and not opts["skip_special_tokens"]:
+        skipping = run_vllm(model, prompt, dict(opts, skip_special_tokens=True), pushes, finish)
+        if skipping != steps:
+            assert model.lossy_piece(prompt[-7:] + output), (prompt, output, steps, skipping)
+            case["steps"] = skipping
+            case["vllm_bug"] = "split_char_fffd"
+    return case
 
 
 def logprob_cases(model, rng):
@@ -283,6 +345,17 @@ def logprob_cases(model, rng):
     return positions
 
 
+def whole_decodes(model, rng):
+    """`decode(ids, skip_special_tokens)` of random streams (tekken's own decode is not
+    `tokenizers`', so it gets golden data too)."""
+    out = []
+    for k in range(100):
+        ids = model.stream(rng, rng.randint(1, 30))
+        skip = k % 2 == 0
+        out.append({"ids": ids, "skip_special_tokens": skip, "text": model.decode(ids, skip)})
+    return out
+
+
 def bench_stream(model, rng):
     text = open(os.path.join(os.path.dirname(__file__), "..", "LICENSE")).read()
     ids = []
@@ -301,7 +374,7 @@ def main():
     args = ap.parse_args()
     for name in args.models:
         path = os.path.join(args.models_dir, name)
-        model = Model(name, path)
+        model = (TekkenModel if name == "mistral_tekken" else Model)(name, path)
         rng = random.Random(f"{SEED}-{name}")
         cases = []
         dropped = 0
@@ -311,7 +384,7 @@ def main():
                 dropped += 1
             else:
                 cases.append(case)
-        with open(os.path.join(path, "tokenizer.json"), "rb") as f:
+        with open(model.tokenizer_file(path), "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         data = {
             "generator": "vllm-detok/scripts/gen_fixtures.py",
@@ -322,13 +395,17 @@ def main():
             "logprobs": logprob_cases(model, rng),
             "bench": bench_stream(model, rng),
         }
+        if model.slow:
+            data["decodes"] = whole_decodes(model, rng)
         out = os.path.join(args.out, f"{name}.json.gz")
         with gzip.GzipFile(out, "wb", mtime=0) as f:
             f.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
         leaks = sum(c["leak"] for c in cases)
         stops = sum(1 for c in cases for s in c["steps"] if s["stop"])
+        bugs = sum("vllm_bug" in c for c in cases)
         print(f"{name}: {len(cases)} cases ({leaks} mid-char prompts, {stops} stop-string hits,"
-              f" {dropped} dropped) -> {out} ({os.path.getsize(out)} bytes)", file=sys.stderr)
+              f" {bugs} vLLM split-character bugs, {dropped} dropped) -> {out}"
+              f" ({os.path.getsize(out)} bytes)", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -153,11 +153,12 @@ impl IncrementalDecoder {
         prompt_ids: &[u32],
         options: DecodeOptions,
     ) -> Result<Self> {
-        let stream = TextStream::new(tokenizer.as_ref(), prompt_ids, options.skip_special_tokens)?;
+        let skip_special_tokens = tokenizer.stream_skip_special_tokens(options.skip_special_tokens);
+        let stream = TextStream::new(tokenizer.as_ref(), prompt_ids, skip_special_tokens)?;
         // vLLM: `spaces_between_special_tokens = skip_special_tokens or
         // spaces_between_special_tokens`, and nothing to do without added tokens.
-        let last_added = (!options.skip_special_tokens && !options.spaces_between_special_tokens)
-            .then_some(false);
+        let last_added =
+            (!skip_special_tokens && !options.spaces_between_special_tokens).then_some(false);
         let include_stop_str = options.include_stop_str_in_output;
         let (stop, hold_back) = if options.stop.is_empty() {
             (None, 0)
@@ -231,6 +232,17 @@ impl IncrementalDecoder {
     /// [`push`](Self::push) without allocating: appends the released text to `out` and
     /// returns the stop string that finished the request, if one matched.
     pub fn push_into(&mut self, ids: &[u32], out: &mut String) -> Result<Option<StopMatch>> {
+        // The common case, kept free of the general path's bookkeeping: no stop strings
+        // (nothing held back), no added-token rewriting, a decode table.
+        if let (TextStream::Table(stream), None, None, false) =
+            (&mut self.stream, &self.stop, self.last_added, self.finished)
+        {
+            for &id in ids {
+                stream.step(id, out);
+            }
+            self.num_output_tokens += ids.len();
+            return Ok(None);
+        }
         self.step(ids, false, false, out)
     }
 
@@ -318,7 +330,7 @@ impl IncrementalDecoder {
             if let Some(stop) = &mut self.stop {
                 let new = &buffer[before..];
                 self.total_bytes += new.len();
-                self.total_chars += new.chars().count();
+                self.total_chars += count_chars(new);
                 stop.token_ends.push(self.total_bytes);
             }
         }
@@ -403,4 +415,11 @@ impl IncrementalDecoder {
         self.released_chars = target;
         self.released_bytes += end;
     }
+}
+
+/// `text.chars().count()` for the few characters of one token, inlined: every byte that is
+/// not a UTF-8 continuation byte starts a character.
+#[inline]
+fn count_chars(text: &str) -> usize {
+    text.bytes().filter(|&b| (b as i8) >= -0x40).count()
 }

@@ -7,27 +7,36 @@
 //! `spaces_between_special_tokens`. [`LogprobText`] gives the token strings of logprobs.
 //!
 //! A [`DecodeTable`] built once per tokenizer makes decoding cheap: O(1) per token for
-//! byte-level BPE tokenizers (Llama 3, Qwen, DeepSeek, GPT-OSS), and a short window decoded
-//! from the table for SentencePiece byte-fallback ones (Gemma). Other tokenizers use
-//! `DecodeStream`'s window method over their own `decode`. Tokenizers plug in through the
-//! [`Tokenizer`] trait; [`HfTokenizer`] loads `tokenizer.json`.
+//! byte-level BPE tokenizers (Llama 3, Qwen, DeepSeek, GPT-OSS, tekken, tiktoken), and a
+//! short window decoded from the table for SentencePiece byte-fallback ones (Gemma). Other
+//! tokenizers use `DecodeStream`'s window method over their own `decode`. Tokenizers plug in
+//! through the [`Tokenizer`] trait; [`HfTokenizer`] loads `tokenizer.json`,
+//! [`TekkenTokenizer`] Mistral's `tekken.json` and [`TiktokenTokenizer`] a tiktoken rank
+//! file.
 //!
-//! vLLM detokenizes tokenizers that are not Hugging Face fast tokenizers (mistral-common's
-//! SentencePiece and tekken) with its slow Python path, which this crate does not reproduce.
+//! vLLM detokenizes tokenizers that are not Hugging Face fast tokenizers with its slow
+//! Python path. For tekken that path reduces to the byte-level table with Mistral's special
+//! token rules ([`TekkenTokenizer`]); mistral-common's SentencePiece tokenizers are not
+//! supported.
 #![deny(missing_docs)]
 
+mod byte_vocab;
 mod decoder;
 mod error;
 mod logprobs;
 mod stop;
 mod stream;
 mod table;
+mod tekken;
+mod tiktoken;
 mod tokenizer;
 
 pub use decoder::{DecodeOptions, Delta, FinishKind, IncrementalDecoder, StopMatch};
 pub use error::{Error, Result};
 pub use logprobs::{LogprobText, TokenTexts};
 pub use table::{DecodeTable, TableKind};
+pub use tekken::TekkenTokenizer;
+pub use tiktoken::TiktokenTokenizer;
 pub use tokenizer::{HfTokenizer, Tokenizer};
 
 /// The README's examples compile as doctests.

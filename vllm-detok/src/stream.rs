@@ -9,7 +9,9 @@
 //!   to the pending bytes and checks only the last character, O(1) per token.
 //! * [`WindowStream`] for every other tokenizer: the `DecodeStream` algorithm itself, with
 //!   vLLM's recovery from `InvalidPrefix`, decoding through a byte-fallback [`DecodeTable`]
-//!   when there is one (Gemma) and through [`Tokenizer::decode`] otherwise.
+//!   when there is one (Gemma) and through [`Tokenizer::decode`] otherwise. Unlike
+//!   `DecodeStream` it holds back at most [`MAX_HELD_TOKENS`] tokens, so a long run of
+//!   invalid bytes costs linear, not quadratic, work.
 //!
 //! Both are seeded from a short suffix of the prompt. When the prompt ends in the middle of a
 //! character, only that character's bytes are kept pending, so no prompt text leaks into the
@@ -20,7 +22,7 @@ use std::sync::Arc;
 
 use crate::error::Result;
 use crate::table::{
-    DecodeTable, Piece, TableKind, incomplete_utf8_suffix, lossy_ends_with_replacement,
+    DecodeTable, Hidden, Piece, TableKind, incomplete_utf8_suffix, lossy_ends_with_replacement,
 };
 use crate::tokenizer::Tokenizer;
 
@@ -29,6 +31,13 @@ const SEED_TOKENS: usize = 6;
 /// How far back seeding looks at the prompt (for a suffix that does not start inside a
 /// character, or past skipped special tokens for the last bytes).
 const MAX_SEED_TOKENS: usize = 24;
+/// The most tokens [`WindowStream`] holds back while the text ends in U+FFFD. `DecodeStream`
+/// has no bound: it re-decodes the whole held run at every token, quadratic in the length of
+/// a run of invalid bytes.
+const MAX_HELD_TOKENS: usize = 64;
+/// Tokens kept held when a run reaches [`MAX_HELD_TOKENS`]: enough for the bytes of one
+/// character (at most four) to still combine with the tokens that follow.
+const KEEP_HELD_TOKENS: usize = 4;
 const REPLACEMENT: char = '\u{FFFD}';
 
 /// One request's decoding state.
@@ -100,7 +109,7 @@ impl TextStream {
 /// Decoding through a [`DecodeTable`]: the state is only the bytes not yet released.
 pub(crate) struct TableStream {
     table: Arc<DecodeTable>,
-    skip_special_tokens: bool,
+    hidden: Hidden,
     /// Bytes since the last release; always starts at a character boundary.
     pending: Vec<u8>,
 }
@@ -121,29 +130,33 @@ impl TableStream {
         let pending = tail[tail.len() - keep..].to_vec();
         Self {
             table,
-            skip_special_tokens,
+            hidden: Hidden::new(skip_special_tokens),
             pending,
         }
     }
 
-    #[inline]
-    fn step(&mut self, id: u32, out: &mut String) {
-        match self.table.piece(id, self.skip_special_tokens) {
-            Piece::Empty => return,
+    #[inline(always)]
+    pub(crate) fn step(&mut self, id: u32, out: &mut String) {
+        match self.table.piece(id, self.hidden) {
             // The common case: a token that is complete text on its own.
-            Piece::Text(text) if self.pending.is_empty() => {
-                out.push_str(text);
-                return;
-            }
-            Piece::Text(text) => self.pending.extend_from_slice(text.as_bytes()),
-            Piece::Bytes(bytes) => self.pending.extend_from_slice(bytes),
+            Piece::Text(text) if self.pending.is_empty() => out.push_str(text),
+            Piece::Empty => {}
+            Piece::Text(text) => extend_pending(&mut self.pending, text.as_bytes(), out),
+            Piece::Bytes(bytes) => extend_pending(&mut self.pending, bytes, out),
         }
-        if lossy_ends_with_replacement(&self.pending) {
-            return;
-        }
-        out.push_str(&String::from_utf8_lossy(&self.pending));
-        self.pending.clear();
     }
+}
+
+/// Appends a token's bytes to the pending bytes (an incomplete character, or bytes that may
+/// start one) and releases the pending text once it no longer ends in U+FFFD.
+#[cold]
+fn extend_pending(pending: &mut Vec<u8>, bytes: &[u8], out: &mut String) {
+    pending.extend_from_slice(bytes);
+    if lossy_ends_with_replacement(pending) {
+        return;
+    }
+    out.push_str(&String::from_utf8_lossy(pending));
+    pending.clear();
 }
 
 /// `tokenizers`' `DecodeStream` state: a window of ids and the text of its first part.
@@ -228,11 +241,50 @@ impl WindowStream {
                 return Ok(Err(InvalidPrefix));
             }
             out.push_str(&string[self.prefix.len()..]);
-            let new_prefix_index = self.ids.len() - self.prefix_index;
-            self.ids.drain(..self.prefix_index);
-            self.prefix = decoder.decode(&self.ids, skip)?;
-            self.prefix_index = new_prefix_index;
+            self.advance(decoder, self.ids.len())?;
+        } else if self.ids.len() - self.prefix_index > MAX_HELD_TOKENS {
+            self.release_held(decoder, out)?;
         }
         Ok(Ok(()))
+    }
+
+    /// `DecodeStream`'s move after releasing the text of `ids[..end]`: the released part
+    /// becomes the prefix of the next window.
+    fn advance(&mut self, decoder: &(impl Decode + ?Sized), end: usize) -> Result<()> {
+        let new_prefix_index = end - self.prefix_index;
+        self.ids.drain(..self.prefix_index);
+        self.prefix = decoder.decode(&self.ids[..new_prefix_index], self.skip_special_tokens)?;
+        self.prefix_index = new_prefix_index;
+        Ok(())
+    }
+
+    /// Bounds a held-back run: releases the text of all but its last [`KEEP_HELD_TOKENS`]
+    /// tokens, as if the text had stopped ending in U+FFFD there, so that the window, and
+    /// the work per token, stay bounded.
+    ///
+    /// For byte-level decoders a U+FFFD inside a run is final (unless the bytes of one
+    /// character are more than `KEEP_HELD_TOKENS` tokens apart, with tokens without bytes in
+    /// between), so the text stays `DecodeStream`'s. When the run's text no longer starts
+    /// with the released prefix (a byte-fallback run that turned invalid after part of it
+    /// was released), `DecodeStream` is bound for vLLM's `InvalidPrefix` restart, which drops
+    /// the whole run; here the run is dropped now, up to its last tokens, and decoding
+    /// restarts from them without context (the text of those last tokens may then be
+    /// released where vLLM drops it too).
+    #[cold]
+    fn release_held(&mut self, decoder: &(impl Decode + ?Sized), out: &mut String) -> Result<()> {
+        let end = self.ids.len() - KEEP_HELD_TOKENS;
+        let text = decoder.decode(&self.ids[..end], self.skip_special_tokens)?;
+        match text.strip_prefix(self.prefix.as_str()) {
+            Some(new) => {
+                out.push_str(new);
+                self.advance(decoder, end)
+            }
+            None => {
+                self.ids.drain(..end);
+                self.prefix.clear();
+                self.prefix_index = 0;
+                Ok(())
+            }
+        }
     }
 }

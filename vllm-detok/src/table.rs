@@ -25,44 +25,59 @@ pub enum TableKind {
 /// Every token's decoded bytes, computed once per tokenizer and shared (via `Arc`) by all
 /// requests.
 ///
-/// One 16-byte entry per id holds the token's bytes inline when they fit (nearly all tokens),
-/// so a decode step touches one cache line; longer tokens live in an arena. Whether a token
-/// is complete text on its own (valid UTF-8, not ending in U+FFFD) is precomputed.
+/// Whether a token is complete text on its own (valid UTF-8, not ending in U+FFFD) is
+/// decided once: complete tokens live in a `String` arena, so a decode step hands out their
+/// `&str` without validating UTF-8 again; the others live in a byte arena. A 12-byte entry
+/// per id locates the token and holds its flags.
 #[derive(Debug, Clone)]
 pub struct DecodeTable {
     kind: TableKind,
     entries: Vec<Entry>,
-    /// Bytes of the tokens too long to be inline, concatenated.
-    long: Vec<u8>,
+    /// Text of the complete tokens, concatenated.
+    text: String,
+    /// Bytes of the other tokens, concatenated.
+    bytes: Vec<u8>,
 }
 
-/// Bytes stored in the entry itself.
-const INLINE: usize = 14;
-
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Entry {
-    /// The token's bytes if `len <= INLINE`, else its start and length in `long` (two `u32`,
-    /// little endian).
-    data: [u8; INLINE],
-    /// The inline length, or `u8::MAX` for a long token.
-    len: u8,
+    /// Start of the token in `text` (if `COMPLETE`) or `bytes`.
+    start: u32,
+    len: u32,
     flags: u8,
 }
 
+/// The entry of an id without a token.
+const UNKNOWN_ENTRY: Entry = Entry {
+    start: 0,
+    len: 0,
+    flags: UNKNOWN,
+};
+
 /// The token is special: removed when `skip_special_tokens` is set.
 const SPECIAL: u8 = 1;
-/// The token is complete text on its own.
+/// The token is complete text on its own; it lives in `text`.
 const COMPLETE: u8 = 2;
 /// [`TableKind::ByteFallback`]: the token is one byte (`<0xE2>`).
 const BYTE: u8 = 4;
-/// The id has a token.
-const KNOWN: u8 = 8;
+/// The id has no token.
+const UNKNOWN: u8 = 8;
+
+/// Which tokens a decoding leaves out: a mask over an entry's flags.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hidden(u8);
+
+impl Hidden {
+    pub(crate) fn new(skip_special_tokens: bool) -> Self {
+        Self(UNKNOWN | if skip_special_tokens { SPECIAL } else { 0 })
+    }
+}
 
 /// What one token contributes to a decoding.
 pub(crate) enum Piece<'a> {
     /// Nothing (unknown id, skipped special token, empty token).
     Empty,
-    /// Text that is complete on its own.
+    /// Text that is complete on its own (possibly empty).
     Text(&'a str),
     /// Bytes that are not (part of a character, invalid UTF-8, or ending in U+FFFD).
     Bytes(&'a [u8]),
@@ -100,36 +115,36 @@ impl DecodeTable {
         let mut table = Self {
             kind: TableKind::ByteLevel,
             entries: Vec::with_capacity(tokens.len()),
-            long: Vec::new(),
+            text: String::new(),
+            bytes: Vec::new(),
         };
+        // Vocabularies are far below 4 GiB of token text; saturate, not wrap (a saturated
+        // entry reads as an empty token).
+        let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
         for token in tokens {
             let Some((bytes, special)) = token else {
-                table.entries.push(Entry::default());
+                table.entries.push(UNKNOWN_ENTRY);
                 continue;
             };
-            let complete = std::str::from_utf8(bytes)
-                .is_ok_and(|text| !text.is_empty() && !text.ends_with('\u{FFFD}'));
-            let flags =
-                KNOWN | if special { SPECIAL } else { 0 } | if complete { COMPLETE } else { 0 };
-            let mut entry = Entry {
-                flags,
-                ..Entry::default()
-            };
-            match u8::try_from(bytes.len()) {
-                Ok(len) if bytes.len() <= INLINE => {
-                    entry.data[..bytes.len()].copy_from_slice(bytes);
-                    entry.len = len;
+            let mut flags = if special { SPECIAL } else { 0 };
+            let start = match std::str::from_utf8(bytes) {
+                Ok(text) if !text.ends_with('\u{FFFD}') => {
+                    flags |= COMPLETE;
+                    let start = table.text.len();
+                    table.text.push_str(text);
+                    start
                 }
                 _ => {
-                    // Vocabularies are far below 4 GiB of token text; saturate, not wrap.
-                    let clamp = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
-                    entry.data[..4].copy_from_slice(&clamp(table.long.len()).to_le_bytes());
-                    entry.data[4..8].copy_from_slice(&clamp(bytes.len()).to_le_bytes());
-                    entry.len = u8::MAX;
-                    table.long.extend_from_slice(bytes);
+                    let start = table.bytes.len();
+                    table.bytes.extend_from_slice(bytes);
+                    start
                 }
-            }
-            table.entries.push(entry);
+            };
+            table.entries.push(Entry {
+                start: clamp(start),
+                len: clamp(bytes.len()),
+                flags,
+            });
         }
         table
     }
@@ -216,7 +231,7 @@ impl DecodeTable {
                 let mut run = Vec::new();
                 for &id in ids {
                     // Ids the decoder never sees (unknown, skipped special) do not end a run.
-                    let Some(entry) = self.entry(id, skip_special_tokens) else {
+                    let Some(entry) = self.entry(id, Hidden::new(skip_special_tokens)) else {
                         continue;
                     };
                     let bytes = self.bytes_of(entry);
@@ -236,49 +251,46 @@ impl DecodeTable {
     /// The entry of `id`, unless the decoder never sees it (unknown id, or special and
     /// skipped).
     #[inline]
-    fn entry(&self, id: u32, skip_special_tokens: bool) -> Option<&Entry> {
+    fn entry(&self, id: u32, hidden: Hidden) -> Option<&Entry> {
         let entry = self.entries.get(id as usize)?;
-        let hidden =
-            entry.flags & KNOWN == 0 || (skip_special_tokens && entry.flags & SPECIAL != 0);
-        (!hidden).then_some(entry)
+        (entry.flags & hidden.0 == 0).then_some(entry)
+    }
+
+    #[inline]
+    fn range(entry: &Entry) -> std::ops::Range<usize> {
+        let start = entry.start as usize;
+        start..start.saturating_add(entry.len as usize)
     }
 
     #[inline]
     fn bytes_of<'a>(&'a self, entry: &'a Entry) -> &'a [u8] {
-        if entry.len != u8::MAX {
-            return &entry.data[..usize::from(entry.len).min(INLINE)];
+        let range = Self::range(entry);
+        if entry.flags & COMPLETE != 0 {
+            self.text.as_bytes().get(range)
+        } else {
+            self.bytes.get(range)
         }
-        let word = |i: usize| {
-            let mut bytes = [0; 4];
-            bytes.copy_from_slice(&entry.data[i..i + 4]);
-            u32::from_le_bytes(bytes) as usize
-        };
-        let start = word(0);
-        self.long.get(start..start + word(4)).unwrap_or_default()
+        .unwrap_or_default()
     }
 
     /// What token `id` contributes to a decoding.
     #[inline]
-    pub(crate) fn piece(&self, id: u32, skip_special_tokens: bool) -> Piece<'_> {
-        let Some(entry) = self.entry(id, skip_special_tokens) else {
+    pub(crate) fn piece(&self, id: u32, hidden: Hidden) -> Piece<'_> {
+        let Some(entry) = self.entry(id, hidden) else {
             return Piece::Empty;
         };
-        let bytes = self.bytes_of(entry);
-        if entry.flags & COMPLETE != 0
-            && let Ok(text) = std::str::from_utf8(bytes)
-        {
-            Piece::Text(text)
-        } else if bytes.is_empty() {
-            Piece::Empty
+        let range = Self::range(entry);
+        if entry.flags & COMPLETE != 0 {
+            Piece::Text(self.text.get(range).unwrap_or_default())
         } else {
-            Piece::Bytes(bytes)
+            Piece::Bytes(self.bytes.get(range).unwrap_or_default())
         }
     }
 
     /// The bytes token `id` contributes to a decoding; empty for unknown ids and for special
     /// tokens when `skip_special_tokens` is set.
     pub fn token_bytes(&self, id: u32, skip_special_tokens: bool) -> &[u8] {
-        self.entry(id, skip_special_tokens)
+        self.entry(id, Hidden::new(skip_special_tokens))
             .map_or(&[], |entry| self.bytes_of(entry))
     }
 
@@ -390,7 +402,7 @@ mod tests {
     }
 
     #[test]
-    fn inline_and_long_tokens_round_trip() {
+    fn tokens_round_trip() {
         let long = "a fairly long token, longer than the inline bytes";
         let tokens: Vec<Option<(&[u8], bool)>> = vec![
             Some((b"hi", false)),
@@ -408,9 +420,12 @@ mod tests {
         }
         assert_eq!(table.token_bytes(2, true), b"", "special token skipped");
         assert_eq!(table.token_bytes(99, false), b"", "unknown id");
-        assert!(matches!(table.piece(2, false), Piece::Text(t) if t == long));
-        assert!(matches!(table.piece(3, false), Piece::Bytes(b"\xe2\x82")));
-        assert!(matches!(table.piece(4, false), Piece::Empty));
+        let shown = Hidden::new(false);
+        assert!(matches!(table.piece(2, shown), Piece::Text(t) if t == long));
+        assert!(matches!(table.piece(2, Hidden::new(true)), Piece::Empty));
+        assert!(matches!(table.piece(3, shown), Piece::Bytes(b"\xe2\x82")));
+        assert!(matches!(table.piece(4, shown), Piece::Text("")));
+        assert!(matches!(table.piece(1, shown), Piece::Empty));
         assert_eq!(table.decode(&[0, 3, 5], false), "hi\u{FFFD}exactly14bytes");
     }
 

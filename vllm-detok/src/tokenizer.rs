@@ -13,9 +13,10 @@ use crate::table::{DecodeTable, TableKind};
 /// What the decoder needs from a tokenizer.
 ///
 /// A backend implements plain `decode`; if every token decodes to fixed bytes it also offers a
-/// [`DecodeTable`], which turns decoding into O(1) work per token. Byte-level backends such
-/// as tiktoken or Mistral's tekken build theirs with [`DecodeTable::from_token_bytes`];
-/// `token_texts` caches [`TokenTexts::build`] (see [`HfTokenizer`]).
+/// [`DecodeTable`], which turns decoding into O(1) work per token. Byte-level backends
+/// ([`TekkenTokenizer`](crate::TekkenTokenizer), [`TiktokenTokenizer`](crate::TiktokenTokenizer))
+/// build theirs with [`DecodeTable::from_token_bytes`]; `token_texts` caches
+/// [`TokenTexts::build`] (see [`HfTokenizer`]).
 pub trait Tokenizer: Send + Sync {
     /// Decodes `ids` exactly as `tokenizers`' `Tokenizer::decode` does (this is what
     /// `DecodeStream` and vLLM call).
@@ -40,6 +41,15 @@ pub trait Tokenizer: Send + Sync {
 
     /// Every token's stand-alone text for logprobs, built on first use and cached.
     fn token_texts(&self) -> &TokenTexts;
+
+    /// The `skip_special_tokens` that incremental decoding applies to a request asking for
+    /// `requested`. vLLM streams Mistral tokenizers through its slow detokenizer, which
+    /// leaves special tokens out whatever the request says ([`TekkenTokenizer`]).
+    ///
+    /// [`TekkenTokenizer`]: crate::TekkenTokenizer
+    fn stream_skip_special_tokens(&self, requested: bool) -> bool {
+        requested
+    }
 }
 
 /// A Hugging Face `tokenizer.json` tokenizer.

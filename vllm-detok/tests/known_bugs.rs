@@ -34,7 +34,7 @@ fn byte_tokens(tokenizer: &HfTokenizer, bytes: &[u8]) -> Vec<u32> {
 }
 
 fn decode_pushes(
-    tokenizer: Arc<HfTokenizer>,
+    tokenizer: Arc<dyn Tokenizer>,
     prompt: &[u32],
     pushes: &[&[u32]],
     options: DecodeOptions,
@@ -67,6 +67,45 @@ fn prompt_ending_mid_character_does_not_leak() {
         );
         assert_eq!(deltas, ["", "😀", " done", ""], "{name}");
     }
+}
+
+/// Tekken's ids of the single-byte tokens spelling `text` (rank `b` is byte `b`).
+fn tekken_bytes(text: &[u8]) -> Vec<u32> {
+    let specials = 1000;
+    text.iter().map(|&b| specials + u32::from(b)).collect()
+}
+
+/// vLLM's slow detokenizer (which Mistral tokenizers take) drops the character that a prompt
+/// ending mid-character starts and the output completes.
+#[test]
+fn tekken_prompt_ending_mid_character_keeps_the_character() {
+    let emoji = "😀".as_bytes();
+    let mut prompt = vec![1];
+    prompt.extend(tekken_bytes(b"Say a smiley:"));
+    prompt.extend(tekken_bytes(&emoji[..2]));
+    let rest = tekken_bytes(&emoji[2..]);
+    let more = tekken_bytes(b" done");
+    let deltas = decode_pushes(
+        common::tekken(),
+        &prompt,
+        &[&rest[..1], &rest[1..], &more],
+        Default::default(),
+    );
+    assert_eq!(deltas, ["", "😀", " done", ""]);
+}
+
+/// With `skip_special_tokens = false`, vLLM's `MistralTokenizer` decodes every token on its
+/// own, so a character split across tokens streams as U+FFFD characters.
+#[test]
+fn tekken_split_character_is_whole_without_skipping_special_tokens() {
+    let ids = tekken_bytes("中文 😀".as_bytes());
+    let singles: Vec<&[u32]> = ids.chunks(1).collect();
+    let options = DecodeOptions {
+        skip_special_tokens: false,
+        ..DecodeOptions::default()
+    };
+    let deltas = decode_pushes(common::tekken(), &[1], &singles, options);
+    assert_eq!(deltas.concat(), "中文 😀");
 }
 
 /// Speculative decoding delivers several tokens per engine output: the text must be the same

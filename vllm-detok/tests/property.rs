@@ -130,6 +130,77 @@ fn check(name: &str, tokens: usize, seed: u64) {
     }
 }
 
+/// The text `DecodeStream` produces for `ids` (with vLLM's restart on errors).
+fn decode_stream_text(tokenizer: &HfTokenizer, ids: &[u32]) -> String {
+    let inner = tokenizer.inner();
+    let mut stream = inner.decode_stream(true);
+    let mut text = String::new();
+    for &id in ids {
+        let piece = match stream.step(id) {
+            Ok(piece) => piece,
+            Err(_) => {
+                stream = inner.decode_stream(true);
+                stream.step(id).unwrap()
+            }
+        };
+        text.push_str(&piece.unwrap_or_default());
+    }
+    text
+}
+
+/// Long runs of random single bytes (invalid UTF-8 with valid characters scattered in):
+/// the window path holds back a bounded number of tokens where `DecodeStream` holds the
+/// whole run (quadratic). For byte-level BPE the text is `DecodeStream`'s, released earlier.
+/// (For byte fallback it is not always: see `WindowStream::release_held`.)
+#[test]
+fn long_invalid_runs_are_bounded() {
+    for name in ["qwen3", "gemma3"] {
+        let streams = Streams::new(common::tokenizer(name));
+        let mut rng = StdRng::seed_from_u64(0xfffd);
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            streams.piece(&mut rng, &mut ids);
+            for _ in 0..600 {
+                ids.push(streams.bytes[rng.random_range(0..streams.bytes.len())]);
+            }
+        }
+        ids.extend(streams.texts[0].iter().copied());
+        let expected = decode_stream_text(&streams.tokenizer, &ids);
+
+        let without_table = Arc::new(common::WithoutTable::new(streams.tokenizer.clone()));
+        let tokenizers: [Arc<dyn Tokenizer>; 2] =
+            [streams.tokenizer.clone(), without_table.clone()];
+        for tokenizer in tokenizers {
+            let mut decoder =
+                IncrementalDecoder::new(tokenizer, &[], DecodeOptions::default()).unwrap();
+            let mut text = String::new();
+            let mut longest_silence = 0;
+            let mut silence = 0;
+            for &id in &ids {
+                let delta = decoder.push(&[id]).unwrap().text;
+                silence = if delta.is_empty() { silence + 1 } else { 0 };
+                longest_silence = longest_silence.max(silence);
+                text.push_str(&delta);
+            }
+            if name == "qwen3" {
+                assert_eq!(text, expected, "{name}");
+            }
+            assert!(
+                text.ends_with("Hello, world! The quick brown fox."),
+                "{name}"
+            );
+            // At most 64 held tokens, twice when a dropped run precedes a released one.
+            assert!(
+                longest_silence <= 128,
+                "{name}: {longest_silence} tokens held"
+            );
+        }
+        // Every step decodes a window of at most about 2 x 64 tokens, a few times.
+        let per_token = without_table.decoded_ids() / ids.len();
+        assert!(per_token < 600, "{name}: {per_token} ids decoded per token");
+    }
+}
+
 #[test]
 fn decode_tables_are_chosen_from_the_decoder() {
     for name in common::MODELS {

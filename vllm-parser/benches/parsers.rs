@@ -87,6 +87,28 @@ const FAMILIES: &[Family] = &[
         },
     },
     Family {
+        name: "poolside_v1, settle",
+        reasoning: None,
+        tool: Some("poolside_v1"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "{prose}<tool_call>f\n<arg_key>text</arg_key>\n<arg_value>{prose}</arg_value>\n<arg_key>n</arg_key>\n<arg_value>{{'a': (1, 2), 'b': None}}</arg_value>\n</tool_call>"
+            )
+        },
+    },
+    Family {
+        name: "minicpm5, settle",
+        reasoning: None,
+        tool: Some("minicpm5"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "{prose}<function name=\"f\"><param name=\"text\">{prose}</param><param name=\"n\">[1, 2]</param></function>"
+            )
+        },
+    },
+    Family {
         name: "granite4 (+qwen3), settle",
         reasoning: Some("qwen3"),
         tool: Some("granite4"),
@@ -94,6 +116,59 @@ const FAMILIES: &[Family] = &[
             let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
             format!(
                 "<think>{prose}</think>\n\n<tool_call>{{\"name\": \"f\", \"arguments\": {{\"text\": \"{prose}\"}}}}</tool_call>"
+            )
+        },
+    },
+    Family {
+        name: "muse (+muse), channels",
+        reasoning: Some("muse"),
+        tool: Some("muse"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                " to=self<|message|>{prose}<|eom|><|start|>assistant to=f<|message|><atem:function_calls>\n<atem:invoke name=\"f\">\n<atem:parameter name=\"text\">{prose}</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eom|>"
+            )
+        },
+    },
+    Family {
+        name: "apertus, stripped head",
+        reasoning: None,
+        tool: Some("apertus"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!("{prose}<|tools_prefix|>[{{\"f\": {{\"text\": \"{prose}\"}}}}]<|tools_suffix|>")
+        },
+    },
+    Family {
+        name: "kimi_k3, XTML",
+        reasoning: Some("kimi_k3"),
+        tool: Some("kimi_k3"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "{prose}<|close|>think<|sep|><|open|>response<|sep|>Checking.<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"f\" index=\"1\"<|sep|><|open|>argument key=\"text\" type=\"string\"<|sep|>{prose}<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+            )
+        },
+    },
+    Family {
+        name: "inkling, engine",
+        reasoning: Some("inkling"),
+        tool: Some("inkling"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<|content_thinking|>{prose}<|end_message|><|message_model|><|content_invoke_tool_json|>{{\"name\": \"f\", \"args\": {{\"text\": \"{prose}\"}}}}<|end_message|>"
+            )
+        },
+    },
+    Family {
+        name: "cohere_command3 (+cohere_command3), melody",
+        reasoning: Some("cohere_command3"),
+        tool: Some("cohere_command3"),
+        output: |size| {
+            let prose = PROSE.repeat(size / PROSE.len() / 2 + 1);
+            format!(
+                "<|START_THINKING|>{prose}<|END_THINKING|><|START_ACTION|>[{{\"tool_call_id\": \"0\", \"tool_name\": \"f\", \"parameters\": {{\"text\": \"{prose}\"}}}}]<|END_ACTION|>"
             )
         },
     },

@@ -2,7 +2,7 @@
 """Time vLLM 0.33.0's own parsers on the outputs `benches/parsers.rs` measures.
 
 Reads JSON lines from stdin: {"tool": NAME|null, "reasoning": NAME|null, "model":
-DIR, "output": TEXT, "repeat": N}; for each, drives a fresh composed parser
+DIR, "output": TEXT, "repeat": N, "response_template": {...} (optional)}; for each, drives a fresh composed parser
 (`ParserManager.get_parser`) over token-aligned deltas (about 4 characters each) with
 `parse_delta`, as the server does, and prints {"seconds_per_run": S} per line.
 Run by the bench itself when the reference environment exists:
@@ -23,7 +23,11 @@ def main() -> None:
         job = json.loads(line)
         # gpt-oss's Harmony parsers run as vLLM's HarmonyParser, on its tokenizer.
         harmony = job["tool"] == "openai" or job["reasoning"] == "openai_gptoss"
-        tokenizer = tokenizer_for(job.get("model", "gptoss" if harmony else "qwen3"))
+        tokenizer = tokenizer_for(
+            job.get("model", "gptoss" if harmony else "qwen3"),
+            None,
+            job.get("response_template"),  # the hf / beam parsers' template
+        )
         parser_cls = ParserManager.get_parser(
             tool_parser_name=job["tool"],
             reasoning_parser_name=job["reasoning"],

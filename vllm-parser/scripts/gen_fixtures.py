@@ -37,12 +37,18 @@ of that type, which switches vLLM to deterministic tool-call ids; ids that are n
 random are then part of the expected result; ``"gpt_oss"`` selects vLLM's
 ``HarmonyParser``, as the server does for gpt-oss models. ``rename_tokens`` (``{"<|reserved_special_token_5|>":
 "<|python_tag|>"}``) gives a model's unused reserved tokens a format's marker
-text, for markers no tokenizer in the reference env has. A config may carry ``"follow"`` too, overriding the cases' choice when
+text, for markers no tokenizer in the reference env has. ``response_template`` (a
+checkpoint's ``response_template`` dict, which the ``hf`` and ``beam`` parsers read
+from ``tokenizer_config.json``) gives a copy of the tokenizer carrying it. A config may carry ``"follow"`` too, overriding the cases' choice when
 the config itself is why vLLM's modes disagree. A case may override ``tools`` and
 restrict itself to some configs with ``"configs": [i, ...]``.
 
 Pinned to the reference environment built by ``../shared/peers/setup.sh``
-(vLLM 0.33.0). Run from the crate directory::
+(vLLM 0.33.0). vLLM's ``cohere_command3`` / ``cohere_command4`` parsers run the
+``cohere_melody`` package (``pip install 'cohere-melody>=0.14.0'``), which that
+environment lacks: the first corpus that selects them installs the pinned
+``cohere-melody==0.15.3`` into the reference venv (once; it says so). Run from
+the crate directory::
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/gen_fixtures.py [family ...]
 
@@ -87,24 +93,50 @@ logging.disable(logging.CRITICAL)
 if vllm.__version__ != VLLM_VERSION:
     sys.exit(f"reference env has vLLM {vllm.__version__}, fixtures pin {VLLM_VERSION}")
 
+# vLLM 0.33.0 asks for ``cohere-melody>=0.14.0`` (vllm/parser/cohere_command.py);
+# pinned to the release the fixtures were generated with.
+COHERE_MELODY = "cohere-melody==0.15.3"
+
 _TOKENIZERS: dict[tuple, object] = {}
+
+
+def ensure_cohere_melody() -> None:
+    """Install the pinned ``cohere_melody`` into this (reference) interpreter's
+    environment if it is missing; vLLM's Cohere Command parsers import it."""
+    import importlib.metadata
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("cohere_melody") is not None:
+        installed = importlib.metadata.version("cohere-melody")
+        if f"cohere-melody=={installed}" != COHERE_MELODY:
+            sys.exit(f"reference env has cohere-melody {installed}, fixtures pin {COHERE_MELODY}")
+        return
+    print(f"installing {COHERE_MELODY} into {sys.prefix} (vLLM's Cohere parsers need it)",
+          file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", COHERE_MELODY],
+                   check=True)
+    importlib.invalidate_caches()
 _RENAMED_DIRS: list[tempfile.TemporaryDirectory] = []
 
 
-def tokenizer_for(model: str, rename_tokens: dict | None = None):
+def tokenizer_for(model: str, rename_tokens: dict | None = None,
+                  response_template: dict | None = None):
     """The tokenizer of ``$REF/models/<model>``; ``rename_tokens`` (old -> new
     special-token text) gives a copy whose unused reserved tokens carry a format's
     markers, for formats whose model tokenizer is not in the reference env (e.g.
-    Llama 3.1's ``<|python_tag|>`` is ``<|reserved_special_token_5|>`` there)."""
-    key = (model, tuple(sorted((rename_tokens or {}).items())))
+    Llama 3.1's ``<|python_tag|>`` is ``<|reserved_special_token_5|>`` there);
+    ``response_template`` is written into the copy's ``tokenizer_config.json``."""
+    key = (model, tuple(sorted((rename_tokens or {}).items())),
+           json.dumps(response_template, sort_keys=True))
     if key not in _TOKENIZERS:
         path = REF / "models" / model
-        if rename_tokens:
+        if rename_tokens or response_template:
             tmp = tempfile.TemporaryDirectory(prefix=f"tok-{model}-")
             _RENAMED_DIRS.append(tmp)
             for file in path.iterdir():
                 text = file.read_text()
-                for old, new in rename_tokens.items():
+                for old, new in (rename_tokens or {}).items():
                     for ascii_only in (True, False):
                         text = text.replace(
                             json.dumps(old, ensure_ascii=ascii_only),
@@ -112,6 +144,11 @@ def tokenizer_for(model: str, rename_tokens: dict | None = None):
                         )
                 (Path(tmp.name) / file.name).write_text(text)
             path = Path(tmp.name)
+            if response_template:
+                config_file = path / "tokenizer_config.json"
+                tokenizer_config = json.loads(config_file.read_text())
+                tokenizer_config["response_template"] = response_template
+                config_file.write_text(json.dumps(tokenizer_config))
         _TOKENIZERS[key] = get_tokenizer(str(path))
     return _TOKENIZERS[key]
 
@@ -244,6 +281,7 @@ def config_defaults(config: dict) -> dict:
         "follow": config.get("follow"),
         "model_type": config.get("model_type"),
         "rename_tokens": config.get("rename_tokens", {}),
+        "response_template": config.get("response_template"),
     }
 
 
@@ -251,8 +289,13 @@ def generate(family: str) -> int:
     corpus = json.loads((CORPUS / f"{family}.json").read_text())
     configs = [config_defaults(c) for c in corpus["configs"]]
     results, disagreements = [], []
+    if any(str(c[k] or "").startswith("cohere_command")
+           for c in configs for k in ("tool", "reasoning")):
+        ensure_cohere_melody()
     for config in configs:
-        tokenizer = tokenizer_for(config["model"], config["rename_tokens"])
+        tokenizer = tokenizer_for(
+            config["model"], config["rename_tokens"], config["response_template"]
+        )
         parser_cls = ParserManager.get_parser(
             tool_parser_name=config["tool"],
             reasoning_parser_name=config["reasoning"],

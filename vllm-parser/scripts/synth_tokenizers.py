@@ -9,7 +9,9 @@ tokenizer has ``[ARGS]`` and ``[THINK]``. The reference environment's
 ``$REF/models/mistral_v13_synth``: the ``qwen3`` tokenizer plus Mistral's
 control tokens as special tokens. Corpus configs name it with ``"model"``.
 ``k2_horizon_synth`` is the ``qwen3`` tokenizer plus K2 Horizon's ``<ifm|…>``
-markers.
+markers; ``kimi_k3_synth`` adds Kimi K3's XTML ``<|open|>`` / ``<|close|>`` /
+``<|sep|>``; ``inkling_synth`` adds Inkling's block markers; ``minimax_m3_synth`` adds MiniMax M3's ``<mm:think>`` /
+``</mm:think>`` (as plain tokens).
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/synth_tokenizers.py
 """
@@ -34,14 +36,48 @@ SYNTH = {
             "<ifm|arg_value>", "</ifm|arg_value>",
         ],
     ),
+    # Kimi K3's XTML control tokens (kimi_k3 parsers).
+    "kimi_k3_synth": ("qwen3", ["<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"]),
+    # Inkling's block markers (inkling parsers, which read the prompt's last
+    # marker by token id).
+    "inkling_synth": (
+        "qwen3",
+        [
+            "<|message_model|>", "<|content_text|>", "<|content_thinking|>",
+            "<|content_invoke_tool_json|>", "<|content_invoke_tool_text|>",
+            "<|content_tool_error|>", "<|content_model_end_sampling|>", "<|end_message|>",
+        ],
+    ),
+    # Cohere Command A's control tokens (cohere_command3 / cohere_command4).
+    "cohere_command_synth": (
+        "qwen3",
+        [
+            "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>",
+            "<|USER_TOKEN|>", "<|SYSTEM_TOKEN|>", "<|START_THINKING|>", "<|END_THINKING|>",
+            "<|START_RESPONSE|>", "<|END_RESPONSE|>", "<|START_ACTION|>", "<|END_ACTION|>",
+            "<|START_TOOL_RESULT|>", "<|END_TOOL_RESULT|>", "<|START_TEXT|>", "<|END_TEXT|>",
+        ],
+    ),
+}
+
+# Added as plain (non-special) vocabulary entries: they survive a decode that
+# skips special tokens, and vLLM's engines do not drop them as special tokens.
+SYNTH_PLAIN = {
+    # MiniMax M3's think markers (the minimax_m3 reasoning parser refuses a
+    # vocabulary without them, and reads them as text: no request asks to keep
+    # special tokens, so M3's markers are not special).
+    "minimax_m3_synth": ("qwen3", ["<mm:think>", "</mm:think>"]),
 }
 
 
 def main() -> None:
-    for name, (base, tokens) in SYNTH.items():
+    for name, (base, tokens) in [*SYNTH.items(), *SYNTH_PLAIN.items()]:
         out = REF / "models" / name
         tokenizer = AutoTokenizer.from_pretrained(REF / "models" / base)
-        tokenizer.add_special_tokens({"additional_special_tokens": tokens})
+        if name in SYNTH_PLAIN:
+            tokenizer.add_tokens(tokens)
+        else:
+            tokenizer.add_special_tokens({"additional_special_tokens": tokens})
         tokenizer.save_pretrained(out)
         (out / "config.json").write_text((REF / "models" / base / "config.json").read_text())
         print(f"{out}: {base} + {tokens}")

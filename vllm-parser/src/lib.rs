@@ -41,16 +41,19 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod cohere_command;
 pub mod engine;
 mod error;
 mod event;
 pub mod harmony;
 pub mod json;
 mod message;
+pub mod muse;
 mod parser;
 mod pipeline;
 pub mod reasoning;
 pub mod registry;
+pub mod response_template;
 pub mod text;
 pub mod tool;
 mod tools;

@@ -2,7 +2,10 @@
 
 use serde_json::{Map, Value};
 
+use std::sync::Arc;
+
 use crate::event::Event;
+use crate::response_template::ResponseTemplate;
 use crate::tools::Tool;
 
 /// Splits model output into reasoning and content.
@@ -84,6 +87,11 @@ pub struct ParserOptions {
     /// reasoning when the prompt already closed it (`is_reasoning_end(prompt)`),
     /// e.g. Qwen3 with `enable_thinking=False` renders an empty think block.
     pub prompt: String,
+    /// The checkpoint's `response_template` (from `tokenizer_config.json`,
+    /// compiled once per model with
+    /// [`ResponseTemplate::from_tokenizer_config`]), which the `hf` and `beam`
+    /// parsers parse by. Other parsers ignore it.
+    pub response_template: Option<Arc<ResponseTemplate>>,
 }
 
 impl ParserOptions {

@@ -6,6 +6,7 @@
 //! vLLM refuses to build when the tokenizer lacks some token lists those tokens in
 //! `required_tokens`, so a server can check its tokenizer at start-up like vLLM.
 
+use crate::cohere_command::CohereCommandParser;
 use crate::engine::models::{
     deepseek_v4, deepseek_v32, gemma4, glm47, granite, kimi_k2, minimax_m2, mistral, nemotron_v3,
     qwen3, seed_oss,
@@ -15,11 +16,17 @@ use crate::engine::models::{
 };
 use crate::error::ParserError;
 use crate::harmony::HarmonyParser;
+use crate::muse::{self, MuseReasoningParser, MuseToolParser};
 use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
 use crate::reasoning;
 use crate::reasoning::append_think::AppendThinkParser;
 use crate::reasoning::granite::GraniteParser;
 use crate::reasoning::think::{self, ThinkParser};
+use crate::response_template::TemplateParser;
+use crate::tool::apertus::ApertusParser;
+use crate::tool::arg_tags::hunyuan::{self, Hunyuan};
+use crate::tool::arg_tags::k2_horizon::K2Horizon;
+use crate::tool::arg_tags::poolside::Poolside;
 use crate::tool::deepseek;
 use crate::tool::dots::DotsParser;
 use crate::tool::ernie45::Ernie45Parser;
@@ -29,6 +36,8 @@ use crate::tool::granite_20b_fc;
 use crate::tool::hermes::HermesParser;
 use crate::tool::hunyuan_a13b;
 use crate::tool::json_calls;
+use crate::tool::lfm2::Lfm2Parser;
+use crate::tool::minicpm5::MiniCpm5;
 use crate::tool::pythonic;
 use crate::tool::settle::SettleParser;
 use crate::tool::step3::Step3Parser;
@@ -143,6 +152,22 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: &[],
         build: HarmonyParser::reasoning_parser,
     },
+    // Muse channels (src/muse/); `musespark1x` is vLLM's alias of `muse`.
+    ReasoningEntry {
+        name: "muse",
+        required_tokens: &[],
+        build: |o| MuseReasoningParser::boxed(muse::Profile::Spark, o),
+    },
+    ReasoningEntry {
+        name: "musespark1x",
+        required_tokens: &[],
+        build: |o| MuseReasoningParser::boxed(muse::Profile::Spark, o),
+    },
+    ReasoningEntry {
+        name: "muse_glimmer",
+        required_tokens: &[],
+        build: |o| MuseReasoningParser::boxed(muse::Profile::Glimmer, o),
+    },
     // Engine-based (src/engine/models/).
     ReasoningEntry {
         name: "glm45",
@@ -226,6 +251,48 @@ pub const REASONING_PARSERS: &[ReasoningEntry] = &[
         required_tokens: &[],
         build: minicpmv::reasoning_parser,
     },
+    // Legacy, text markers (src/reasoning/minimax_m3.rs); pairs with the
+    // engine-based `minimax_m3` tool parser.
+    ReasoningEntry {
+        name: "minimax_m3",
+        required_tokens: &["<mm:think>", "</mm:think>"],
+        build: reasoning::minimax_m3::MiniMaxM3ReasoningParser::boxed,
+    },
+    // Legacy XTML, composed with the `kimi_k3` tool parser (src/tool/kimi_k3/).
+    ReasoningEntry {
+        name: "kimi_k3",
+        required_tokens: &[],
+        build: reasoning::kimi_k3::KimiK3ReasoningParser::boxed,
+    },
+    // Engine-based with a message-header state (src/engine/models/inkling.rs).
+    ReasoningEntry {
+        name: "inkling",
+        required_tokens: &[],
+        build: crate::engine::models::inkling::reasoning_parser,
+    },
+    // The checkpoint's `response_template` (ParserOptions::response_template);
+    // `beam` parses the same way (its grammar constrains generation only).
+    ReasoningEntry {
+        name: "hf",
+        required_tokens: &[],
+        build: TemplateParser::reasoning,
+    },
+    ReasoningEntry {
+        name: "beam",
+        required_tokens: &[],
+        build: TemplateParser::reasoning,
+    },
+    // The `cohere_melody` filter vLLM runs for both halves (src/cohere_command/).
+    ReasoningEntry {
+        name: "cohere_command3",
+        required_tokens: &[],
+        build: CohereCommandParser::command3_reasoning,
+    },
+    ReasoningEntry {
+        name: "cohere_command4",
+        required_tokens: &[],
+        build: CohereCommandParser::command4_reasoning,
+    },
 ];
 
 /// Every tool parser, by vLLM name.
@@ -235,6 +302,34 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "openai",
         required_tokens: &[],
         build: HarmonyParser::tool_parser,
+    },
+    // Muse channels (src/muse/); `musespark1x` is vLLM's alias of `muse`.
+    ToolEntry {
+        name: "muse",
+        required_tokens: &[],
+        build: |o| MuseToolParser::boxed(muse::Profile::Spark, o),
+    },
+    ToolEntry {
+        name: "musespark1x",
+        required_tokens: &[],
+        build: |o| MuseToolParser::boxed(muse::Profile::Spark, o),
+    },
+    ToolEntry {
+        name: "muse_glimmer",
+        required_tokens: &[],
+        build: |o| MuseToolParser::boxed(muse::Profile::Glimmer, o),
+    },
+    // Pythonic calls between special tokens, with vLLM's source rewrites.
+    ToolEntry {
+        name: "lfm2",
+        required_tokens: &["<|tool_call_start|>", "<|tool_call_end|>"],
+        build: Lfm2Parser::boxed,
+    },
+    // A JSON array of `{name: arguments}`, truncated JSON completed.
+    ToolEntry {
+        name: "apertus",
+        required_tokens: &[],
+        build: ApertusParser::boxed,
     },
     ToolEntry {
         name: "hermes",
@@ -276,6 +371,32 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "gigachat3",
         required_tokens: &[],
         build: |_| SettleParser::boxed(gigachat3::GigaChat3),
+    },
+    // Tag-pair arguments (src/tool/arg_tags/).
+    ToolEntry {
+        name: "poolside_v1",
+        required_tokens: &[],
+        build: Poolside::boxed,
+    },
+    ToolEntry {
+        name: "hy_v3",
+        required_tokens: hunyuan::REQUIRED_TOKENS,
+        build: Hunyuan::v3,
+    },
+    ToolEntry {
+        name: "hy_v4",
+        required_tokens: hunyuan::REQUIRED_TOKENS,
+        build: Hunyuan::v4,
+    },
+    ToolEntry {
+        name: "k2_horizon",
+        required_tokens: &[],
+        build: K2Horizon::boxed,
+    },
+    ToolEntry {
+        name: "minicpm5",
+        required_tokens: &[],
+        build: MiniCpm5::boxed,
     },
     ToolEntry {
         name: "llama3_json",
@@ -446,6 +567,37 @@ pub const TOOL_PARSERS: &[ToolEntry] = &[
         name: "minimax_m3",
         required_tokens: &[],
         build: minimax_m3::tool_parser,
+    },
+    // Legacy XTML (src/tool/kimi_k3/), vLLM's `KimiK3Parser` composition.
+    ToolEntry {
+        name: "kimi_k3",
+        required_tokens: &[],
+        build: crate::tool::kimi_k3::KimiK3ToolParser::boxed,
+    },
+    ToolEntry {
+        name: "inkling",
+        required_tokens: &[],
+        build: crate::engine::models::inkling::tool_parser,
+    },
+    ToolEntry {
+        name: "hf",
+        required_tokens: &[],
+        build: TemplateParser::tool,
+    },
+    ToolEntry {
+        name: "beam",
+        required_tokens: &[],
+        build: TemplateParser::tool,
+    },
+    ToolEntry {
+        name: "cohere_command3",
+        required_tokens: &[],
+        build: CohereCommandParser::command3_tool,
+    },
+    ToolEntry {
+        name: "cohere_command4",
+        required_tokens: &[],
+        build: CohereCommandParser::command4_tool,
     },
 ];
 

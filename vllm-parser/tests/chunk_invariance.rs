@@ -10,6 +10,7 @@
 mod common;
 
 use vllm_parser::registry::{REASONING_PARSERS, TOOL_PARSERS};
+use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::{ParsedMessage, ParserOptions};
 
 /// Pieces that model outputs and parser markers are made of.
@@ -60,6 +61,26 @@ const FRAGMENTS: &[&str] = &[
     "final",
     "commentary",
     " to=functions.f",
+    // Muse channels (src/muse/).
+    " to=self<|message|>",
+    "to=user",
+    "to=f<|message|>",
+    "<|eom|>",
+    "<|eot|>",
+    "<atem:function_calls>",
+    "<atem:invoke name=\"f\">",
+    "<atem:parameter name=\"a\">",
+    "</atem:parameter>",
+    "</atem:invoke>",
+    // LFM2 (src/tool/lfm2.rs).
+    "<|tool_call_start|>",
+    "<|tool_call_end|>",
+    "[f(a='x 'y' z')]",
+    "from=07",
+    // Apertus (src/tool/apertus.rs).
+    "<|tools_prefix|>",
+    "<|tools_suffix|>",
+    "[{\"f\": {\"a\": ",
     // JSON-call and pythonic formats (src/tool/json_calls.rs, src/tool/pythonic/).
     "<|python_tag|>",
     "<|python_start|>",
@@ -105,6 +126,28 @@ const FRAGMENTS: &[&str] = &[
     "<parameter name=\"a\">",
     "</invoke>",
     "</parameter>",
+    // Tag-pair argument formats (src/tool/arg_tags/: poolside_v1, hy_v3/v4, k2_horizon).
+    "<tool_calls>",
+    "</tool_calls>",
+    "<tool_sep>",
+    "</arg_key>",
+    "<arg_value>",
+    "<arg_key>k</arg_key><arg_value>(1, 'a')</arg_value>",
+    "<ifm|tool_calls>",
+    "</ifm|tool_calls>",
+    "<ifm|tool_call>f",
+    "</ifm|tool_call>",
+    "<ifm|arg_key>k</ifm|arg_key>",
+    "<ifm|arg_type>int</ifm|arg_type>",
+    "<ifm|arg_value>",
+    "</ifm|arg_value>",
+    // MiniCPM5 XML blocks (src/tool/minicpm5/).
+    "<function name=\"f\">",
+    "<param name=\"a\">",
+    "</param>",
+    "<![CDATA[",
+    "]]>",
+    "&lt;",
     // Engine-based formats (src/engine/models/).
     "<function=",
     "</function>",
@@ -138,6 +181,38 @@ const FRAGMENTS: &[&str] = &[
     "\\n",
     "`",
     "$",
+    // MiniMax M3 reasoning, Kimi K3, Inkling (issue 6).
+    "<mm:think>",
+    "</mm:think>",
+    "<|open|>",
+    "<|close|>",
+    "<|sep|>",
+    "think",
+    "response",
+    "tools",
+    "message",
+    "call tool=\"f\"",
+    "argument key=\"a\" type=\"number\"",
+    "argument key=\"a\"",
+    "<|message_model|>",
+    "<|content_text|>",
+    "<|content_thinking|>",
+    "<|content_invoke_tool_json|>",
+    "<|content_invoke_tool_text|>",
+    "<|end_message|>",
+    "<|content_model_end_sampling|>",
+    "{\"name\":\"f\",\"args\":{\"a\":1}}",
+    // Response templates (hf, beam).
+    "<|im_end|>",
+    " \n",
+    // Cohere Command (cohere_command3 / cohere_command4).
+    "<|START_THINKING|>",
+    "<|END_THINKING|>",
+    "<|START_RESPONSE|>",
+    "<|START_ACTION|>",
+    "[{\"tool_call_id\": \"0\", \"tool_name\": \"f\", \"parameters\": {\"a\": ",
+    "<co>",
+    "</co: 0:[1]>",
 ];
 
 struct Rng(u64);
@@ -153,7 +228,28 @@ impl Rng {
 
 fn parse(reasoning: Option<&str>, tool: Option<&str>, deltas: &[&str]) -> ParsedMessage {
     let deltas: Vec<(&str, &[u32])> = deltas.iter().map(|text| (*text, &[][..])).collect();
-    common::parse(reasoning, tool, &ParserOptions::default(), &deltas)
+    common::parse(reasoning, tool, &options(), &deltas)
+}
+
+/// Default options plus a response template (Qwen 3's, from transformers'
+/// fallbacks) for the `hf` / `beam` parsers; other parsers ignore it.
+fn options() -> ParserOptions {
+    let template = serde_json::json!({
+        "start_anchor": "<|im_start|>assistant\n",
+        "fields": {
+            "thinking": {"open": "<think>", "close": "</think>"},
+            "tool_calls": {"open_pattern": "\\s*<tool_call>", "close": "</tool_call>",
+                           "repeats": true, "content": "json",
+                           "transform": {"type": "function", "function": "{content}"}},
+            "content": {"close_pattern": "\\s*(?:<\\|im_end\\|>|<\\|endoftext\\|>)"}
+        }
+    });
+    ParserOptions {
+        response_template: Some(std::sync::Arc::new(
+            ResponseTemplate::from_json(&template).expect("a valid template"),
+        )),
+        ..ParserOptions::default()
+    }
 }
 
 /// The `(reasoning, tool)` pairs of one round (see the module doc): `None`

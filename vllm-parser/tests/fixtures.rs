@@ -8,9 +8,11 @@ mod common;
 
 use std::fmt::Write;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::{ParsedMessage, ParsedToolCall, ParserOptions, Tool};
 
 #[derive(Deserialize)]
@@ -35,6 +37,8 @@ struct Config {
     reasoning: Option<String>,
     chat_template_kwargs: Map<String, Value>,
     prompt: String,
+    #[serde(default)]
+    response_template: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -124,6 +128,9 @@ fn options(case: &Case) -> ParserOptions {
         tools: case.tools.iter().filter_map(Tool::from_openai).collect(),
         chat_template_kwargs: case.config.chat_template_kwargs.clone(),
         prompt: case.config.prompt.clone(),
+        response_template: case.config.response_template.as_ref().map(|spec| {
+            Arc::new(ResponseTemplate::from_json(spec).unwrap_or_else(|e| panic!("{e}")))
+        }),
     }
 }
 

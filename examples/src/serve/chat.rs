@@ -8,12 +8,13 @@ use futures::Stream;
 use serde_json::{Value, json};
 use vllm_chat::openai::{
     ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
-    ChatCompletionResponse, ContentPart, DeltaMessage, Emit, FunctionCall, MessageContent,
-    ResponseMessage, ToolCall, ToolChoice, ToolChoiceMode, Usage,
+    ChatCompletionResponse, ChatLogprobs, ContentPart, DeltaMessage, Emit, FunctionCall,
+    MessageContent, ResponseMessage, ToolCall, ToolChoice, ToolChoiceMode, Usage,
 };
 use vllm_client::protocol::EngineCoreRequest;
 use vllm_parser::Event;
 
+use super::chat_frames::ChatDeltaFrames;
 use super::error::ApiError;
 use super::generation::{Finish, Generation, PositionLogprobs, Step};
 use super::parse::{ChoiceParser, delta_message, forced_tool_schema};
@@ -58,10 +59,13 @@ fn echo_text(request: &ChatCompletionRequest) -> String {
 }
 
 /// Chat logprobs, with `token_id:N` token strings for `return_tokens_as_token_ids`.
-fn chat_logprobs(request: &ChatCompletionRequest, positions: &[PositionLogprobs]) -> Value {
+fn chat_logprobs(
+    request: &ChatCompletionRequest,
+    positions: Vec<PositionLogprobs>,
+) -> ChatLogprobs {
     if request.return_tokens_as_token_ids == Some(true) {
         logprobs::chat(
-            &logprobs::with_token_id_texts(positions),
+            logprobs::with_token_id_texts(positions),
             request.top_logprobs,
         )
     } else {
@@ -260,7 +264,7 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<ChatCompletionRespon
         choices: vec![ChatChoice {
             index: 0,
             message: ResponseMessage::assistant(content, reasoning, tool_calls),
-            logprobs: wants_logprobs.then(|| chat_logprobs(&a.request, &positions)),
+            logprobs: wants_logprobs.then(|| chat_logprobs(&a.request, positions)),
             finish_reason: Some(finish_reason(&finish, &a.parser)),
             stop_reason: finish.stop_reason.clone(),
             token_ids: (return_token_ids && !hide).then_some(token_ids),
@@ -285,6 +289,7 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<ChatCompletionRespon
 /// The chunk frames of one step (none when the parser has nothing to send yet).
 struct Chunker {
     id: String,
+    frames: ChatDeltaFrames,
     created: u64,
     model: String,
     include_usage: bool,
@@ -336,7 +341,7 @@ impl Chunker {
 
     fn step(
         &self,
-        step: Step,
+        mut step: Step,
         parser: &mut ChoiceParser,
         generation: &Generation,
     ) -> Option<String> {
@@ -354,16 +359,17 @@ impl Chunker {
             delta_message(&events)
         } else {
             Some(DeltaMessage {
-                content: Emit::value(step.text.clone()),
+                content: Emit::value(std::mem::take(&mut step.text)),
                 ..DeltaMessage::default()
             })
         };
         let wants_logprobs = self.request.logprobs == Some(true) && !hide;
-        let logprobs = match &step.logprobs {
+        let logprobs = match step.logprobs.take() {
             Some(positions) if wants_logprobs => Some(chat_logprobs(&self.request, positions)),
             _ => None,
         };
-        let token_ids = (self.return_token_ids && !hide).then(|| step.token_ids.clone());
+        let token_ids =
+            (self.return_token_ids && !hide).then(|| std::mem::take(&mut step.token_ids));
         if delta.is_none() && !finished && logprobs.is_none() && token_ids.is_none() {
             return None;
         }
@@ -376,11 +382,8 @@ impl Chunker {
             // vLLM sets `weight_versions` (null) on the final choice.
             choice.weight_versions = Emit::null();
         }
-        let mut chunk = ChatCompletionChunk::delta(&self.id, self.created, &self.model, choice);
-        if self.continuous_usage {
-            chunk.usage = Emit::value(self.usage(generation));
-        }
-        Some(sse::frame(&chunk, &[]))
+        let usage = self.continuous_usage.then(|| self.usage(generation));
+        Some(self.frames.frame(&choice, usage.as_ref()))
     }
 }
 
@@ -392,9 +395,11 @@ fn stream(state: AppState, a: Accepted) -> impl Stream<Item = String> + Send + '
         .stream_options
         .as_ref()
         .is_some_and(|o| o.include_usage == Some(true));
+    let created = ids::now_secs();
     let chunker = Chunker {
         id: a.id.clone(),
-        created: ids::now_secs(),
+        frames: ChatDeltaFrames::new(&a.id, created, &state.api.served_model_name),
+        created,
         model: state.api.served_model_name.clone(),
         include_usage,
         continuous_usage: include_usage

@@ -5,7 +5,6 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use serde_json::Value;
 use vllm_chat::openai::{
     CompletionChoice, CompletionChunk, CompletionChunkChoice, CompletionPrompt, CompletionRequest,
     CompletionResponse, Emit, Usage,
@@ -140,6 +139,8 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<CompletionResponse, 
             token_ids: return_token_ids.then_some(token_ids),
             prompt_logprobs: None,
             prompt_token_ids: return_token_ids.then_some(a.prompt_token_ids),
+            routed_experts: None,
+            weight_versions: None,
         }],
         service_tier: None,
         system_fingerprint: None,
@@ -198,12 +199,11 @@ fn stream(state: AppState, a: Accepted) -> impl Stream<Item = String> + Send + '
             let send_prompt_ids = return_token_ids && !prompt_ids_sent;
             prompt_ids_sent |= send_prompt_ids;
             let finished = step.finish.is_some();
-            let chunk = CompletionChunk {
-                id: id.clone(),
-                object: "text_completion",
+            let mut chunk = CompletionChunk::delta(
+                &id,
                 created,
-                model: model.clone(),
-                choices: vec![CompletionChunkChoice {
+                &model,
+                CompletionChunkChoice {
                     index: 0,
                     text,
                     logprobs: chunk_logprobs,
@@ -212,33 +212,27 @@ fn stream(state: AppState, a: Accepted) -> impl Stream<Item = String> + Send + '
                     prompt_token_ids: send_prompt_ids.then(|| prompt_token_ids.clone()),
                     token_ids: return_token_ids.then_some(step.token_ids),
                     weight_versions: None,
-                }],
-                usage: if continuous_usage {
-                    Emit::value(Usage::new(
-                        generation.num_prompt_tokens as u64,
-                        generation.num_output_tokens as u64,
-                    ))
-                } else {
-                    Emit::Unset
                 },
-                system_fingerprint: Emit::Unset,
-            };
-            // vLLM sets `kv_transfer_params` (null) on every chunk.
-            tx.send(sse::frame(&chunk, &[("kv_transfer_params", Value::Null)]));
+            );
+            if continuous_usage {
+                chunk.usage = Emit::value(Usage::new(
+                    generation.num_prompt_tokens as u64,
+                    generation.num_output_tokens as u64,
+                ));
+            }
+            tx.send(sse::frame(&chunk, &[]));
             if finished {
                 if include_usage {
-                    let chunk = CompletionChunk {
-                        id: id.clone(),
-                        object: "text_completion",
+                    let chunk = CompletionChunk::usage(
+                        &id,
                         created,
-                        model: model.clone(),
-                        choices: Vec::new(),
-                        usage: Emit::value(Usage::new(
+                        &model,
+                        Usage::new(
                             generation.num_prompt_tokens as u64,
                             generation.num_output_tokens as u64,
-                        )),
-                        system_fingerprint: Emit::Unset,
-                    };
+                        ),
+                        None,
+                    );
                     tx.send(sse::frame(&chunk, &[]));
                 }
                 break;

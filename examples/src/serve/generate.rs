@@ -43,7 +43,7 @@ struct WireSamplingParams {
     skip_special_tokens: bool,
     spaces_between_special_tokens: bool,
     include_stop_str_in_output: bool,
-    structured_outputs: Option<Value>,
+    structured_outputs: Option<render_mode::StructuredOutputsParams>,
     logit_bias: Option<Map<String, Value>>,
     allowed_token_ids: Option<Vec<u32>>,
     extra_args: Option<Map<String, Value>>,
@@ -253,7 +253,7 @@ fn token_logprobs(positions: &[PositionLogprobs]) -> Value {
 
 fn step_logprobs(step: &Step, text_mode: bool) -> Value {
     match &step.logprobs {
-        Some(positions) if text_mode => logprobs::chat(positions, Some(-1)),
+        Some(positions) if text_mode => json!(logprobs::chat(positions.clone(), Some(-1))),
         Some(positions) => token_logprobs(positions),
         None => Value::Null,
     }

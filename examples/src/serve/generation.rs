@@ -271,32 +271,31 @@ impl Generation {
     }
 }
 
-/// The logprobs of the first `rows` positions of an engine step.
-fn positions(
+/// The logprobs of the first `rows` positions of an engine step: token texts from
+/// `texts` (which advances its context by each sampled token), candidates in the engine's
+/// order with an id seen twice keeping its first place, as vLLM's logprob dict does.
+pub fn positions(
     texts: &mut LogprobText,
     lists: &LogprobsLists,
     rows: usize,
 ) -> Result<Vec<PositionLogprobs>, vllm_detok::Error> {
+    let cols = lists.cols();
     let mut out = Vec::with_capacity(rows);
+    let mut ids = Vec::with_capacity(cols);
     for row in 0..rows.min(lists.rows()) {
         // Column 0 is the sampled token with its own rank; column c is the c-th best.
         let sampled_rank = lists.rank(row).map_or(1, i64::from);
-        let entries: Vec<(u32, f64, i64)> = (0..lists.cols())
-            .filter_map(|col| lists.entry(row, col).map(|e| (col, e)))
-            .map(|(col, (id, lp))| {
-                let rank = if col == 0 { sampled_rank } else { col as i64 };
-                (
-                    u32::try_from(id).unwrap_or(0),
-                    f64::from(lp).max(-9999.0),
-                    rank,
-                )
-            })
-            .collect();
-        let ids: Vec<u32> = entries.iter().map(|e| e.0).collect();
+        ids.clear();
+        ids.extend((0..cols).filter_map(|col| {
+            let (id, _) = lists.entry(row, col)?;
+            Some(u32::try_from(id).unwrap_or(0))
+        }));
         let token_texts = texts.position(&ids)?;
-        // vLLM builds a dict {id: Logprob}: an id seen twice keeps its first position.
-        let mut candidates: Vec<Candidate> = Vec::with_capacity(entries.len());
-        for ((id, logprob, rank), text) in entries.into_iter().zip(token_texts) {
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(ids.len());
+        let entries = (0..cols).filter_map(|col| lists.entry(row, col).map(|e| (col, e)));
+        for ((col, (_, logprob)), (&id, text)) in entries.zip(ids.iter().zip(token_texts)) {
+            let logprob = f64::from(logprob).max(-9999.0);
+            let rank = if col == 0 { sampled_rank } else { col as i64 };
             match candidates.iter_mut().find(|c| c.id == id) {
                 Some(existing) => {
                     existing.logprob = logprob;

@@ -6,12 +6,15 @@
 //! `logprobs + 1` candidates), offsets counted in characters from the start of the
 //! choice's text.
 
-use serde_json::{Map, Value, json};
+use vllm_chat::openai::{
+    ChatLogprobEntry, ChatLogprobs, ChatTopLogprob, CompletionLogprobs as CompletionLists,
+    TopLogprobMap,
+};
 
 use super::generation::{Candidate, PositionLogprobs};
 
-fn chat_entry(c: &Candidate) -> Value {
-    json!({"token": c.text, "logprob": c.logprob, "bytes": c.text.as_bytes()})
+fn chat_entry(c: Candidate) -> ChatTopLogprob {
+    ChatTopLogprob::new(c.text, c.logprob)
 }
 
 /// vLLM's `chat_top_logprobs_limit`: all for -1, else the first `top_logprobs` (0 when unset).
@@ -23,48 +26,43 @@ fn chat_limit(top_logprobs: Option<i64>) -> usize {
     }
 }
 
-/// The `content` entries of chat logprobs for some positions.
-pub fn chat_content(positions: &[PositionLogprobs], top_logprobs: Option<i64>) -> Vec<Value> {
+/// Chat logprobs, `{"content": [...]}`, made from the positions (their texts move into
+/// the response: no copies per token).
+pub fn chat(positions: Vec<PositionLogprobs>, top_logprobs: Option<i64>) -> ChatLogprobs {
     let limit = chat_limit(top_logprobs);
-    positions
-        .iter()
+    let content = positions
+        .into_iter()
         .map(|p| {
-            let mut entry = chat_entry(&p.sampled);
-            entry["top_logprobs"] =
-                Value::Array(p.candidates.iter().take(limit).map(chat_entry).collect());
-            entry
+            ChatLogprobEntry::new(
+                chat_entry(p.sampled),
+                p.candidates
+                    .into_iter()
+                    .take(limit)
+                    .map(chat_entry)
+                    .collect(),
+            )
         })
-        .collect()
-}
-
-/// Chat logprobs: `{"content": [...]}`.
-pub fn chat(positions: &[PositionLogprobs], top_logprobs: Option<i64>) -> Value {
-    json!({ "content": chat_content(positions, top_logprobs) })
+        .collect();
+    ChatLogprobs {
+        content: Some(content),
+    }
 }
 
 /// The positions with vLLM's `token_id:N` placeholders as token strings
 /// (`return_tokens_as_token_ids`).
-pub fn with_token_id_texts(positions: &[PositionLogprobs]) -> Vec<PositionLogprobs> {
-    let rename = |c: &Candidate| Candidate {
-        text: format!("token_id:{}", c.id),
-        ..c.clone()
-    };
+pub fn with_token_id_texts(mut positions: Vec<PositionLogprobs>) -> Vec<PositionLogprobs> {
+    for p in &mut positions {
+        for c in std::iter::once(&mut p.sampled).chain(&mut p.candidates) {
+            c.text = format!("token_id:{}", c.id);
+        }
+    }
     positions
-        .iter()
-        .map(|p| PositionLogprobs {
-            sampled: rename(&p.sampled),
-            candidates: p.candidates.iter().map(rename).collect(),
-        })
-        .collect()
 }
 
 /// Completion logprobs accumulated over a choice's steps.
 #[derive(Debug, Clone, Default)]
 pub struct CompletionLogprobs {
-    text_offset: Vec<usize>,
-    token_logprobs: Vec<f64>,
-    tokens: Vec<String>,
-    top_logprobs: Vec<Map<String, Value>>,
+    lists: CompletionLists,
     /// Where the next token's text starts (characters).
     next_offset: usize,
 }
@@ -86,35 +84,30 @@ impl CompletionLogprobs {
         } else {
             usize::try_from(logprobs + 1).unwrap_or(0)
         };
+        let lists = &mut self.lists;
         for p in positions {
-            self.text_offset.push(self.next_offset);
+            lists.text_offset.push(self.next_offset);
             self.next_offset += p.sampled.text.chars().count();
-            self.token_logprobs.push(p.sampled.logprob);
-            self.tokens.push(p.sampled.text.clone());
-            self.top_logprobs.push(
-                p.candidates
-                    .iter()
-                    .take(limit)
-                    .map(|c| (c.text.clone(), Value::from(c.logprob)))
-                    .collect(),
-            );
+            lists.token_logprobs.push(Some(p.sampled.logprob));
+            lists.tokens.push(p.sampled.text.clone());
+            let mut top = TopLogprobMap::with_capacity(limit.min(p.candidates.len()));
+            for c in p.candidates.iter().take(limit) {
+                top.insert(c.text.clone(), c.logprob);
+            }
+            lists.top_logprobs.push(Some(top));
         }
     }
 
-    /// Takes what was accumulated since the last call, as JSON (the offset carries on).
-    pub fn take(&mut self) -> Value {
-        let out = json!({
-            "text_offset": std::mem::take(&mut self.text_offset),
-            "token_logprobs": std::mem::take(&mut self.token_logprobs),
-            "tokens": std::mem::take(&mut self.tokens),
-            "top_logprobs": std::mem::take(&mut self.top_logprobs),
-        });
-        out
+    /// Takes what was accumulated since the last call (the offset carries on).
+    pub fn take(&mut self) -> CompletionLists {
+        std::mem::take(&mut self.lists)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn candidate(id: u32, text: &str, logprob: f64) -> Candidate {
@@ -134,11 +127,11 @@ mod tests {
         };
         let mut lp = CompletionLogprobs::starting_at(0);
         lp.extend(&[position("hé"), position(" a")], 0);
-        let first = lp.take();
+        let first = serde_json::to_value(lp.take()).unwrap();
         assert_eq!(first["text_offset"], json!([0, 2]));
         assert_eq!(first["top_logprobs"][0], json!({"hé": -0.5}));
         lp.extend(&[position("b")], 1);
-        let second = lp.take();
+        let second = serde_json::to_value(lp.take()).unwrap();
         assert_eq!(second["text_offset"], json!([4]));
         assert_eq!(second["top_logprobs"][0], json!({"b": -0.5, "x": -1.5}));
     }
@@ -153,9 +146,10 @@ mod tests {
                 candidate(3, "b", -3.0),
             ],
         };
-        let content = chat_content(&[p], Some(2));
+        let logprobs = serde_json::to_value(chat(vec![p], Some(2))).unwrap();
+        let content = &logprobs["content"];
         assert_eq!(content[0]["bytes"], json!([195, 169]));
         assert_eq!(content[0]["top_logprobs"].as_array().unwrap().len(), 2);
-        assert_eq!(chat_content(&[], None), Vec::<Value>::new());
+        assert_eq!(chat(Vec::new(), None).content, Some(Vec::new()));
     }
 }

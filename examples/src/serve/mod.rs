@@ -18,6 +18,7 @@
 //! response body, which drops the engine stream and aborts the engine request.
 
 pub mod chat;
+pub mod chat_frames;
 pub mod cli;
 pub mod completions;
 pub mod engine;

@@ -142,6 +142,7 @@ impl ChoiceParser {
                 .collect(),
             chat_template_kwargs,
             prompt: prompt_end,
+            ..ParserOptions::default()
         };
         let mode = match (settings.tool, request.effective_tool_choice()) {
             (None, _) | (_, ToolChoice::Mode(ToolChoiceMode::None)) => ToolMode::Content,

@@ -186,53 +186,23 @@ fn json_to_wire(value: &Json) -> Value {
     }
 }
 
-/// vLLM's `StructuredOutputsParams` from the request's `structured_outputs` object.
-fn structured_outputs(value: &Json) -> Result<StructuredOutputsParams, ApiError> {
-    let Some(map) = value.as_object() else {
-        return Err(ApiError::bad_request(
-            "structured_outputs must be an object",
-            Some("structured_outputs"),
-        ));
-    };
-    let text = |key: &str| map.get(key).and_then(Json::as_str).map(str::to_owned);
-    let flag = |key: &str| map.get(key).and_then(Json::as_bool).unwrap_or(false);
-    let json = match map.get("json") {
-        None | Some(Json::Null) => Value::Nil,
-        Some(other) => json_to_wire(other),
-    };
-    let params = StructuredOutputsParams {
-        json,
-        regex: text("regex"),
-        choice: map
-            .get("choice")
-            .and_then(|c| serde_json::from_value(c.clone()).ok()),
-        grammar: text("grammar"),
-        json_object: map.get("json_object").and_then(Json::as_bool),
-        disable_any_whitespace: flag("disable_any_whitespace"),
-        disable_additional_properties: flag("disable_additional_properties"),
-        whitespace_pattern: text("whitespace_pattern"),
-        structural_tag: text("structural_tag"),
+/// The engine's `StructuredOutputsParams` for the resolved constraints.
+fn structured_outputs(
+    p: &render_mode::StructuredOutputsParams,
+) -> Result<StructuredOutputsParams, ApiError> {
+    p.verify()?;
+    Ok(StructuredOutputsParams {
+        json: p.json.as_ref().map_or(Value::Nil, json_to_wire),
+        regex: p.regex.clone(),
+        choice: p.choice.clone(),
+        grammar: p.grammar.clone(),
+        json_object: p.json_object,
+        disable_any_whitespace: p.disable_any_whitespace,
+        disable_additional_properties: p.disable_additional_properties,
+        whitespace_pattern: p.whitespace_pattern.clone(),
+        structural_tag: p.structural_tag.clone(),
         ..StructuredOutputsParams::default()
-    };
-    let constraints = [
-        !matches!(params.json, Value::Nil),
-        params.regex.is_some(),
-        params.choice.is_some(),
-        params.grammar.is_some(),
-        params.json_object.is_some(),
-        params.structural_tag.is_some(),
-    ];
-    match constraints.iter().filter(|c| **c).count() {
-        0 => Err(ApiError::bad_request(
-            "You must use one kind of structured outputs constraint but none are specified",
-            Some("structured_outputs"),
-        )),
-        1 => Ok(params),
-        _ => Err(ApiError::bad_request(
-            "You can only use one kind of structured outputs constraint",
-            Some("structured_outputs"),
-        )),
-    }
+    })
 }
 
 /// The engine's sampling parameters for resolved render-mode parameters.

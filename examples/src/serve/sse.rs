@@ -11,20 +11,36 @@ use serde_json::Value;
 
 /// A `data:` frame holding `value` as JSON, with `extra` fields appended to its top
 /// level (fields vLLM writes that the shared chunk types do not have).
+///
+/// The JSON is written straight after the `data: ` prefix into one buffer sized for a
+/// typical chunk, so a frame costs one allocation.
 pub fn frame<T: Serialize>(value: &T, extra: &[(&str, Value)]) -> String {
-    let json = if extra.is_empty() {
-        serde_json::to_string(value).unwrap_or_default()
+    let mut out = Vec::with_capacity(FRAME_CAPACITY);
+    out.extend_from_slice(b"data: ");
+    let written = if extra.is_empty() {
+        serde_json::to_writer(&mut out, value)
     } else {
-        let mut tree = serde_json::to_value(value).unwrap_or(Value::Null);
-        if let Value::Object(map) = &mut tree {
-            for (key, v) in extra {
-                map.insert((*key).to_owned(), v.clone());
+        serde_json::to_value(value).and_then(|mut tree| {
+            if let Value::Object(map) = &mut tree {
+                for (key, v) in extra {
+                    map.insert((*key).to_owned(), v.clone());
+                }
             }
-        }
-        tree.to_string()
+            serde_json::to_writer(&mut out, &tree)
+        })
     };
-    format!("data: {json}\n\n")
+    if written.is_err() {
+        // Only a failing `Serialize` impl gets here; the frame carries what the
+        // previous serializer wrote: nothing.
+        out.truncate(b"data: ".len());
+    }
+    out.extend_from_slice(b"\n\n");
+    // serde_json writes UTF-8 and the prefix and suffix are ASCII.
+    String::from_utf8(out).unwrap_or_default()
 }
+
+/// Room for a mid-stream chunk with a few tokens of text, without regrowth.
+const FRAME_CAPACITY: usize = 512;
 
 /// The frame that ends every stream.
 pub const DONE: &str = "data: [DONE]\n\n";

@@ -1,10 +1,14 @@
 //! OpenAI-compatible request and response types, with vLLM 0.33.0's extra fields.
 
+mod logprobs;
 mod request;
 mod response;
 mod tools;
 mod validate;
 
+pub use logprobs::{
+    ChatLogprobEntry, ChatLogprobs, ChatTopLogprob, CompletionLogprobs, TopLogprobMap,
+};
 pub use request::{
     ChatCompletionRequest, ChatMessage, CompletionPrompt, CompletionRequest, ContentPart,
     MessageContent, PromptInput, StopParam, StreamOptions,

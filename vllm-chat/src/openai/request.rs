@@ -270,6 +270,9 @@ pub struct ChatCompletionRequest {
     /// KV-transfer parameters (disaggregated serving).
     #[serde(default)]
     pub kv_transfer_params: Option<Map<String, Value>>,
+    /// Encoder-cache transfer parameters (disaggregated encoders).
+    #[serde(default)]
+    pub ec_transfer_params: Option<Map<String, Value>>,
     /// Extra arguments for custom logits processors.
     #[serde(default)]
     pub vllm_xargs: Option<Map<String, Value>>,
@@ -290,6 +293,11 @@ pub enum CompletionPrompt {
 }
 
 impl CompletionPrompt {
+    /// True for an empty text prompt (`""`), which vLLM refuses.
+    pub fn is_empty_text(&self) -> bool {
+        matches!(self, CompletionPrompt::Text(s) if s.is_empty())
+    }
+
     /// Each prompt, in order.
     pub fn prompts(&self) -> Vec<PromptInput<'_>> {
         match self {
@@ -330,8 +338,11 @@ pub struct CompletionRequest {
     /// Number of logprobs per position.
     #[serde(default)]
     pub logprobs: Option<i64>,
-    /// Maximum output tokens (default 16).
-    #[serde(default = "default_completion_max_tokens")]
+    /// Maximum output tokens (default 16, also when sent as null).
+    #[serde(
+        default = "default_completion_max_tokens",
+        deserialize_with = "null_as_default_max_tokens"
+    )]
     pub max_tokens: Option<i64>,
     /// Number of choices.
     #[serde(default)]
@@ -420,12 +431,18 @@ pub struct CompletionRequest {
     /// Return token ids in the response.
     #[serde(default)]
     pub return_token_ids: Option<bool>,
+    /// Return logprob tokens as `token_id:N`.
+    #[serde(default)]
+    pub return_tokens_as_token_ids: Option<bool>,
     /// Prefix-cache salt.
     #[serde(default)]
     pub cache_salt: Option<String>,
     /// KV-transfer parameters.
     #[serde(default)]
     pub kv_transfer_params: Option<Map<String, Value>>,
+    /// Encoder-cache transfer parameters (disaggregated encoders).
+    #[serde(default)]
+    pub ec_transfer_params: Option<Map<String, Value>>,
     /// Extra arguments for custom logits processors.
     #[serde(default)]
     pub vllm_xargs: Option<Map<String, Value>>,
@@ -433,4 +450,11 @@ pub struct CompletionRequest {
 
 fn default_completion_max_tokens() -> Option<i64> {
     Some(16)
+}
+
+/// vLLM's `normalize_null_max_tokens`: `"max_tokens": null` means the default, 16.
+fn null_as_default_max_tokens<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<i64>, D::Error> {
+    Ok(Option::<i64>::deserialize(deserializer)?.or_else(default_completion_max_tokens))
 }

@@ -6,10 +6,12 @@
 //! the server set are written, and a field set to `None` is written as `null`. The
 //! chunk types model that with [`Emit`]: [`Emit::Unset`] leaves the field out,
 //! [`Emit::Set`] writes it (possibly `null`). Log probabilities are carried as JSON
-//! values built by the caller.
+//! typed values ([`super::logprobs`]).
 
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+use super::logprobs::{ChatLogprobs, CompletionLogprobs};
 
 /// A stream-chunk field: left out, or written (`Set(None)` writes `null`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -170,7 +172,7 @@ pub struct ChatChoice {
     /// The message.
     pub message: ResponseMessage,
     /// `{"content": [...]}` when logprobs were requested.
-    pub logprobs: Option<Value>,
+    pub logprobs: Option<ChatLogprobs>,
     /// `stop`, `length`, `tool_calls`, `abort`, …
     pub finish_reason: Option<String>,
     /// The stop string or token id that ended the output.
@@ -270,7 +272,7 @@ pub struct ChatChunkChoice {
     pub delta: DeltaMessage,
     /// Logprobs of the new tokens (vLLM always sets it, often to null).
     #[serde(skip_serializing_if = "Emit::is_unset")]
-    pub logprobs: Emit<Value>,
+    pub logprobs: Emit<ChatLogprobs>,
     /// Set (null until the end) by vLLM on every chunk.
     #[serde(skip_serializing_if = "Emit::is_unset")]
     pub finish_reason: Emit<String>,
@@ -334,8 +336,18 @@ impl ChatCompletionChunk {
         ChatCompletionChunk {
             prompt_token_ids: Emit::Set(prompt_token_ids),
             prompt_text: Emit::null(),
-            ..Self::with_choice(id, created, model, ChatChunkChoice::new(index, delta))
+            ..Self::with_choice(id, created, model, ChatChunkChoice::leading(index, delta))
         }
+    }
+
+    /// The chunk that echoes the last message's content (`echo`), sent right after
+    /// the first: no token ids and no `kv_transfer_params`.
+    pub fn echo(id: &str, created: u64, model: &str, index: u32, content: String) -> Self {
+        let delta = DeltaMessage {
+            content: Emit::value(content),
+            ..Default::default()
+        };
+        Self::with_choice(id, created, model, ChatChunkChoice::leading(index, delta))
     }
 
     /// A content chunk: vLLM sets `kv_transfer_params` (null until the finish).
@@ -385,8 +397,19 @@ impl ChatCompletionChunk {
 }
 
 impl ChatChunkChoice {
-    /// A choice with null logprobs and finish reason, as vLLM builds them mid-stream.
+    /// A content choice as vLLM builds them mid-stream: null logprobs, finish reason
+    /// and token ids (vLLM sets `token_ids` on every content chunk, to the new ids
+    /// with `return_token_ids` and to null without).
     pub fn new(index: u32, delta: DeltaMessage) -> Self {
+        ChatChunkChoice {
+            token_ids: Emit::null(),
+            ..Self::leading(index, delta)
+        }
+    }
+
+    /// The choice of the chunks that open a stream (the role chunk and the `echo`
+    /// chunk): null logprobs and finish reason, no token ids.
+    pub fn leading(index: u32, delta: DeltaMessage) -> Self {
         ChatChunkChoice {
             index,
             delta,
@@ -407,7 +430,7 @@ pub struct CompletionChoice {
     /// The text.
     pub text: String,
     /// `{"text_offset", "token_logprobs", "tokens", "top_logprobs"}`.
-    pub logprobs: Option<Value>,
+    pub logprobs: Option<CompletionLogprobs>,
     /// `stop`, `length`, …
     pub finish_reason: Option<String>,
     /// The stop string or token id.
@@ -418,6 +441,10 @@ pub struct CompletionChoice {
     pub prompt_logprobs: Option<Value>,
     /// Prompt token ids (with `return_token_ids`).
     pub prompt_token_ids: Option<Vec<u32>>,
+    /// Routed experts (always null here).
+    pub routed_experts: Option<String>,
+    /// Weight versions (with `return_weight_versions`).
+    pub weight_versions: Option<Value>,
 }
 
 /// The body of a non-streaming completion (`CompletionResponse`).
@@ -456,7 +483,7 @@ pub struct CompletionChunkChoice {
     /// New text.
     pub text: String,
     /// Logprobs of the new tokens.
-    pub logprobs: Option<Value>,
+    pub logprobs: Option<CompletionLogprobs>,
     /// Set on the last chunk.
     pub finish_reason: Option<String>,
     /// The stop string or token id.
@@ -488,6 +515,46 @@ pub struct CompletionChunk {
     /// System fingerprint.
     #[serde(skip_serializing_if = "Emit::is_unset")]
     pub system_fingerprint: Emit<String>,
+    /// KV-transfer parameters: vLLM sets it on every content chunk (null until the
+    /// finish); the final usage chunk leaves it out.
+    #[serde(skip_serializing_if = "Emit::is_unset")]
+    pub kv_transfer_params: Emit<Map<String, Value>>,
+}
+
+impl CompletionChunk {
+    /// A content chunk: vLLM sets `kv_transfer_params` (null until the finish).
+    pub fn delta(id: &str, created: u64, model: &str, choice: CompletionChunkChoice) -> Self {
+        CompletionChunk {
+            id: id.into(),
+            object: "text_completion",
+            created,
+            model: model.into(),
+            choices: vec![choice],
+            usage: Emit::Unset,
+            system_fingerprint: Emit::Unset,
+            kv_transfer_params: Emit::null(),
+        }
+    }
+
+    /// The final usage chunk (`include_usage`): no choices, nulls left out.
+    pub fn usage(
+        id: &str,
+        created: u64,
+        model: &str,
+        usage: Usage,
+        system_fingerprint: Option<String>,
+    ) -> Self {
+        CompletionChunk {
+            id: id.into(),
+            object: "text_completion",
+            created,
+            model: model.into(),
+            choices: Vec::new(),
+            usage: Emit::value(usage),
+            system_fingerprint: system_fingerprint.map_or(Emit::Unset, Emit::value),
+            kv_transfer_params: Emit::Unset,
+        }
+    }
 }
 
 /// An error body: `{"error": {"message", "type", "param", "code"}}`.

@@ -1,8 +1,17 @@
-//! The request checks vLLM's pydantic validators make, with the same messages and
-//! the offending parameter named.
+//! The request checks vLLM's pydantic validators make (`ChatCompletionRequest` and
+//! `CompletionRequest` in vLLM 0.33.0), with the same messages and the offending
+//! parameter named. Range checks on the resolved sampling parameters live with
+//! them, in [`crate::render_mode::SamplingParams::verify`].
 
-use super::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
+use serde_json::Value;
+
+use super::{ChatCompletionRequest, CompletionRequest, ToolChoice, ToolChoiceMode};
 use crate::RenderError;
+
+/// Characters vLLM refuses in a `cache_salt`.
+const CACHE_SALT_FORBIDDEN: [char; 4] = ['@', '/', '\\', '\0'];
+/// Longest `cache_salt` (characters).
+const CACHE_SALT_MAX_CHARS: usize = 128;
 
 impl ChatCompletionRequest {
     /// `tool_choice` as vLLM resolves it: `auto` when tools are given without a choice, else `none`.
@@ -16,79 +25,203 @@ impl ChatCompletionRequest {
 
     /// Checks the field combinations vLLM rejects.
     pub fn validate(&self) -> Result<(), RenderError> {
-        if self.stream_options.is_some() && self.stream != Some(true) {
-            return Err(RenderError::invalid(
-                "Stream options can only be defined when `stream=True`.",
-                "stream_options",
-            ));
-        }
+        check_cache_salt(self.cache_salt.as_deref())?;
+        check_stream_options(self.stream_options.is_some(), self.stream)?;
         if let Some(top) = self.top_logprobs {
             if top < 0 && top != -1 {
-                return Err(RenderError::invalid(
+                return Err(RenderError::validation(
                     "`top_logprobs` must be a positive value or -1.",
-                    "top_logprobs",
+                    Some("top_logprobs"),
+                    Some(top.to_string()),
                 ));
             }
             if (top == -1 || top > 0) && self.logprobs != Some(true) {
-                return Err(RenderError::invalid(
+                return Err(RenderError::validation(
                     "when using `top_logprobs`, `logprobs` must be set to true.",
-                    "top_logprobs",
+                    Some("top_logprobs"),
+                    None,
                 ));
             }
         }
-        if let Some(p) = self.prompt_logprobs {
-            if self.stream == Some(true) && (p > 0 || p == -1) {
-                return Err(RenderError::invalid(
-                    "`prompt_logprobs` are not available when `stream=True`.",
-                    "prompt_logprobs",
-                ));
+        check_prompt_logprobs(self.prompt_logprobs, self.stream)?;
+        check_response_format(self.response_format.as_ref())?;
+        if let Some(constraints) = &self.structured_outputs {
+            if count_constraints(constraints) > 1 {
+                return Err(RenderError::validation(TOO_MANY_CONSTRAINTS, None, None));
             }
-            if p < 0 && p != -1 {
-                return Err(RenderError::invalid(
-                    "`prompt_logprobs` must be a positive value or -1.",
-                    "prompt_logprobs",
+            let named_tool = matches!(self.tool_choice, Some(ToolChoice::Named(_)));
+            if count_constraints(constraints) > 0 && named_tool {
+                return Err(RenderError::validation(
+                    "You can only either use constraints for structured outputs or tools, not both.",
+                    None,
+                    None,
                 ));
             }
         }
         if self.tools.as_ref().is_some_and(Vec::is_empty) {
-            return Err(RenderError::invalid(
+            return Err(RenderError::validation(
                 "`tools` must not be an empty array. Either provide at least one tool or omit the field entirely.",
-                "tools",
+                Some("tools"),
+                None,
             ));
         }
         match &self.tool_choice {
             None | Some(ToolChoice::Mode(ToolChoiceMode::None)) => {}
             Some(choice) => {
                 let Some(tools) = &self.tools else {
-                    return Err(RenderError::invalid(
+                    return Err(RenderError::validation(
                         "When using `tool_choice`, `tools` must be set.",
-                        "tool_choice",
+                        Some("tool_choice"),
+                        None,
                     ));
                 };
                 if let ToolChoice::Named(named) = choice {
                     if named.function.name.is_empty() {
-                        return Err(RenderError::invalid(
+                        return Err(RenderError::validation(
                             "Invalid `name` in `function`: `` in `tool_choice`! Correct usage: `{\"type\": \"function\", \"function\": {\"name\": \"my_function\"}}`",
-                            "tool_choice.function.name",
+                            Some("tool_choice.function.name"),
+                            None,
                         ));
                     }
                     if !tools.iter().any(|t| t.function.name == named.function.name) {
-                        return Err(RenderError::invalid(
+                        return Err(RenderError::validation(
                             "The tool specified in `tool_choice` does not match any of the specified `tools`",
-                            "tool_choice",
+                            Some("tool_choice"),
+                            None,
                         ));
                     }
                 }
             }
         }
         if self.continue_final_message && self.add_generation_prompt {
-            return Err(RenderError::InvalidRequest {
-                message:
-                    "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
-                        .into(),
-                param: None,
-            });
+            return Err(RenderError::validation(
+                "Cannot set both `continue_final_message` and `add_generation_prompt` to True.",
+                None,
+                None,
+            ));
         }
         Ok(())
     }
+}
+
+impl CompletionRequest {
+    /// Checks the field combinations vLLM rejects.
+    pub fn validate(&self) -> Result<(), RenderError> {
+        check_cache_salt(self.cache_salt.as_deref())?;
+        check_response_format(self.response_format.as_ref())?;
+        if let Some(constraints) = &self.structured_outputs
+            && count_constraints(constraints) > 1
+        {
+            return Err(RenderError::validation(
+                TOO_MANY_CONSTRAINTS,
+                Some("structured_outputs"),
+                None,
+            ));
+        }
+        check_prompt_logprobs(self.prompt_logprobs, self.stream)?;
+        if let Some(n) = self.logprobs
+            && n < 0
+            && n != -1
+        {
+            return Err(RenderError::validation(
+                "`logprobs` must be a positive value or -1.",
+                Some("logprobs"),
+                Some(n.to_string()),
+            ));
+        }
+        check_stream_options(self.stream_options.is_some(), self.stream)?;
+        if self.prompt.is_empty_text() {
+            return Err(RenderError::validation(
+                "Either prompt or prompt_embeds must be provided and non-empty.",
+                Some("prompt"),
+                None,
+            ));
+        }
+        Ok(())
+    }
+}
+
+const TOO_MANY_CONSTRAINTS: &str = "You can only use one kind of constraints for structured outputs ('json', 'regex' or 'choice').";
+
+/// How many of `json`, `regex` and `choice` are set (vLLM allows one).
+fn count_constraints(structured_outputs: &Value) -> usize {
+    ["json", "regex", "choice"]
+        .iter()
+        .filter(|k| structured_outputs.get(**k).is_some_and(|v| !v.is_null()))
+        .count()
+}
+
+fn check_stream_options(given: bool, stream: Option<bool>) -> Result<(), RenderError> {
+    if given && stream != Some(true) {
+        return Err(RenderError::validation(
+            "Stream options can only be defined when `stream=True`.",
+            Some("stream_options"),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+fn check_prompt_logprobs(
+    prompt_logprobs: Option<i64>,
+    stream: Option<bool>,
+) -> Result<(), RenderError> {
+    let Some(p) = prompt_logprobs else {
+        return Ok(());
+    };
+    if stream == Some(true) && (p > 0 || p == -1) {
+        return Err(RenderError::validation(
+            "`prompt_logprobs` are not available when `stream=True`.",
+            Some("prompt_logprobs"),
+            None,
+        ));
+    }
+    if p < 0 && p != -1 {
+        return Err(RenderError::validation(
+            "`prompt_logprobs` must be a positive value or -1.",
+            Some("prompt_logprobs"),
+            Some(p.to_string()),
+        ));
+    }
+    Ok(())
+}
+
+/// `response_format`: a `json_schema` type needs its `json_schema`; the shapes of
+/// the other types are checked when they are turned into structured outputs.
+fn check_response_format(response_format: Option<&Value>) -> Result<(), RenderError> {
+    let Some(format) = response_format.filter(|f| !f.is_null()) else {
+        return Ok(());
+    };
+    if format.get("type").and_then(Value::as_str) == Some("json_schema")
+        && format.get("json_schema").is_none_or(Value::is_null)
+    {
+        return Err(RenderError::validation(
+            "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
+            Some("response_format"),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// vLLM's `validate_cache_salt`.
+fn check_cache_salt(salt: Option<&str>) -> Result<(), RenderError> {
+    let Some(salt) = salt else {
+        return Ok(());
+    };
+    if salt.is_empty() {
+        return Err(RenderError::validation(
+            "Parameter 'cache_salt' must be a non-empty string if provided.",
+            Some("cache_salt"),
+            None,
+        ));
+    }
+    if salt.chars().count() > CACHE_SALT_MAX_CHARS || salt.contains(CACHE_SALT_FORBIDDEN) {
+        return Err(RenderError::validation(
+            "Parameter 'cache_salt' must be at most 128 characters and must not contain '@', '/', '\\\\', or NUL.",
+            Some("cache_salt"),
+            None,
+        ));
+    }
+    Ok(())
 }

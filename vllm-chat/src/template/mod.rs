@@ -15,9 +15,13 @@ pub mod content_format;
 mod filters;
 mod pyjson;
 mod pyrepr;
+mod tool_cache;
 mod value;
 
-pub(crate) use value::from_json;
+pub(crate) use pyjson::write_string as write_json_string;
+pub(crate) use pyrepr::write_float;
+pub(crate) use tool_cache::ToolCache;
+pub(crate) use value::{JsonMap, from_json};
 
 pub use clock::Clock;
 pub use content_format::ContentFormat;
@@ -212,7 +216,7 @@ fn tojson(
 ) -> Result<Value, Error> {
     let _ = state;
     let opts = pyjson::DumpOptions::from_kwargs(indent, &kwargs)?;
-    pyjson::dumps(value, &opts).map(Value::from)
+    pyjson::dumps(value, &opts)
 }
 
 #[cfg(test)]

@@ -6,25 +6,37 @@
 //! `","` when indenting), its escapes and its float repr differ from
 //! serde_json's, so the filter is written out here.
 
+use std::borrow::Cow;
+
 use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Error, ErrorKind, Value};
 
 use super::pyrepr::write_float;
+use super::value::JsonMap;
 
 /// Options of Python's `json.dumps` that templates use.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct DumpOptions {
     pub ensure_ascii: bool,
     /// `None` for one line; `Some(s)` for one item per line indented by `s` per level.
-    pub indent: Option<String>,
-    pub item_separator: String,
-    pub key_separator: String,
+    pub indent: Option<Cow<'static, str>>,
+    pub item_separator: Cow<'static, str>,
+    pub key_separator: Cow<'static, str>,
     pub sort_keys: bool,
 }
 
 impl DumpOptions {
     /// Reads the keyword arguments of the `tojson` filter with transformers' defaults.
     pub(crate) fn from_kwargs(indent: Option<Value>, kwargs: &Kwargs) -> Result<Self, Error> {
+        if indent.is_none() && kwargs.args().next().is_none() {
+            return Ok(DumpOptions {
+                ensure_ascii: false,
+                indent: None,
+                item_separator: Cow::Borrowed(", "),
+                key_separator: Cow::Borrowed(": "),
+                sort_keys: false,
+            });
+        }
         let indent = match indent {
             Some(v) => Some(v),
             None => kwargs.get::<Option<Value>>("indent")?,
@@ -33,8 +45,12 @@ impl DumpOptions {
             None => None,
             Some(v) if v.is_none() => None,
             Some(v) => match v.kind() {
-                ValueKind::Number => Some(" ".repeat(i64::try_from(v)?.max(0) as usize)),
-                ValueKind::String => Some(v.as_str().unwrap_or_default().to_owned()),
+                ValueKind::Number => match i64::try_from(v)?.max(0) as usize {
+                    2 => Some(Cow::Borrowed("  ")),
+                    4 => Some(Cow::Borrowed("    ")),
+                    n => Some(Cow::Owned(" ".repeat(n))),
+                },
+                ValueKind::String => Some(Cow::Owned(v.as_str().unwrap_or_default().to_owned())),
                 _ => {
                     return Err(Error::new(
                         ErrorKind::InvalidOperation,
@@ -49,7 +65,7 @@ impl DumpOptions {
                 let item = it.next().and_then(|x| x.as_str().map(str::to_owned));
                 let key = it.next().and_then(|x| x.as_str().map(str::to_owned));
                 match (item, key) {
-                    (Some(i), Some(k)) => (i, k),
+                    (Some(i), Some(k)) => (Cow::Owned(i), Cow::Owned(k)),
                     _ => {
                         return Err(Error::new(
                             ErrorKind::InvalidOperation,
@@ -59,8 +75,8 @@ impl DumpOptions {
                 }
             }
             _ => (
-                if indent.is_some() { "," } else { ", " }.to_owned(),
-                ": ".to_owned(),
+                Cow::Borrowed(if indent.is_some() { "," } else { ", " }),
+                Cow::Borrowed(": "),
             ),
         };
         let ensure_ascii = kwargs.get::<Option<bool>>("ensure_ascii")?.unwrap_or(false);
@@ -79,11 +95,17 @@ impl DumpOptions {
 /// Maximum nesting accepted, as Python's recursion limit would stop a deep structure.
 const MAX_DEPTH: usize = 512;
 
-/// Serializes `value` like Python's `json.dumps`.
-pub(crate) fn dumps(value: &Value, opts: &DumpOptions) -> Result<String, Error> {
-    let mut out = String::new();
-    write_value(&mut out, value, opts, 0)?;
-    Ok(out)
+/// Serializes `value` like Python's `json.dumps` (a JSON object's text is made once).
+pub(crate) fn dumps(value: &Value, opts: &DumpOptions) -> Result<Value, Error> {
+    let write = || {
+        let mut out = String::new();
+        write_value(&mut out, value, opts, 0)?;
+        Ok(out)
+    };
+    match value.downcast_object_ref::<JsonMap>() {
+        Some(map) => map.dumps_with(opts, write).map(Value::from),
+        None => write().map(Value::from),
+    }
 }
 
 fn newline(out: &mut String, opts: &DumpOptions, depth: usize) {
@@ -125,48 +147,32 @@ fn write_value(
                 "Object of type generator is not JSON serializable",
             ));
         }
+        ValueKind::Map if value.downcast_object_ref::<JsonMap>().is_some() => {
+            let entries = value
+                .downcast_object_ref::<JsonMap>()
+                .map(JsonMap::entries)
+                .into_iter()
+                .flatten();
+            write_map(out, entries, opts, depth)?;
+        }
+        ValueKind::Seq if value.downcast_object_ref::<Vec<Value>>().is_some() => {
+            let items = value
+                .downcast_object_ref::<Vec<Value>>()
+                .into_iter()
+                .flatten();
+            write_seq(out, items, opts, depth)?;
+        }
         ValueKind::Seq => {
             let items: Vec<Value> = value.try_iter()?.collect();
-            if items.is_empty() {
-                out.push_str("[]");
-                return Ok(());
-            }
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(&opts.item_separator);
-                }
-                newline(out, opts, depth + 1);
-                write_value(out, item, opts, depth + 1)?;
-            }
-            newline(out, opts, depth);
-            out.push(']');
+            write_seq(out, items.iter(), opts, depth)?;
         }
         ValueKind::Map => {
-            let mut entries: Vec<(String, Value)> = Vec::new();
+            let mut entries: Vec<(Value, Value)> = Vec::new();
             for key in value.try_iter()? {
                 let item = value.get_item(&key)?;
-                entries.push((key_string(&key)?, item));
+                entries.push((key, item));
             }
-            if entries.is_empty() {
-                out.push_str("{}");
-                return Ok(());
-            }
-            if opts.sort_keys {
-                entries.sort_by(|a, b| a.0.cmp(&b.0));
-            }
-            out.push('{');
-            for (i, (key, item)) in entries.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(&opts.item_separator);
-                }
-                newline(out, opts, depth + 1);
-                write_string(out, key, opts.ensure_ascii);
-                out.push_str(&opts.key_separator);
-                write_value(out, item, opts, depth + 1)?;
-            }
-            newline(out, opts, depth);
-            out.push('}');
+            write_map(out, entries.iter().map(|(k, v)| (k, v)), opts, depth)?;
         }
         _ => {
             return Err(Error::new(
@@ -175,6 +181,81 @@ fn write_value(
             ));
         }
     }
+    Ok(())
+}
+
+fn write_seq<'a>(
+    out: &mut String,
+    items: impl Iterator<Item = &'a Value>,
+    opts: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
+    out.push('[');
+    let mut empty = true;
+    for item in items {
+        if !empty {
+            out.push_str(&opts.item_separator);
+        }
+        empty = false;
+        newline(out, opts, depth + 1);
+        write_value(out, item, opts, depth + 1)?;
+    }
+    if !empty {
+        newline(out, opts, depth);
+    }
+    out.push(']');
+    Ok(())
+}
+
+fn write_map<'a>(
+    out: &mut String,
+    entries: impl Iterator<Item = (&'a Value, &'a Value)>,
+    opts: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
+    if opts.sort_keys {
+        let mut sorted = entries
+            .map(|(k, v)| Ok((key_string(k)?, v)))
+            .collect::<Result<Vec<_>, Error>>()?;
+        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+        let entries = sorted
+            .iter()
+            .map(|(k, v)| Ok((Cow::Borrowed(k.as_str()), *v)));
+        return write_entries(out, entries, opts, depth);
+    }
+    let entries = entries.map(|(k, v)| {
+        let key = match k.as_str() {
+            Some(k) => Cow::Borrowed(k),
+            None => Cow::Owned(key_string(k)?),
+        };
+        Ok((key, v))
+    });
+    write_entries(out, entries, opts, depth)
+}
+
+fn write_entries<'a>(
+    out: &mut String,
+    entries: impl Iterator<Item = Result<(Cow<'a, str>, &'a Value), Error>>,
+    opts: &DumpOptions,
+    depth: usize,
+) -> Result<(), Error> {
+    out.push('{');
+    let mut empty = true;
+    for entry in entries {
+        let (key, item) = entry?;
+        if !empty {
+            out.push_str(&opts.item_separator);
+        }
+        empty = false;
+        newline(out, opts, depth + 1);
+        write_string(out, &key, opts.ensure_ascii);
+        out.push_str(&opts.key_separator);
+        write_value(out, item, opts, depth + 1)?;
+    }
+    if !empty {
+        newline(out, opts, depth);
+    }
+    out.push('}');
     Ok(())
 }
 

@@ -7,11 +7,13 @@
 //! [`PyNone`], an object that prints `None`, is falsy, passes the `none` test,
 //! serializes to `null` and refuses iteration.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
 use minijinja::Value;
 use minijinja::value::{Enumerator, Object, ObjectExt, ObjectRepr};
+
+use super::pyjson::DumpOptions;
 
 /// Python's `None` as a template value.
 #[derive(Debug)]
@@ -58,13 +60,96 @@ pub(crate) fn from_json(json: &serde_json::Value) -> Value {
         serde_json::Value::Array(items) => {
             Value::from(items.iter().map(from_json).collect::<Vec<_>>())
         }
-        serde_json::Value::Object(map) => {
-            let map: IndexMap<Value, Value> = map
-                .iter()
+        serde_json::Value::Object(map) => Value::from_object(JsonMap::new(
+            map.iter()
                 .map(|(k, v)| (Value::from(k.as_str()), from_json(v)))
-                .collect();
-            Value::from_object(map)
+                .collect(),
+        )),
+    }
+}
+
+/// Maps up to this size are searched by scanning rather than hashing.
+const SCANNED_MAP_LEN: usize = 12;
+
+/// Most `tojson` texts one [`JsonMap`] remembers (one per set of options).
+const DUMPS_PER_MAP: usize = 4;
+
+/// A JSON object as a template value: a map in key order (as Python's dict) that
+/// remembers its `tojson` text.
+///
+/// Values are immutable, so a map's text for given options never changes. Templates
+/// serialize the same objects over and over (each tool of a cached tool list, on
+/// every request), and Python-style serialization is the costliest step of
+/// rendering such templates.
+#[derive(Debug)]
+pub(crate) struct JsonMap {
+    entries: IndexMap<Value, Value>,
+    dumps: Mutex<Vec<(DumpOptions, Arc<str>)>>,
+}
+
+impl JsonMap {
+    pub(crate) fn new(entries: IndexMap<Value, Value>) -> Self {
+        JsonMap {
+            entries,
+            dumps: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The entries in order.
+    pub(crate) fn entries(&self) -> &IndexMap<Value, Value> {
+        &self.entries
+    }
+
+    /// The `tojson` text for `opts`, made by `make` the first time.
+    pub(crate) fn dumps_with(
+        &self,
+        opts: &DumpOptions,
+        make: impl FnOnce() -> Result<String, minijinja::Error>,
+    ) -> Result<Arc<str>, minijinja::Error> {
+        if let Ok(cache) = self.dumps.lock()
+            && let Some((_, text)) = cache.iter().find(|(o, _)| o == opts)
+        {
+            return Ok(text.clone());
+        }
+        let text: Arc<str> = make()?.into();
+        if let Ok(mut cache) = self.dumps.lock()
+            && cache.len() < DUMPS_PER_MAP
+        {
+            cache.push((opts.clone(), text.clone()));
+        }
+        Ok(text)
+    }
+}
+
+impl Object for JsonMap {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        match key.as_str() {
+            Some(key) => self.get_value_by_str(key),
+            None => self.entries.get(key).cloned(),
+        }
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+        // A scan beats hashing for small maps (minijinja's own maps do the same for
+        // attributes; `message['role']` subscripts come here too).
+        if self.entries.len() <= SCANNED_MAP_LEN {
+            self.entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v.clone())
+        } else {
+            self.entries.get(&Value::from(key)).cloned()
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        self.mapped_rev_key_value_enumerator(|this| {
+            Box::new(this.entries.iter().map(|(k, v)| (k.clone(), v.clone())))
+        })
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(self.entries.len())
     }
 }
 

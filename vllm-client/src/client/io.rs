@@ -2,17 +2,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::task::Waker;
 
 use bytes::Bytes;
 use tokio::sync::mpsc;
 use zeromq::{PullSocket, RouterRecvHalf, RouterSendHalf, SocketRecv, SocketSend, ZmqMessage};
 
 use super::ClientError;
+use super::batch::{OutputBatch, Staged};
 use super::shared::{Command, Shared};
-use crate::protocol::{
-    Abort, ENGINE_CORE_DEAD, EngineCoreOutputs, RequestType, StartDpWave, UtilityOutput,
-};
-use crate::wire::{Decode, DecodeError, Reader};
+use crate::protocol::{Abort, ENGINE_CORE_DEAD, RequestType, StartDpWave, UtilityOutput};
+use crate::wire::{DecodeError, Reader};
 
 /// Writes commands to the engines. Commands that queue up while a send is under way are
 /// taken together, and consecutive aborts among them go out as one ABORT per engine.
@@ -98,6 +98,8 @@ pub(crate) async fn input_watch_task(mut receiver: RouterRecvHalf) {
 
 /// Reads engine outputs and hands each to its request's stream or utility call.
 pub(crate) async fn output_task(shared: Arc<Shared>, mut output: PullSocket) {
+    let mut batch = OutputBatch::default();
+    let mut wakers = Vec::new();
     loop {
         let message = match output.recv().await {
             Ok(m) => m,
@@ -115,15 +117,21 @@ pub(crate) async fn output_task(shared: Arc<Shared>, mut output: PullSocket) {
             ));
             return;
         }
-        let mut reader = Reader::with_frames(&frames[0], &frames[1..]);
-        match EngineCoreOutputs::decode(&mut reader).and_then(|o| reader.finish().map(|_| o)) {
-            Ok(outputs) => dispatch(&shared, outputs),
+        match batch.read(&mut Reader::with_frames(&frames[0], &frames[1..])) {
+            Ok(()) => dispatch(&shared, &mut batch, &frames[0], &mut wakers),
             Err(e) => fail_malformed(&shared, &frames, e),
         }
     }
 }
 
-fn dispatch(shared: &Shared, outputs: EngineCoreOutputs) {
+/// Delivers a message read into `batch` from `payload`.
+///
+/// The consumers that wait are woken after the whole message is queued and the state
+/// unlocked (`wakers` is a reused buffer), so that waking, which may unpark another
+/// worker thread with a system call, never happens under the lock that `generate` and
+/// the streams also take.
+fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &mut Vec<Waker>) {
+    let outputs = &mut batch.rest;
     let engine = outputs.engine_index;
     let mut wake = None;
     {
@@ -133,18 +141,28 @@ fn dispatch(shared: &Shared, outputs: EngineCoreOutputs) {
         if let (Some(stats), Some(i)) = (&outputs.scheduler_stats, index) {
             state.fleet.loads[i].update(stats);
         }
-        for output in outputs.outputs {
-            if output.finished() {
-                // Aborted or unknown requests have no entry: nobody is listening.
-                if let Some(entry) = state.requests.remove(&output.request_id) {
-                    let load = &mut state.fleet.loads[entry.engine];
-                    load.inflight = load.inflight.saturating_sub(1);
-                    entry.tx.send(Ok(output));
+        let mut full = batch.full.drain(..);
+        for staged in &batch.staged {
+            match staged {
+                Staged::Tokens {
+                    request_id,
+                    tokens,
+                    finish_reason,
+                } => {
+                    let request_id = OutputBatch::request_id(payload, request_id.clone());
+                    let tokens = &batch.tokens[tokens.clone()];
+                    state.deliver(request_id, finish_reason.is_some(), |tx| {
+                        wakers.extend(tx.queue_tokens(tokens, *finish_reason))
+                    });
                 }
-            } else if let Some(entry) = state.requests.get(&output.request_id) {
-                entry.tx.send(Ok(output));
+                Staged::Full => {
+                    let Some(output) = full.next() else { break };
+                    let (id, finished) = (output.request_id.clone(), output.finished());
+                    state.deliver(&id, finished, |tx| wakers.extend(tx.queue(Ok(output))));
+                }
             }
         }
+        drop(full);
         if let Some(wave) = outputs.wave_complete {
             tracing::debug!(wave, engine, "data-parallel wave complete");
             state.fleet.wave_complete(wave);
@@ -154,9 +172,12 @@ fn dispatch(shared: &Shared, outputs: EngineCoreOutputs) {
         {
             wake = Some((wave, engine));
         }
-        if let Some(utility) = outputs.utility_output {
+        if let Some(utility) = outputs.utility_output.take() {
             answer_utility(&mut state.utilities, utility);
         }
+    }
+    for waker in wakers.drain(..) {
+        waker.wake();
     }
     if let Some((wave, exclude)) = wake {
         wake_engines(shared, wave, exclude);

@@ -3,16 +3,36 @@
 //! A general channel costs more than this shape needs: tokio's mpsc allocates a new block
 //! every 32 items, so a long request allocates all along. A mailbox is one lock around a
 //! ring buffer that keeps its allocation, and it wakes the consumer only when it waits.
+//!
+//! Outputs that carry nothing but tokens (the common case) queue as bare token runs, and
+//! a run that arrives while the previous one is still queued is appended to it, as vLLM's
+//! `RequestOutputCollector` merges the outputs of a consumer that lags: under load the
+//! consumer is woken once for all that arrived, and takes one output for them.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use super::shared::StreamItem;
+use crate::protocol::FinishReason;
+
+/// What a mailbox holds.
+#[derive(Debug)]
+pub(crate) enum Delivery {
+    /// Outputs with only tokens (and maybe a finish reason), merged while queued. The
+    /// stream turns a run into an `EngineCoreOutput` of its request.
+    Tokens {
+        token_ids: Vec<u32>,
+        finish_reason: Option<FinishReason>,
+    },
+    /// Anything else, delivered as it is (boxed: rare, and large beside a token run,
+    /// so that the ring buffer's slots stay small).
+    Item(Box<StreamItem>),
+}
 
 #[derive(Default)]
 struct State {
-    items: VecDeque<StreamItem>,
+    items: VecDeque<Delivery>,
     waker: Option<Waker>,
     /// The sending side is gone: once `items` is drained the stream ends.
     closed: bool,
@@ -35,8 +55,8 @@ impl Mailbox {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The next item, `None` once the sender is gone and everything was taken.
-    pub fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<StreamItem>> {
+    /// The next delivery, `None` once the sender is gone and everything was taken.
+    pub fn poll_next(&self, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
         let mut state = self.lock();
         if let Some(item) = state.items.pop_front() {
             return Poll::Ready(Some(item));
@@ -58,14 +78,45 @@ pub(crate) struct Sender(Arc<Mailbox>);
 impl Sender {
     /// Queues an item and wakes the consumer if it waits.
     pub fn send(&self, item: StreamItem) {
-        let waker = {
-            let mut state = self.0.lock();
-            state.items.push_back(item);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
+        if let Some(waker) = self.queue(item) {
             waker.wake();
         }
+    }
+
+    /// Queues an item; returns the consumer's waker if it waits, for the caller to wake
+    /// once it has queued everything it has (outside its locks, all at once).
+    #[must_use = "a waiting consumer sleeps until its waker is woken"]
+    pub fn queue(&self, item: StreamItem) -> Option<Waker> {
+        self.deliver(|items| items.push_back(Delivery::Item(Box::new(item))))
+    }
+
+    /// Queues the tokens of an output that carries nothing else, appending them to the
+    /// last queued run if it is unfinished; returns the waker as [`Sender::queue`] does.
+    #[must_use = "a waiting consumer sleeps until its waker is woken"]
+    pub fn queue_tokens(
+        &self,
+        token_ids: &[u32],
+        finish_reason: Option<FinishReason>,
+    ) -> Option<Waker> {
+        self.deliver(|items| match items.back_mut() {
+            Some(Delivery::Tokens {
+                token_ids: queued,
+                finish_reason: queued_finish @ None,
+            }) => {
+                queued.extend_from_slice(token_ids);
+                *queued_finish = finish_reason;
+            }
+            _ => items.push_back(Delivery::Tokens {
+                token_ids: token_ids.to_vec(),
+                finish_reason,
+            }),
+        })
+    }
+
+    fn deliver(&self, queue: impl FnOnce(&mut VecDeque<Delivery>)) -> Option<Waker> {
+        let mut state = self.0.lock();
+        queue(&mut state.items);
+        state.waker.take()
     }
 }
 
@@ -89,14 +140,27 @@ mod tests {
     use futures::StreamExt;
     use futures::stream::poll_fn;
 
+    fn tokens(delivery: &Delivery) -> (&[u32], Option<FinishReason>) {
+        match delivery {
+            Delivery::Tokens {
+                token_ids,
+                finish_reason,
+            } => (token_ids, *finish_reason),
+            Delivery::Item(item) => panic!("expected a token run, got {item:?}"),
+        }
+    }
+
     #[tokio::test]
     async fn items_arrive_in_order_then_the_stream_ends() {
         let (tx, mailbox) = Mailbox::new();
         let reader = tokio::spawn(async move {
             let mut ids = Vec::new();
             let mut stream = poll_fn(|cx| mailbox.poll_next(cx));
-            while let Some(item) = stream.next().await {
-                ids.push(item.unwrap().request_id);
+            while let Some(delivery) = stream.next().await {
+                match delivery {
+                    Delivery::Item(item) => ids.push(item.unwrap().request_id),
+                    Delivery::Tokens { .. } => panic!("no token runs were sent"),
+                }
             }
             ids
         });
@@ -112,5 +176,54 @@ mod tests {
         drop(tx);
         let ids = reader.await.unwrap();
         assert_eq!(ids, (0..100).map(|i| i.to_string()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn queued_token_runs_merge_until_one_finishes() {
+        let (tx, mailbox) = Mailbox::new();
+        for (tokens, finish) in [
+            (&[1][..], None),
+            (&[2, 3], None),
+            (&[4], Some(FinishReason::Length)),
+            // Nothing merges into a finished run.
+            (&[5], None),
+        ] {
+            assert!(tx.queue_tokens(tokens, finish).is_none(), "nobody waits");
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let Poll::Ready(Some(first)) = mailbox.poll_next(&mut cx) else {
+            panic!("nothing queued")
+        };
+        assert_eq!(
+            tokens(&first),
+            (&[1, 2, 3, 4][..], Some(FinishReason::Length))
+        );
+        let Poll::Ready(Some(second)) = mailbox.poll_next(&mut cx) else {
+            panic!("the last run is lost")
+        };
+        assert_eq!(tokens(&second), (&[5][..], None));
+        assert!(mailbox.poll_next(&mut cx).is_pending());
+    }
+
+    #[test]
+    fn other_items_keep_their_place_between_token_runs() {
+        let (tx, mailbox) = Mailbox::new();
+        let _ = tx.queue_tokens(&[1], None);
+        tx.send(Ok(EngineCoreOutput {
+            request_id: "with logprobs".into(),
+            ..Default::default()
+        }));
+        // Not merged into the run before the item: order is kept.
+        let _ = tx.queue_tokens(&[2], None);
+        drop(tx);
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut seen = Vec::new();
+        while let Poll::Ready(Some(delivery)) = mailbox.poll_next(&mut cx) {
+            seen.push(match delivery {
+                Delivery::Tokens { token_ids, .. } => format!("{token_ids:?}"),
+                Delivery::Item(item) => item.unwrap().request_id,
+            });
+        }
+        assert_eq!(seen, ["[1]", "with logprobs", "[2]"]);
     }
 }

@@ -2,9 +2,11 @@
 //!
 //! Layering: `startup` binds the sockets and runs the handshake; `shared` holds the
 //! state of requests, utility calls and engine load; `io` runs the tasks that write to
-//! and read from the engines; `stream` is what `generate` returns ([`OutputStream`]);
-//! `engines` makes the routing decision.
+//! and read from the engines, reading each output message with `batch` and delivering
+//! its outputs to per-request `mailbox`es; `stream` is what `generate` returns
+//! ([`OutputStream`]); `engines` makes the routing decision.
 
+mod batch;
 mod engines;
 mod error;
 mod io;
@@ -262,7 +264,9 @@ impl EngineCoreClient {
         &self.inner.output_address
     }
 
-    /// Sends a request to an engine and returns the stream of its outputs.
+    /// Sends a request to an engine and returns the stream of its outputs (token-only
+    /// outputs that queue up while the consumer is busy arrive merged, see
+    /// [`OutputStream`]).
     ///
     /// The engine is `request.data_parallel_rank` if set, otherwise the least loaded.
     /// `client_index` and `current_wave` are filled in as vLLM's client does.

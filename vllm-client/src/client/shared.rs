@@ -47,6 +47,27 @@ pub(crate) struct State {
     pub dead: Option<ClientError>,
 }
 
+impl State {
+    /// Hands an output of `request_id` to `send` if anyone is listening (aborted and
+    /// unknown requests have no entry); a request's last output removes its entry.
+    pub fn deliver(
+        &mut self,
+        request_id: &str,
+        finished: bool,
+        send: impl FnOnce(&super::mailbox::Sender),
+    ) {
+        if finished {
+            if let Some(entry) = self.requests.remove(request_id) {
+                let load = &mut self.fleet.loads[entry.engine];
+                load.inflight = load.inflight.saturating_sub(1);
+                send(&entry.tx);
+            }
+        } else if let Some(entry) = self.requests.get(request_id) {
+            send(&entry.tx);
+        }
+    }
+}
+
 pub(crate) struct Shared {
     state: Mutex<State>,
     pub commands: mpsc::UnboundedSender<Command>,

@@ -6,10 +6,18 @@ use std::task::{Context, Poll};
 
 use futures::Stream;
 
-use super::mailbox::Mailbox;
+use super::mailbox::{Delivery, Mailbox};
 use super::shared::{Shared, StreamItem};
+use crate::protocol::EngineCoreOutput;
 
 /// The outputs of one request, as the engine produces them.
+///
+/// Outputs that carry only new tokens (and maybe a finish reason) and that arrive while
+/// the consumer is busy are merged into one output (their token ids concatenated), as
+/// vLLM's `RequestOutputCollector` merges a lagging consumer's outputs: a consumer that
+/// keeps up sees every engine step, one that lags takes what queued up at once. Outputs
+/// with anything else (logprobs, events, a stop reason, an error, …) are delivered
+/// unchanged and in order.
 ///
 /// The stream ends after the output whose `finish_reason` is set, or after an error.
 /// Dropping it before then aborts the request on its engine (aborts of many dropped
@@ -50,7 +58,19 @@ impl Stream for OutputStream {
             return Poll::Ready(None);
         }
         match self.mailbox.poll_next(cx) {
-            Poll::Ready(Some(item)) => {
+            Poll::Ready(Some(delivery)) => {
+                let item = match delivery {
+                    Delivery::Item(item) => *item,
+                    Delivery::Tokens {
+                        token_ids,
+                        finish_reason,
+                    } => Ok(EngineCoreOutput {
+                        request_id: self.request_id.clone(),
+                        new_token_ids: token_ids,
+                        finish_reason,
+                        ..Default::default()
+                    }),
+                };
                 if item.as_ref().map_or(true, |o| o.finished()) {
                     self.done = true;
                 }

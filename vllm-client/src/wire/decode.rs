@@ -51,6 +51,13 @@ pub enum DecodeError {
     FrameIndex(usize, usize),
 }
 
+/// A position of a [`Reader`], see [`Reader::checkpoint`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checkpoint {
+    pos: usize,
+    depth: u32,
+}
+
 /// A cursor over one msgpack message (frame 0) and its out-of-band frames.
 #[derive(Debug)]
 pub struct Reader<'a> {
@@ -80,6 +87,21 @@ impl<'a> Reader<'a> {
     /// Current byte offset.
     pub fn position(&self) -> usize {
         self.pos
+    }
+
+    /// Where the reader is, to come back to with [`Reader::rewind`].
+    pub(crate) fn checkpoint(&self) -> Checkpoint {
+        Checkpoint {
+            pos: self.pos,
+            depth: self.depth,
+        }
+    }
+
+    /// Goes back to a checkpoint taken on this reader, to read the same bytes again
+    /// another way (a fast path that met something it does not handle).
+    pub(crate) fn rewind(&mut self, to: Checkpoint) {
+        self.pos = to.pos;
+        self.depth = to.depth;
     }
 
     /// Fails if bytes remain after the value just read.

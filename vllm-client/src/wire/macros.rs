@@ -68,6 +68,31 @@ macro_rules! wire_array {
             }
         }
 
+        impl $name {
+            /// Reads the array elements numbered `fields` into their fields; elements
+            /// past the declared fields (a newer peer's) are skipped. The reader must be
+            /// at element `fields.start`. Decoding a whole struct reads `0..len`; a
+            /// caller that reads some element its own way reads the ranges around it.
+            #[allow(dead_code)] // Not every wire struct is read piecewise.
+            pub(crate) fn decode_fields(
+                &mut self,
+                r: &mut $crate::wire::Reader<'_>,
+                fields: ::std::ops::Range<usize>,
+            ) -> Result<(), $crate::wire::DecodeError> {
+                let mut i = 0usize;
+                $(
+                    if fields.contains(&i) {
+                        self.$field = $crate::wire::Decode::decode(r)?;
+                    }
+                    i += 1;
+                )*
+                for _ in i.max(fields.start)..fields.end {
+                    r.skip()?;
+                }
+                Ok(())
+            }
+        }
+
         impl $crate::wire::Decode for $name {
             fn decode(
                 r: &mut $crate::wire::Reader<'_>,
@@ -76,22 +101,32 @@ macro_rules! wire_array {
                 // longer ones (newer peers) have their unknown trailing fields skipped.
                 let len = r.array()?;
                 let mut value = Self::default();
-                let mut seen = 0usize;
-                $(
-                    if seen < len {
-                        value.$field = $crate::wire::Decode::decode(r)?;
-                        seen += 1;
-                    }
-                )*
-                while seen < len {
-                    r.skip()?;
-                    seen += 1;
-                }
+                value.decode_fields(r, 0..len)?;
                 r.leave();
                 Ok(value)
             }
         }
     };
+}
+
+/// The position of `name` in a wire struct's `FIELDS`, for code that reads one element of
+/// an array-like struct by itself. Evaluated in a `const`, a missing name fails the build.
+pub(crate) const fn field_index(fields: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < fields.len() {
+        let (a, b) = (fields[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut k = 0;
+            while k < a.len() && a[k] == b[k] {
+                k += 1;
+            }
+            if k == a.len() {
+                return i;
+            }
+        }
+        i += 1;
+    }
+    panic!("no such wire field")
 }
 
 macro_rules! wire_map {

@@ -20,6 +20,7 @@ mod value;
 
 pub use decode::{Decode, DecodeError, Reader};
 pub use encode::{Encode, Map, Writer};
+pub(crate) use macros::field_index;
 pub use value::Value;
 
 /// msgpack extension type used by vLLM for raw array bytes (`CUSTOM_TYPE_RAW_VIEW`).

@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
-use vllm_detok::HfTokenizer;
+use vllm_detok::{DecodeTable, HfTokenizer, TekkenTokenizer, TokenTexts, Tokenizer};
 
 /// The tokenizers vendored in `testdata/models` that the fixtures cover.
 pub const MODELS: &[&str] = &[
@@ -50,6 +51,69 @@ pub fn tokenizer(name: &str) -> Arc<HfTokenizer> {
     .clone()
 }
 
+/// The same tokenizer without its decode table, so that decoding takes the window path
+/// through `tokenizers`' own `decode` (as any tokenizer without a table does). Counts the
+/// ids it decodes.
+pub struct WithoutTable {
+    inner: Arc<HfTokenizer>,
+    texts: OnceLock<TokenTexts>,
+    decoded_ids: AtomicUsize,
+}
+
+impl WithoutTable {
+    pub fn new(inner: Arc<HfTokenizer>) -> Self {
+        Self {
+            inner,
+            texts: OnceLock::new(),
+            decoded_ids: AtomicUsize::new(0),
+        }
+    }
+
+    /// The total number of ids passed to `decode` so far.
+    pub fn decoded_ids(&self) -> usize {
+        self.decoded_ids.load(Ordering::Relaxed)
+    }
+}
+
+impl Tokenizer for WithoutTable {
+    fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> vllm_detok::Result<String> {
+        self.decoded_ids.fetch_add(ids.len(), Ordering::Relaxed);
+        self.inner.decode(ids, skip_special_tokens)
+    }
+    fn decode_table(&self) -> Option<&Arc<DecodeTable>> {
+        None
+    }
+    fn added_token(&self, id: u32) -> Option<&str> {
+        self.inner.added_token(id)
+    }
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    fn token_piece(&self, id: u32) -> Option<String> {
+        self.inner.token_piece(id)
+    }
+    fn leading_space_marker(&self) -> Option<char> {
+        self.inner.leading_space_marker()
+    }
+    fn token_texts(&self) -> &TokenTexts {
+        self.texts.get_or_init(|| TokenTexts::build(self))
+    }
+}
+
+/// The vendored Mistral tekken tokenizer (`mistral_tekken`), loaded once per test binary.
+pub fn tekken() -> Arc<TekkenTokenizer> {
+    static TEKKEN: OnceLock<Arc<TekkenTokenizer>> = OnceLock::new();
+    TEKKEN
+        .get_or_init(|| {
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../testdata/models/mistral_tekken/tekken.json.gz"
+            );
+            Arc::new(TekkenTokenizer::from_bytes(&gunzip(path)).unwrap())
+        })
+        .clone()
+}
+
 pub fn fixture(name: &str) -> Fixture {
     let path = format!(
         "{}/tests/fixtures/{name}.json.gz",
@@ -64,6 +128,16 @@ pub struct Fixture {
     pub cases: Vec<Case>,
     pub logprobs: Vec<LogprobPosition>,
     pub bench: BenchStream,
+    /// Whole-sequence `decode` results (tekken only).
+    #[serde(default)]
+    pub decodes: Vec<WholeDecode>,
+}
+
+#[derive(Deserialize)]
+pub struct WholeDecode {
+    pub ids: Vec<u32>,
+    pub skip_special_tokens: bool,
+    pub text: String,
 }
 
 #[derive(Deserialize)]

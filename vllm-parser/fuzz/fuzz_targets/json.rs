@@ -16,4 +16,14 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut extent = json::Extent::new();
     let _ = extent.feed(text);
+    // Truncated JSON completed like `partial_json_parser`: no panic, and
+    // complete JSON reads as `loads` reads it (unless it starts with
+    // whitespace, which the library's completion mis-slices).
+    let partial = json::loads_partial(text);
+    if let Ok(value) = json::loads(text)
+        && !text.starts_with(char::is_whitespace)
+        && !json::dumps(&value).contains("NaN")
+    {
+        assert_eq!(partial.as_ref(), Some(&value), "{text}");
+    }
 });

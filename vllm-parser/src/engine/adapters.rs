@@ -79,13 +79,18 @@ pub struct EngineReasoningParser {
 
 impl EngineReasoningParser {
     /// A parser for `config`; `thinking` false passes all text through as
-    /// content; a `prompt` that already closed reasoning starts in content.
+    /// content; a `prompt` that already closed reasoning starts in content,
+    /// and a format with a [`prompt_state`](EngineConfig::prompt_state) starts
+    /// where the prompt left off.
     pub fn new(config: EngineConfig, thinking: bool, prompt: &str) -> Self {
         let assembler = ReasoningAssembler::new(&config);
         let initial = if prompt_closes_reasoning(&config, prompt) {
             State::Content
         } else {
-            config.initial_state
+            config
+                .prompt_state
+                .and_then(|read| read(prompt))
+                .unwrap_or(config.initial_state)
         };
         let bypass = Bypass {
             tools: true,

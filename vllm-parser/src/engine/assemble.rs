@@ -45,6 +45,9 @@ pub struct ToolAssembler {
     args_text: ArgsText,
     names_in_arguments: bool,
     accept_empty_names: bool,
+    args_keys: &'static [&'static str],
+    /// Text after an emitted call is content (Inkling).
+    keep_text_after_calls: bool,
     /// Content was emitted (it then held non-whitespace).
     emitted_content: bool,
     /// Content started with whitespace: all of it is held until decided.
@@ -86,6 +89,8 @@ impl ToolAssembler {
             args_text: config.args_text,
             names_in_arguments: config.names_in_arguments,
             accept_empty_names: config.accept_empty_names,
+            args_keys: config.args_keys,
+            keep_text_after_calls: config.keep_text_after_calls,
             emitted_content: false,
             hold_all: false,
             held: String::new(),
@@ -178,6 +183,12 @@ impl ToolAssembler {
     }
 
     fn text(&mut self, text: &str, out: &mut Vec<Event>) {
+        if self.after_tool_event && self.keep_text_after_calls && self.calls > 0 {
+            if !text.is_empty() {
+                out.push(Event::Content(text.to_owned()));
+            }
+            return;
+        }
         if self.after_tool_event {
             if !self.named_call {
                 self.after.push_str(text);
@@ -214,7 +225,7 @@ impl ToolAssembler {
     /// `_extract_args_json` of stripped, non-empty text.
     fn arguments_text(&self, body: &str) -> String {
         match self.args_text {
-            ArgsText::Json => name_and_arguments(body).1,
+            ArgsText::Json => name_and_arguments(body, self.args_keys).1,
             ArgsText::Stripped => body.to_owned(),
             ArgsText::FirstJsonValue => match json::loads_prefix(body) {
                 Ok((_, end)) => body[..end].to_owned(),
@@ -269,7 +280,7 @@ impl ToolAssembler {
         let mut name = py_strip(&name).to_owned();
         let body = py_strip(&slot.args);
         let arguments = if name.is_empty() && !body.is_empty() && self.names_in_arguments {
-            let (found, arguments) = name_and_arguments(body);
+            let (found, arguments) = name_and_arguments(body, self.args_keys);
             name = found;
             id = None;
             arguments
@@ -360,8 +371,9 @@ fn name_in_arguments(args: &str) -> Option<&str> {
     None
 }
 
-/// vLLM's `_extract_name_and_args` on stripped text.
-fn name_and_arguments(body: &str) -> (String, String) {
+/// vLLM's `_extract_name_and_args` on stripped text; `keys` hold the
+/// arguments, first found wins.
+fn name_and_arguments(body: &str, keys: &[&str]) -> (String, String) {
     let Ok(PyJson::Dict(items)) = json::loads(body) else {
         return (String::new(), body.to_owned());
     };
@@ -371,7 +383,7 @@ fn name_and_arguments(body: &str) -> (String, String) {
         .and_then(|(_, v)| v.as_str())
         .unwrap_or_default()
         .to_owned();
-    for key in ["arguments", "parameters"] {
+    for key in keys {
         if let Some((_, value)) = items.iter().find(|(k, _)| k == key) {
             return match value {
                 PyJson::Str(text) => (name, text.clone()),

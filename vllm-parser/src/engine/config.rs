@@ -18,6 +18,11 @@ pub enum State {
     ToolArgs,
     /// After a call, inside its wrapper (text is dropped).
     ToolBetween,
+    /// Between a message's role marker and its content-kind marker
+    /// (Inkling's `MESSAGE_HEADER`): text there is a header, held back; it is
+    /// dropped when a block opens and becomes content where a transition
+    /// emits [`Emit::Text`] or the output ends.
+    MessageHeader,
 }
 
 impl State {
@@ -96,6 +101,10 @@ pub type SchemaConverter = fn(&str, &str, &[crate::tools::Tool]) -> Option<Strin
 /// `(call id, function name)`; `None` when it is not one.
 pub type CallHeader = fn(&str) -> Option<(String, String)>;
 
+/// The state a reasoning parser starts in, read from the end of the prompt
+/// (vLLM's `adjust_initial_state_from_prompt`); `None` keeps the default.
+pub type PromptState = fn(&str) -> Option<State>;
+
 /// A model's format: vLLM's `ParserEngineConfig` with the fields that decide
 /// the whole-text result.
 #[derive(Debug, Clone)]
@@ -141,6 +150,16 @@ pub struct EngineConfig {
     /// Tokens that delimit turns in the prompt: with them, a prompt whose
     /// last marker ends reasoning starts the output in content.
     pub turn_boundaries: Vec<&'static str>,
+    /// Keys of a `{"name", …}` call object that hold its arguments, in the
+    /// order they are tried (vLLM's `_extract_args_value`; Inkling puts
+    /// `args` first).
+    pub args_keys: &'static [&'static str],
+    /// Text after calls is content too (Inkling's flush of the engine's
+    /// deferred content): no text is dropped for following a call.
+    pub keep_text_after_calls: bool,
+    /// The reasoning parser's start state from the prompt, if the format
+    /// reads one.
+    pub prompt_state: Option<PromptState>,
 }
 
 /// How a call's raw argument text becomes its arguments when no converter
@@ -190,6 +209,9 @@ impl EngineConfig {
             names_in_arguments: true,
             accept_empty_names: false,
             turn_boundaries: Vec::new(),
+            args_keys: &["arguments", "parameters"],
+            keep_text_after_calls: false,
+            prompt_state: None,
         }
     }
 

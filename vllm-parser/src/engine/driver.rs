@@ -52,6 +52,8 @@ pub struct Engine {
     in_skipped_tool_span: bool,
     calls_started: usize,
     array: ArrayBody,
+    /// Text read in [`State::MessageHeader`], until the header ends.
+    header: String,
 }
 
 impl Engine {
@@ -84,6 +86,7 @@ impl Engine {
             in_skipped_tool_span: false,
             calls_started: 0,
             array: ArrayBody::default(),
+            header: String::new(),
         }
     }
 
@@ -113,6 +116,11 @@ impl Engine {
                 }
             }
             State::Reasoning => out.push(Signal::ReasoningEnd),
+            // A header the output ended in is content.
+            State::MessageHeader => {
+                let header = std::mem::take(&mut self.header);
+                self.signal(Emit::Text, header, out);
+            }
             State::Content => {}
         }
         self.state = State::Content;
@@ -147,9 +155,16 @@ impl Engine {
                 } else if is_exit {
                     self.in_skipped_tool_span = false;
                 }
+                let leaving_header = self.state == State::MessageHeader;
+                if leaving_header {
+                    self.header.clear();
+                }
                 if transition.emits.contains(&Emit::ReasoningEnd) {
                     self.state = State::Content;
                     out.push(Signal::ReasoningEnd);
+                    out.push(Signal::Text(value.to_owned()));
+                } else if leaving_header {
+                    self.state = State::Content;
                     out.push(Signal::Text(value.to_owned()));
                 } else if let Some(emit) = self.config.content_event(self.state) {
                     self.signal(emit, value.to_owned(), out);
@@ -157,12 +172,18 @@ impl Engine {
                 return;
             }
         }
+        // Leaving a header: a content event carries the header, not the terminal.
+        let header = (self.state == State::MessageHeader).then(|| std::mem::take(&mut self.header));
         self.state = transition.to;
         if self.state == State::ToolArgs {
             self.array = ArrayBody::default();
         }
         for &emit in transition.emits {
-            self.signal(emit, value.to_owned(), out);
+            let text = match (&header, emit) {
+                (Some(header), Emit::Text) => header.clone(),
+                _ => value.to_owned(),
+            };
+            self.signal(emit, text, out);
         }
     }
 
@@ -171,7 +192,9 @@ impl Engine {
         if text.is_empty() {
             return;
         }
-        if self.state == State::ToolArgs && self.config.array_body {
+        if self.state == State::MessageHeader {
+            self.header.push_str(text);
+        } else if self.state == State::ToolArgs && self.config.array_body {
             let before = out.len();
             let end = self.array.feed(text, out);
             self.calls_started += out[before..]

@@ -11,10 +11,12 @@
 mod dump;
 mod extent;
 mod load;
+mod partial;
 
 pub use dump::{dumps, dumps_ascii, write_string};
 pub use extent::Extent;
 pub use load::{JsonError, loads, loads_lenient, loads_prefix};
+pub use partial::loads_partial;
 
 /// A JSON value as Python's `json.loads` returns it.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,6 +43,19 @@ impl PyJson {
         match self {
             PyJson::Dict(items) => items.iter().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
+        }
+    }
+
+    /// Python's `bool(value)`.
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            PyJson::Null => false,
+            PyJson::Bool(b) => *b,
+            PyJson::Int(digits) => digits != "0",
+            PyJson::Float(f) => *f != 0.0,
+            PyJson::Str(s) => !s.is_empty(),
+            PyJson::List(items) => !items.is_empty(),
+            PyJson::Dict(items) => !items.is_empty(),
         }
     }
 

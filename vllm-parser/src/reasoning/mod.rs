@@ -4,4 +4,6 @@ pub mod append_think;
 pub mod ernie45;
 pub mod granite;
 pub mod hunyuan_a13b;
+pub mod kimi_k3;
+pub mod minimax_m3;
 pub mod think;

@@ -1,5 +1,7 @@
 //! Tool-call parsers, one module per family of output formats.
 
+pub mod apertus;
+pub mod arg_tags;
 pub mod deepseek;
 pub mod dots;
 pub mod ernie45;
@@ -9,6 +11,9 @@ pub mod granite_20b_fc;
 pub mod hermes;
 pub mod hunyuan_a13b;
 pub mod json_calls;
+pub mod kimi_k3;
+pub mod lfm2;
+pub mod minicpm5;
 pub mod pythonic;
 pub mod settle;
 pub mod step3;

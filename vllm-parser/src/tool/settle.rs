@@ -46,6 +46,26 @@ pub trait Settle: Send {
     /// The calls in `tail` (which starts at the opening), or `None` when vLLM
     /// returns the whole output as content.
     fn settle(&self, tail: &str) -> Option<Settled>;
+
+    /// Whether [`settle_with_head`](Settle::settle_with_head) reads the content
+    /// before the opening (kept only then): vLLM's regexes for some formats
+    /// (`hy_v3`) run over the whole output, prose included.
+    fn reads_head(&self) -> bool {
+        false
+    }
+
+    /// [`settle`](Settle::settle), given the content streamed before the tail too
+    /// (empty unless [`reads_head`](Settle::reads_head)).
+    fn settle_with_head(&self, head: &str, tail: &str) -> Option<Settled> {
+        let _ = head;
+        self.settle(tail)
+    }
+
+    /// Whether an output without calls whose content is only whitespace has no
+    /// content at all (`k2_horizon`: vLLM's `content if content.strip() else None`).
+    fn drops_blank_content(&self) -> bool {
+        false
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,6 +91,8 @@ pub struct SettleParser<F> {
     blank: String,
     /// Whether content other than whitespace was emitted.
     spoke: bool,
+    /// The content before the tail, kept when the format [reads it](Settle::reads_head).
+    head: String,
 }
 
 impl<F: Settle + 'static> SettleParser<F> {
@@ -88,6 +110,7 @@ impl<F: Settle + 'static> SettleParser<F> {
             tail: String::new(),
             blank: String::new(),
             spoke: false,
+            head: String::new(),
         }
     }
 
@@ -144,6 +167,9 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
                     match piece {
                         Piece::Text(text) => {
                             let text = text.to_owned();
+                            if self.format.reads_head() {
+                                self.head.push_str(&text);
+                            }
                             self.prefix_content(&text, out);
                         }
                         Piece::Marker(i) => {
@@ -163,7 +189,7 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
         match self.state {
             State::Tail => {
                 let tail = std::mem::take(&mut self.tail);
-                match self.format.settle(&tail) {
+                match self.format.settle_with_head(&self.head, &tail) {
                     Some(settled) => {
                         if self.spoke || !py_is_blank(&settled.content) {
                             emit_content(blank + &settled.content, out);
@@ -173,7 +199,12 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
                     None => emit_content(blank + &tail, out),
                 }
             }
-            _ => emit_content(blank + &self.scanner.finish(), out),
+            _ => {
+                let rest = blank + &self.scanner.finish();
+                if self.spoke || !self.format.drops_blank_content() || !py_is_blank(&rest) {
+                    emit_content(rest, out);
+                }
+            }
         }
     }
 }

@@ -53,6 +53,22 @@ impl StrippedContent {
             py_strip(&rest).to_owned()
         }
     }
+
+    /// Calls were found and vLLM's content is the non-empty ones of
+    /// `content.strip()` and `parts` joined by `"\n"` (`lfm2`, `apertus`):
+    /// what is left to emit of it.
+    pub fn joined(self, parts: &[&str]) -> String {
+        let mut spoke = self.released;
+        let mut text = self.stripped("");
+        for part in parts.iter().filter(|part| !part.is_empty()) {
+            if spoke || !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(part);
+            spoke = true;
+        }
+        text
+    }
 }
 
 /// Streams [`StrippedContent`] until `marker`, then keeps the tail (from the marker

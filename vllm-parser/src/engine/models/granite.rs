@@ -51,7 +51,8 @@ fn convert(raw: &str) -> Option<String> {
 /// vLLM's `extract_json_member_object`: the text of the object value of the
 /// top-level member `key` (to the end when unterminated), `Ok(None)` when there
 /// is none or it has not started, `Err` when the value is not an object.
-fn member_object<'a>(raw: &'a str, key: &str) -> Result<Option<&'a str>, ()> {
+/// (Inkling's converter carves its `"args"` member with it.)
+pub(crate) fn member_object<'a>(raw: &'a str, key: &str) -> Result<Option<&'a str>, ()> {
     let bytes = raw.as_bytes();
     let (mut depth, mut in_string, mut escape) = (0i64, false, false);
     let mut string_start = 0;

@@ -10,6 +10,7 @@ pub mod gemma4;
 pub mod glm47;
 pub mod granite;
 pub mod granite_thinking;
+pub mod inkling;
 pub mod kimi_k2;
 pub mod mimo;
 pub mod minicpmv;

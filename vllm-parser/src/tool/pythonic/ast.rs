@@ -14,7 +14,8 @@ const MAX_DEPTH: usize = 200;
 /// nested unary operators (`-` × 2992 raises `RecursionError`).
 const MAX_UNARY: usize = 2991;
 
-const KEYWORDS: &[&str] = &[
+/// Python's keywords (`keyword.kwlist`).
+pub(crate) const KEYWORDS: &[&str] = &[
     "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue",
     "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import",
     "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while",

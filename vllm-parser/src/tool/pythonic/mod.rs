@@ -25,8 +25,10 @@
 //! that gate for `olmo3` too, so its content streams (the corpus records
 //! `"follow": "streaming"` where vLLM's whole text finds calls in prose).
 
-mod ast;
-mod lexer;
+// Shared with `tool::arg_tags::literal` (Python's `ast.literal_eval`).
+pub(crate) mod ast;
+pub(crate) mod lexer;
+pub(crate) mod repair;
 
 use self::ast::{Expr, SequenceKind};
 use self::lexer::Constant;
@@ -148,6 +150,20 @@ fn parse_calls(source: &str) -> Option<Vec<Call>> {
     let Expr::Sequence(SequenceKind::List, items) = ast::first_expression(&tokens)? else {
         return None;
     };
+    items.iter().map(call).collect()
+}
+
+/// The first statement of `source` as a non-empty list of calls, each
+/// through `handle_single_tool` (no regex gate): `None` where `ast.parse`
+/// fails or vLLM raises.
+pub(crate) fn call_list(source: &str) -> Option<Vec<Call>> {
+    let tokens = lexer::tokenize(source)?;
+    let Expr::Sequence(SequenceKind::List, items) = ast::first_expression(&tokens)? else {
+        return None;
+    };
+    if items.is_empty() {
+        return None;
+    }
     items.iter().map(call).collect()
 }
 

@@ -1,0 +1,158 @@
+//! Python's text for JSON values, where vLLM's messages and fields embed it:
+//! `repr()` (error messages quote request values, `{'json': None, …}`) and
+//! `json.dumps()` with its default separators (`structural_tag` is stored as the
+//! `json.dumps` of the response format).
+
+use serde_json::Value;
+
+use crate::template::{write_float, write_json_string};
+
+/// `repr(value)` of the Python object vLLM builds from this JSON.
+pub(crate) fn repr(value: &Value) -> String {
+    let mut out = String::new();
+    write_repr(&mut out, value);
+    out
+}
+
+/// `str(x)` of a float: the same as its `repr`.
+pub(crate) fn float(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let mut out = String::new();
+    write_float(&mut out, f);
+    out
+}
+
+/// `json.dumps(value)`: `", "` and `": "` separators, `ensure_ascii=True`.
+pub(crate) fn json_dumps(value: &Value) -> String {
+    let mut out = String::new();
+    write_json(&mut out, value);
+    out
+}
+
+fn write_number(out: &mut String, n: &serde_json::Number) {
+    match n.as_f64() {
+        Some(f) if n.is_f64() => out.push_str(&float(f)),
+        _ => out.push_str(&n.to_string()),
+    }
+}
+
+fn write_repr(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("None"),
+        Value::Bool(true) => out.push_str("True"),
+        Value::Bool(false) => out.push_str("False"),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_str_repr(out, s),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_repr(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_str_repr(out, k);
+                out.push_str(": ");
+                write_repr(out, v);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// `repr(str)`: single quotes unless the text has `'` and no `"`; printable
+/// characters as they are, the others escaped.
+fn write_str_repr(out: &mut String, s: &str) {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => {
+                let code = c as u32;
+                if code < 0x100 {
+                    out.push_str(&format!("\\x{code:02x}"));
+                } else {
+                    out.push_str(&format!("\\u{code:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+}
+
+fn write_json(out: &mut String, value: &Value) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => write_json_string(out, s, true),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json(out, item);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            out.push('{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_json_string(out, k, true);
+                out.push_str(": ");
+                write_json(out, v);
+            }
+            out.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn repr_and_dumps_read_like_python() {
+        // Expected values are Python 3's repr() / json.dumps() of the same objects.
+        let v = json!({"a": [1, 2.0, null, true], "b's": "it's", "c": "q\"'", "d": "é\n"});
+        assert_eq!(
+            super::repr(&v),
+            r#"{'a': [1, 2.0, None, True], "b's": "it's", 'c': 'q"\'', 'd': 'é\n'}"#
+        );
+        assert_eq!(
+            super::json_dumps(&v),
+            r#"{"a": [1, 2.0, null, true], "b's": "it's", "c": "q\"'", "d": "\u00e9\n"}"#
+        );
+        assert_eq!(super::float(1e-9), "1e-09");
+    }
+}
