@@ -24,6 +24,10 @@ for n in qwen3 llama3 llama3_1 deepseek_v3 gemma3 gptoss; do
 done
 mkdir -p "$OUT/models/mistral_tekken"
 gzip -9 -n -c "$REF/models/mistral_tekken/tekken.json" > "$OUT/models/mistral_tekken/tekken.json.gz"
+# mistral-common's newest SentencePiece model (v7, Mistral-Large-2411), from its wheel.
+mkdir -p "$OUT/models/mistral_spm_v7"
+gzip -9 -n -c "$REF"/venv/lib/python3*/site-packages/mistral_common/data/mistral_instruct_tokenizer_241114.model.v7 \
+  > "$OUT/models/mistral_spm_v7/tokenizer.model.v7.gz"
 cp "$REF"/templates/*.jinja "$REF/templates/README.md" "$OUT/templates/"
 tar xzf "$REF/cand/llama_cpp_python-0.3.36.tar.gz" -O llama_cpp_python-0.3.36/vendor/llama.cpp/LICENSE > "$OUT/templates/LICENSE.llama.cpp"
 echo "testdata vendored from $REF"

@@ -12,6 +12,11 @@ WRAPPER` launches the mock as its "Python headless engine" through a wrapper scr
         [--target-dir target] [--requests 2000] [--concurrency 64] [--output-len 128]
 
 Prints a table and writes it as JSON with `--output-json`.
+
+With `--pin`, each frontend runs alone on CPU 0 while the mock engine and the load
+generator share the other CPUs (`taskset`): every frontend gets the same one core, so
+throughput measures what a frontend serves per core instead of how the scheduler split a
+busy machine between five processes.
 """
 
 import argparse
@@ -69,9 +74,26 @@ def wait_listening(port: int, timeout: float = 120) -> None:
     raise RuntimeError(f"nothing listens on {port}")
 
 
+FRONTEND_CPUS = "0"
+
+
+def load_cpus() -> str:
+    """The CPUs left to the engine and the load generator when pinning (all but CPU 0)."""
+    others = sorted(os.sched_getaffinity(0) - {0})
+    if not others:
+        raise SystemExit("--pin needs at least two CPUs")
+    return ",".join(map(str, others))
+
+
+def pinned(args, cpus: str, cmd: list[str]) -> list[str]:
+    return ["taskset", "-c", cpus, *cmd] if args.pin else cmd
+
+
 def run_bench(args, bench: str, base: str, extra: list[str], out: str) -> dict:
-    cmd = [bench, "--url", base, "--endpoint", "chat", "--quiet", "--concurrency", str(args.concurrency),
+    cmd = [*pinned(args, args.load_cpus, [bench]), "--url", base, "--endpoint", "chat", "--quiet", "--concurrency", str(args.concurrency),
            "--input-len", str(args.input_len), "--output-len", str(args.output_len), "--output-json", out, *extra]
+    if args.request_rate:
+        cmd += ["--request-rate", str(args.request_rate)]
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     with open(out) as f:
         return json.load(f)
@@ -104,14 +126,14 @@ def bench_serve(args, exe, workdir) -> dict:
     port, rpc = free_port(), free_port()
     log = open(os.path.join(workdir, "serve.log"), "w")
     serve = subprocess.Popen(
-        [exe("serve"), args.model, "--port", str(port), "--served-model-name", "qwen3",
+        pinned(args, FRONTEND_CPUS, [exe("serve")]) + [args.model, "--port", str(port), "--served-model-name", "qwen3",
          "--data-parallel-rpc-port", str(rpc), "--max-logprobs", "20"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     engine = None
     try:
         wait_listening(rpc)
         engine = subprocess.Popen(
-            [exe("mock-engine"), args.model, "--headless", "--data-parallel-rpc-port", str(rpc),
+            pinned(args, args.load_cpus, [exe("mock-engine")]) + [args.model, "--headless", "--data-parallel-rpc-port", str(rpc),
              "--max-num-seqs", "4096", "--mock-text", TEXT],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
@@ -130,12 +152,13 @@ def bench_vllm_rs(args, exe, workdir) -> dict:
             "#!/bin/sh\n"
             'if [ "$1" = "-m" ]; then shift 2; fi\n'
             'if [ "$1" = "serve" ]; then shift; fi\n'
-            f'exec {shlex.quote(exe("mock-engine"))} "$@" --max-num-seqs 4096 --mock-text {shlex.quote(TEXT)}\n')
+            f'exec {shlex.join(pinned(args, args.load_cpus, [exe("mock-engine")]))} "$@" '
+            f'--max-num-seqs 4096 --mock-text {shlex.quote(TEXT)}\n')
     os.chmod(wrapper, 0o755)
     port = free_port()
     log = open(os.path.join(workdir, "vllm-rs.log"), "w")
     server = subprocess.Popen(
-        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port),
+        pinned(args, FRONTEND_CPUS, [args.vllm_rs]) + ["serve", args.model, "--python", wrapper, "--port", str(port),
          "--served-model-name", "qwen3"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -158,22 +181,30 @@ def main() -> int:
     p.add_argument("--input-len", type=int, default=128)
     p.add_argument("--output-len", type=int, default=128)
     p.add_argument("--output-json")
+    p.add_argument("--request-rate", type=float,
+                   help="open loop: Poisson arrivals at this rate (concurrency becomes the cap)")
+    p.add_argument("--pin", action="store_true",
+                   help="frontend alone on CPU 0; mock engine and load generator on the others")
     args = p.parse_args()
+    args.load_cpus = load_cpus() if args.pin else ""
 
     def exe(name: str) -> str:
         return os.path.join(args.target_dir, "release", "examples", name)
 
     workdir = tempfile.mkdtemp(prefix="bench-serve-")
     results = [bench_serve(args, exe, workdir), bench_vllm_rs(args, exe, workdir)]
-    print(f"chat, streamed, {args.requests} requests, concurrency {args.concurrency}, "
-          f"{args.input_len} words in, {args.output_len} tokens out (mock engine, logs in {workdir})")
+    pin = f", frontend pinned to CPU {FRONTEND_CPUS}, engine + load on {args.load_cpus}" if args.pin else ""
+    rate = f", {args.request_rate:g} req/s offered" if args.request_rate else ""
+    print(f"chat, streamed, {args.requests} requests{rate}, concurrency {args.concurrency}, "
+          f"{args.input_len} words in, {args.output_len} tokens out (mock engine{pin}, logs in {workdir})")
     header = f"{'frontend':<10} {'req/s':>8} {'out tok/s':>10} {'TTFT p50':>9} {'TTFT p99':>9} " \
-             f"{'ITL p50':>8} {'ITL p99':>8} {'CPU µs/tok':>11}"
+             f"{'ITL p50':>8} {'ITL p99':>8} {'E2E p50':>8} {'E2E p99':>8} {'CPU µs/tok':>11}"
     print(header)
     for r in results:
         print(f"{r['frontend']:<10} {r['request_throughput']:>8.1f} {r['output_throughput']:>10.0f} "
               f"{r['ttft']['p50_ms']:>8.1f}m {r['ttft']['p99_ms']:>8.1f}m {r['itl']['p50_ms']:>7.2f}m "
-              f"{r['itl']['p99_ms']:>7.2f}m {r['frontend_cpu_us_per_token']:>11.2f}")
+              f"{r['itl']['p99_ms']:>7.2f}m {r['e2e_latency']['p50_ms']:>7.1f}m "
+              f"{r['e2e_latency']['p99_ms']:>7.1f}m {r['frontend_cpu_us_per_token']:>11.2f}")
     ours, theirs = results
     print(f"serve / vllm-rs: throughput x{ours['output_throughput'] / theirs['output_throughput']:.2f}, "
           f"CPU per token x{ours['frontend_cpu_us_per_token'] / theirs['frontend_cpu_us_per_token']:.2f}")

@@ -7,7 +7,12 @@ The steps of `ServingRender.render_chat_request` / `render_completion_request`
 classes and functions (`ChatCompletionRequest`, `get_max_tokens`,
 `to_sampling_params`, `GenerateRequest`, `ParseContext`, `count_history_tool_calls`)
 and serialized with `model_dump()` as `create_json_response` does; the prompt is
-rendered as in gen_parity_fixtures.py. No reasoning or tool parser is configured.
+rendered as in gen_parity_fixtures.py and tokenized with the request's
+`TokenizeParams` (`build_tok_params`, `get_encode_kwargs`, `_token_len_check`). A
+request that vLLM refuses (its validators, the length limits, `SamplingParams`'
+range checks, structured outputs) records the body of vLLM's exception handler
+(`create_error_response(exc).model_dump()`). Cases may carry `_max_model_len` to
+render with a smaller context. No reasoning or tool parser is configured.
 
 Usage: HF_HUB_OFFLINE=1 $REF/venv/bin/python vllm-chat/scripts/gen_render_fixtures.py $REF
 Writes vllm-chat/tests/fixtures/render_mode.json.

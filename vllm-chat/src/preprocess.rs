@@ -32,13 +32,18 @@ pub(crate) fn conversation(
     for (i, message) in messages.iter().enumerate() {
         conversation.push(convert_message(i, message, format)?);
     }
-    if messages.iter().any(|m| m.role == "developer")
-        && !template_source.contains("\"developer\"")
-        && !template_source.contains("'developer'")
-    {
+    if converts_developer_messages(messages, template_source) {
         conversation = developer_to_system(conversation);
     }
     Ok(conversation)
+}
+
+/// True when `developer` messages become `system` ones (and system messages are
+/// merged): the only step that looks at more than one message at a time.
+pub(crate) fn converts_developer_messages(messages: &[ChatMessage], template_source: &str) -> bool {
+    messages.iter().any(|m| m.role == "developer")
+        && !template_source.contains("\"developer\"")
+        && !template_source.contains("'developer'")
 }
 
 fn texts_of(index: usize, message: &ChatMessage) -> Result<Vec<String>, RenderError> {
@@ -98,7 +103,8 @@ fn texts_of(index: usize, message: &ChatMessage) -> Result<Vec<String>, RenderEr
         .collect())
 }
 
-fn convert_message(
+/// One message as the template receives it (`index` names it in errors).
+pub(crate) fn convert_message(
     index: usize,
     message: &ChatMessage,
     format: ContentFormat,

@@ -11,7 +11,8 @@ use indexmap::IndexMap;
 use minijinja::Value as TemplateValue;
 
 use crate::template::{
-    Clock, ContentFormat, JsonMap, Limits, TemplateSet, ToolCache, content_format, from_json,
+    Clock, ContentFormat, JsonMap, Limits, MessageCache, TemplateSet, ToolCache, content_format,
+    from_json,
 };
 use crate::tokenizer::{SegmentEncoder, Tokenizer};
 use crate::{RenderError, preprocess};
@@ -85,6 +86,7 @@ pub struct ChatRenderer {
     /// The special tokens (`bos_token`, …) as template variables.
     special_tokens: Vec<(TemplateValue, TemplateValue)>,
     tools: ToolCache,
+    messages: MessageCache,
     tokenizer: Option<Tokenizer>,
     segments: Option<SegmentEncoder>,
     options: RendererOptions,
@@ -143,6 +145,7 @@ impl ChatRenderer {
                 })
                 .collect(),
             tools: ToolCache::default(),
+            messages: MessageCache::default(),
             segments: tokenizer.as_ref().map(SegmentEncoder::new),
             tokenizer,
             options,
@@ -292,26 +295,41 @@ impl ChatRenderer {
                 (&self.templates, key, info)
             }
         };
-        let mut conversation =
-            preprocess::conversation(&request.messages, info.format, &info.source)?;
-        if conversation.is_empty() {
-            return Err(RenderError::invalid(
-                "Cannot apply chat template to an empty conversation. Provide at least one message.",
-                "messages",
-            ));
-        }
-        if let Value::Array(docs) = &documents
-            && docs.iter().any(|d| !d.is_object())
+        let check_conversation = |empty: bool| {
+            if empty {
+                return Err(RenderError::invalid(
+                    "Cannot apply chat template to an empty conversation. Provide at least one message.",
+                    "messages",
+                ));
+            }
+            if let Value::Array(docs) = &documents
+                && docs.iter().any(|d| !d.is_object())
+            {
+                return Err(RenderError::invalid(
+                    "Documents should be a list of dicts with 'title' and 'text' keys!",
+                    "documents",
+                ));
+            }
+            Ok(())
+        };
+        // Messages are converted one by one (and cached) unless the final one is cut
+        // open or developer messages are merged into the system message.
+        let (messages, final_message) = if continue_final
+            || preprocess::converts_developer_messages(&request.messages, &info.source)
         {
-            return Err(RenderError::invalid(
-                "Documents should be a list of dicts with 'title' and 'text' keys!",
-                "documents",
-            ));
-        }
-        let final_message = if continue_final {
-            Some(mark_final_message(&mut conversation, &info.source)?)
+            let mut conversation =
+                preprocess::conversation(&request.messages, info.format, &info.source)?;
+            check_conversation(conversation.is_empty())?;
+            let final_message = if continue_final {
+                Some(mark_final_message(&mut conversation, &info.source)?)
+            } else {
+                None
+            };
+            (from_json(&Value::Array(conversation)), final_message)
         } else {
-            None
+            let messages = self.messages.values(&request.messages, info.format)?;
+            check_conversation(request.messages.is_empty())?;
+            (messages, None)
         };
 
         let mut ctx = IndexMap::with_capacity(self.special_tokens.len() + kwargs.len() + 4);
@@ -321,7 +339,7 @@ impl ChatRenderer {
         for (k, v) in &kwargs {
             ctx.insert(TemplateValue::from(k.as_str()), from_json(v));
         }
-        ctx.insert("messages".into(), from_json(&Value::Array(conversation)));
+        ctx.insert("messages".into(), messages);
         ctx.insert(
             "tools".into(),
             tools.unwrap_or_else(|| from_json(&Value::Null)),

@@ -294,3 +294,13 @@ fn a_reasoning_parser_fills_the_reasoning_fields() {
         .unwrap();
     assert_eq!(out.reasoning_ended, Some(true));
 }
+
+/// An empty encoding reads back to vLLM's defaults, which `Default` also gives.
+#[test]
+fn sampling_params_default_to_vllms_defaults() {
+    let empty: SamplingParams = serde_json::from_str("{}").unwrap();
+    assert_eq!(empty, SamplingParams::default());
+    assert_eq!((empty.n, empty.max_tokens, empty.temperature), (1, 16, 1.0));
+    assert!(empty.skip_special_tokens && empty.spaces_between_special_tokens);
+    empty.verify().unwrap();
+}

@@ -1,6 +1,7 @@
 //! µs per token on the 4,000-token benchmark streams (recorded in the fixtures by
 //! `scripts/gen_fixtures.py`): `IncrementalDecoder` vs `tokenizers::DecodeStream` (same
-//! crate version), plain, with 8 stop strings, and with top-5 logprob token text.
+//! crate version), plain, with 8 stop strings, and with top-5 logprob token text; and ours
+//! alone on mistral-common's SentencePiece model (streamed by vLLM's slow path).
 //!
 //! `scripts/bench_compare.py` runs this bench and vLLM's Python detokenizer on the same
 //! streams and prints the ratios; see docs/performance.md at the repository root.
@@ -13,8 +14,11 @@ use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use criterion::{Bencher, Criterion, Throughput, criterion_group, criterion_main};
-use vllm_detok::{DecodeOptions, HfTokenizer, IncrementalDecoder, LogprobText, Tokenizer};
+use criterion::measurement::WallTime;
+use criterion::{Bencher, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use vllm_detok::{
+    DecodeOptions, HfTokenizer, IncrementalDecoder, LogprobText, SentencePieceTokenizer, Tokenizer,
+};
 
 /// Stop strings that do not occur in the benchmark text, so the whole stream is decoded.
 pub const STOPS: [&str; 8] = [
@@ -75,21 +79,19 @@ struct Stream {
     ids: Vec<u32>,
 }
 
-fn load(name: &str) -> (Arc<HfTokenizer>, Stream) {
-    let read = |path: String| {
-        let mut out = Vec::new();
-        flate2::read::GzDecoder::new(std::fs::File::open(&path).expect(&path))
-            .read_to_end(&mut out)
-            .unwrap();
-        out
-    };
+fn gunzip(path: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).expect(path))
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+/// The benchmark stream recorded in `name`'s fixture.
+fn stream(name: &str) -> Stream {
     let dir = env!("CARGO_MANIFEST_DIR");
-    let tokenizer = HfTokenizer::from_bytes(&read(format!(
-        "{dir}/../testdata/models/{name}/tokenizer.json.gz"
-    )))
-    .unwrap();
     let fixture: serde_json::Value =
-        serde_json::from_slice(&read(format!("{dir}/tests/fixtures/{name}.json.gz"))).unwrap();
+        serde_json::from_slice(&gunzip(&format!("{dir}/tests/fixtures/{name}.json.gz"))).unwrap();
     let ids = |v: &serde_json::Value| {
         v.as_array()
             .unwrap()
@@ -97,11 +99,19 @@ fn load(name: &str) -> (Arc<HfTokenizer>, Stream) {
             .map(|x| x.as_u64().unwrap() as u32)
             .collect::<Vec<_>>()
     };
-    let stream = Stream {
+    Stream {
         prompt: ids(&fixture["bench"]["prompt"]),
         ids: ids(&fixture["bench"]["ids"]),
-    };
-    (Arc::new(tokenizer), stream)
+    }
+}
+
+fn load(name: &str) -> (Arc<HfTokenizer>, Stream) {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let tokenizer = HfTokenizer::from_bytes(&gunzip(&format!(
+        "{dir}/../testdata/models/{name}/tokenizer.json.gz"
+    )))
+    .unwrap();
+    (Arc::new(tokenizer), stream(name))
 }
 
 /// One request over the whole stream, one token per push; the delta buffer is reused, as a
@@ -120,6 +130,45 @@ fn decode_all(tokenizer: &Arc<dyn Tokenizer>, stream: &Stream, options: &DecodeO
     bytes
 }
 
+/// Our decoder on `stream`: plain, with 8 stop strings, and with top-5 logprob token text.
+fn bench_ours(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    tokenizer: &Arc<dyn Tokenizer>,
+    stream: &Stream,
+) {
+    let plain = DecodeOptions::default();
+    group.bench_function("ours", |b| run(b, || decode_all(tokenizer, stream, &plain)));
+
+    let stops = DecodeOptions {
+        stop: STOPS.iter().map(|s| s.to_string()).collect(),
+        ..DecodeOptions::default()
+    };
+    group.bench_function("ours_8_stops", |b| {
+        run(b, || decode_all(tokenizer, stream, &stops))
+    });
+
+    let vocab = tokenizer.vocab_size() as u32;
+    tokenizer.token_texts(); // built once per tokenizer, not per request
+    group.bench_function("ours_top5_logprobs", |b| {
+        run(b, || {
+            let mut decoder =
+                IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, plain.clone()).unwrap();
+            let mut logprobs = LogprobText::new(tokenizer.clone());
+            let mut ids = Vec::with_capacity(6);
+            let mut delta = String::new();
+            let mut bytes = 0;
+            for &id in &stream.ids {
+                delta.clear();
+                decoder.push_into(&[id], &mut delta).unwrap();
+                alternatives(id, vocab, &mut ids);
+                let texts = logprobs.position(&ids).unwrap();
+                bytes += delta.len() + texts.iter().map(|t| t.len()).sum::<usize>();
+            }
+            bytes
+        })
+    });
+}
+
 fn bench(c: &mut Criterion) {
     for name in ["qwen3", "llama3"] {
         let (hf, stream) = load(name);
@@ -127,11 +176,7 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("detok/{name}"));
         group.throughput(Throughput::Elements(stream.ids.len() as u64));
         group.sample_size(20);
-
-        let plain = DecodeOptions::default();
-        group.bench_function("ours", |b| {
-            run(b, || decode_all(&tokenizer, &stream, &plain))
-        });
+        bench_ours(&mut group, &tokenizer, &stream);
 
         let inner = hf.inner();
         group.bench_function("decode_stream", |b| {
@@ -147,38 +192,23 @@ fn bench(c: &mut Criterion) {
                 bytes
             })
         });
-
-        let stops = DecodeOptions {
-            stop: STOPS.iter().map(|s| s.to_string()).collect(),
-            ..DecodeOptions::default()
-        };
-        group.bench_function("ours_8_stops", |b| {
-            run(b, || decode_all(&tokenizer, &stream, &stops))
-        });
-
-        let vocab = tokenizer.vocab_size() as u32;
-        tokenizer.token_texts(); // built once per tokenizer, not per request
-        group.bench_function("ours_top5_logprobs", |b| {
-            run(b, || {
-                let mut decoder =
-                    IncrementalDecoder::new(tokenizer.clone(), &stream.prompt, plain.clone())
-                        .unwrap();
-                let mut logprobs = LogprobText::new(tokenizer.clone());
-                let mut ids = Vec::with_capacity(6);
-                let mut delta = String::new();
-                let mut bytes = 0;
-                for &id in &stream.ids {
-                    delta.clear();
-                    decoder.push_into(&[id], &mut delta).unwrap();
-                    alternatives(id, vocab, &mut ids);
-                    let texts = logprobs.position(&ids).unwrap();
-                    bytes += delta.len() + texts.iter().map(|t| t.len()).sum::<usize>();
-                }
-                bytes
-            })
-        });
         group.finish();
     }
+
+    // mistral-common's SentencePiece model: vLLM's slow path, no `DecodeStream` counterpart.
+    let name = "mistral_spm_v7";
+    let model = gunzip(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/models/mistral_spm_v7/tokenizer.model.v7.gz"
+    ));
+    let tokenizer: Arc<dyn Tokenizer> =
+        Arc::new(SentencePieceTokenizer::from_bytes(&model).unwrap());
+    let stream = stream(name);
+    let mut group = c.benchmark_group(format!("detok/{name}"));
+    group.throughput(Throughput::Elements(stream.ids.len() as u64));
+    group.sample_size(20);
+    bench_ours(&mut group, &tokenizer, &stream);
+    group.finish();
 }
 
 criterion_group!(benches, bench);

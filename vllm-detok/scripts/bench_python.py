@@ -3,7 +3,8 @@
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
         vllm-detok/scripts/bench_python.py [--json out.json]
 
-For each model it decodes the same 4,000-token stream as `benches/decode.rs`, one token per
+For each model (Qwen3, Llama 3, and mistral-common's SentencePiece v7, which vLLM streams
+through its slow path) it decodes the same 4,000-token stream as `benches/decode.rs`, one token per
 engine output, the way `output_processor.py` does (`update` then `get_next_output_text`):
 plain, with the same 8 stop strings, and with top-5 logprob token text (`LogprobsProcessor`).
 Prints µs per token (best of 5 runs); with `--cpu-time`, thread CPU time
@@ -17,6 +18,8 @@ import os
 import time
 
 import numpy as np
+
+import gen_fixtures
 
 from vllm.sampling_params import SamplingParams
 from vllm.tokenizers import get_tokenizer
@@ -75,10 +78,13 @@ def main():
     args = ap.parse_args()
     clock = time.thread_time if args.cpu_time else time.perf_counter
     results = {}
-    for name in ["qwen3", "llama3"]:
+    for name in ["qwen3", "llama3", "mistral_spm_v7"]:
         with gzip.open(os.path.join(HERE, "..", "tests", "fixtures", f"{name}.json.gz")) as f:
             stream = json.load(f)["bench"]
-        tok = get_tokenizer(os.path.join(args.models_dir, name))
+        if name in gen_fixtures.SPM_MODELS:
+            tok = gen_fixtures.spm_model(name).tok
+        else:
+            tok = get_tokenizer(os.path.join(args.models_dir, name))
         for label, stops, lp in [("plain", [], False), ("8_stops", STOPS, False), ("top5_logprobs", [], True)]:
             best = min(run(tok, stream, stops, lp, clock) for _ in range(5))
             results[f"{name}/{label}"] = best

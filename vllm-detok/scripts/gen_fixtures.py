@@ -34,6 +34,16 @@ vllm-detok does not reproduce, and the generator handles them in the data:
   `skip_special_tokens=True`; where the two differ, the generator checks that a token of the
   stream decodes to U+FFFD on its own, records the `skip_special_tokens=True` deltas and marks
   the case `"vllm_bug": "split_char_fffd"`.
+
+mistral-common's SentencePiece v7 model (`mistral_spm_v7`, `SPM_MODELS`: the newest
+SentencePiece version mistral-common ships and vLLM 0.33.0 serves) takes the same slow path,
+where `MistralTokenizer.convert_tokens_to_string` is SentencePiece's own decoding. vLLM's
+reference env lacks the `sentencepiece` package that mistral-common needs for it; the script
+installs the pinned `SENTENCEPIECE` into the running interpreter's environment when missing.
+Prompts ending mid-character are dropped as for tekken (vLLM drops the completed character).
+The `split_char_fffd` bug does not exist there (pieces are never decoded one by one), so the
+`skip_special_tokens=False` deltas are recorded as they are. `decodes` holds
+`MistralTokenizer.decode`, which without `skip_special_tokens` joins the raw pieces.
 """
 
 import argparse
@@ -42,7 +52,9 @@ import hashlib
 import json
 import os
 import random
+import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -53,7 +65,20 @@ from vllm.v1.engine.detokenizer import IncrementalDetokenizer
 from vllm.v1.engine.logprobs import LogprobsProcessor
 from vllm.v1.outputs import LogprobsLists
 
-MODELS = ["qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "gptoss", "mistral_tekken"]
+MODELS = [
+    "qwen3",
+    "llama3",
+    "llama3_1",
+    "deepseek_v3",
+    "gemma3",
+    "gptoss",
+    "mistral_tekken",
+    "mistral_spm_v7",
+]
+# SentencePiece models shipped inside the mistral-common wheel (its `data/` directory).
+SPM_MODELS = {"mistral_spm_v7": "mistral_instruct_tokenizer_241114.model.v7"}
+# vLLM's reference env lacks SentencePiece, which mistral-common needs for these models.
+SENTENCEPIECE = "sentencepiece==0.2.3"
 CASES_PER_MODEL = 300
 LOGPROB_POSITIONS = 300
 BENCH_TOKENS = 4000
@@ -126,11 +151,41 @@ class Model:
     def tokenizer_file(self, path):
         return os.path.join(path, "tokenizer.json")
 
+    def split_char(self, rng):
+        data = rng.choice(MULTIBYTE_CHARS).encode()
+        return [self.byte_ids[b] for b in data]
+
+    def random_piece(self, rng):
+        r = rng.random()
+        if r < 0.35:
+            ids = self.encode(rng.choice(TEXTS))
+            start = rng.randrange(len(ids))
+            return ids[start : start + rng.randint(1, 8)]
+        if r < 0.55:
+            return [rng.randrange(self.vocab_size)]
+        if r < 0.68:
+            return [rng.choice(self.added)]
+        if r < 0.85:
+            return self.split_char(rng)
+        if r < 0.92:
+            return [self.byte_ids[rng.randrange(0x80, 0x100)]]
+        if r < 0.96:
+            return [self.eos]
+        return self.encode(rng.choice(["😀", "中", "\n", " the", "!", "..."]))
+
+    def stream(self, rng, n):
+        out = []
+        while len(out) < n:
+            out.extend(self.random_piece(rng))
+        return out[:n]
+
 
 class TekkenModel(Model):
     """Mistral's tekken through vLLM's `MistralTokenizer` (mistral-common)."""
 
     slow = True
+    # `skip_special_tokens=False` streams split characters as U+FFFD (see the module doc).
+    fffd_bug = True
 
     def __init__(self, name, path):
         self.name = name
@@ -160,33 +215,39 @@ class TekkenModel(Model):
     def tokenizer_file(self, path):
         return os.path.join(path, "tekken.json")
 
-    def split_char(self, rng):
-        data = rng.choice(MULTIBYTE_CHARS).encode()
-        return [self.byte_ids[b] for b in data]
 
-    def random_piece(self, rng):
-        r = rng.random()
-        if r < 0.35:
-            ids = self.encode(rng.choice(TEXTS))
-            start = rng.randrange(len(ids))
-            return ids[start : start + rng.randint(1, 8)]
-        if r < 0.55:
-            return [rng.randrange(self.vocab_size)]
-        if r < 0.68:
-            return [rng.choice(self.added)]
-        if r < 0.85:
-            return self.split_char(rng)
-        if r < 0.92:
-            return [self.byte_ids[rng.randrange(0x80, 0x100)]]
-        if r < 0.96:
-            return [self.eos]
-        return self.encode(rng.choice(["😀", "中", "\n", " the", "!", "..."]))
+class SentencePieceModel(TekkenModel):
+    """A mistral-common SentencePiece model through vLLM's `MistralTokenizer`.
 
-    def stream(self, rng, n):
-        out = []
-        while len(out) < n:
-            out.extend(self.random_piece(rng))
-        return out[:n]
+    `path` is the model file itself (`SPM_MODELS`); vLLM loads it from a directory holding it
+    under mistral-common's file name."""
+
+    fffd_bug = False
+
+    def __init__(self, name, path):
+        self.name = name
+        self.dir = tempfile.mkdtemp(prefix="vllm-detok-spm-")
+        version = path.rsplit(".", 1)[-1]
+        os.symlink(path, os.path.join(self.dir, f"tokenizer.model.{version}"))
+        self.tok = get_tokenizer(self.dir, tokenizer_mode="mistral")
+        self.sp = self.tok.tokenizer._model
+        self.vocab_size = len(self.tok)
+        controls = sorted(self.tok.all_special_ids)
+        # The named control tokens and a few `[control_n]` fillers.
+        named = [i for i in controls if not self.sp.id_to_piece(i).startswith("[control_")]
+        self.added = named + [i for i in controls if i not in named][:5]
+        self.eos = self.tok.eos_token_id
+        self.byte_fallback = True
+        self.byte_ids = [self.sp.piece_to_id("<0x%02X>" % b) for b in range(256)]
+        self.path = path
+
+    def decode(self, ids, skip):
+        """The text vLLM streams (`convert_ids_to_tokens` + `convert_tokens_to_string`);
+        `MistralTokenizer.decode` without `skip_special_tokens` joins raw pieces instead."""
+        return self.tok.convert_tokens_to_string(self.tok.convert_ids_to_tokens(ids, skip))
+
+    def tokenizer_file(self, path):
+        return path
 
 
 def run_vllm(model, prompt, opts, pushes, finish):
@@ -312,7 +373,7 @@ def make_case(model, rng):
         "leak": leak is not None,
         "steps": steps,
     }
-    if model.slow and not opts["skip_special_tokens"]:
+    if model.slow and model.fffd_bug and not opts["skip_special_tokens"]:
         skipping = run_vllm(model, prompt, dict(opts, skip_special_tokens=True), pushes, finish)
         if skipping != steps:
             assert model.lossy_piece(prompt[-7:] + output), (prompt, output, steps, skipping)
@@ -352,7 +413,8 @@ def whole_decodes(model, rng):
     for k in range(100):
         ids = model.stream(rng, rng.randint(1, 30))
         skip = k % 2 == 0
-        out.append({"ids": ids, "skip_special_tokens": skip, "text": model.decode(ids, skip)})
+        text = model.tok.decode(ids, skip_special_tokens=skip)
+        out.append({"ids": ids, "skip_special_tokens": skip, "text": text})
     return out
 
 
@@ -366,6 +428,28 @@ def bench_stream(model, rng):
     return {"prompt": model.encode("Write the licence:"), "ids": ids[:BENCH_TOKENS]}
 
 
+def ensure_sentencepiece():
+    """Installs the pinned SentencePiece into this interpreter's environment if it is missing
+    (idempotent: pip does nothing when the pinned version is there)."""
+    try:
+        import sentencepiece
+
+        if sentencepiece.__version__ == SENTENCEPIECE.split("==")[1]:
+            return
+    except ImportError:
+        pass
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", SENTENCEPIECE], check=True)
+
+
+def spm_model(name):
+    """The mistral-common SentencePiece model `name` of `SPM_MODELS`."""
+    ensure_sentencepiece()
+    import mistral_common
+
+    data_dir = os.path.join(os.path.dirname(mistral_common.__file__), "data")
+    return SentencePieceModel(name, os.path.join(data_dir, SPM_MODELS[name]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--models-dir", default=os.path.expanduser("~/.cache/vllm-reference/models"))
@@ -373,8 +457,12 @@ def main():
     ap.add_argument("--models", nargs="*", default=MODELS)
     args = ap.parse_args()
     for name in args.models:
-        path = os.path.join(args.models_dir, name)
-        model = (TekkenModel if name == "mistral_tekken" else Model)(name, path)
+        if name in SPM_MODELS:
+            model = spm_model(name)
+            path = model.path
+        else:
+            path = os.path.join(args.models_dir, name)
+            model = (TekkenModel if name == "mistral_tekken" else Model)(name, path)
         rng = random.Random(f"{SEED}-{name}")
         cases = []
         dropped = 0
@@ -396,6 +484,13 @@ def main():
             "bench": bench_stream(model, rng),
         }
         if model.slow:
+            import mistral_common
+
+            data["mistral_common"] = mistral_common.__version__
+            if name in SPM_MODELS:
+                import sentencepiece
+
+                data["sentencepiece"] = sentencepiece.__version__
             data["decodes"] = whole_decodes(model, rng)
         out = os.path.join(args.out, f"{name}.json.gz")
         with gzip.GzipFile(out, "wb", mtime=0) as f:

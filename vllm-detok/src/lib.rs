@@ -11,19 +11,21 @@
 //! short window decoded from the table for SentencePiece byte-fallback ones (Gemma). Other
 //! tokenizers use `DecodeStream`'s window method over their own `decode`. Tokenizers plug in
 //! through the [`Tokenizer`] trait; [`HfTokenizer`] loads `tokenizer.json`,
-//! [`TekkenTokenizer`] Mistral's `tekken.json` and [`TiktokenTokenizer`] a tiktoken rank
-//! file.
+//! [`TekkenTokenizer`] Mistral's `tekken.json`, [`SentencePieceTokenizer`] mistral-common's
+//! SentencePiece `tokenizer.model.vN` and [`TiktokenTokenizer`] a tiktoken rank file.
 //!
 //! vLLM detokenizes tokenizers that are not Hugging Face fast tokenizers with its slow
 //! Python path. For tekken that path reduces to the byte-level table with Mistral's special
-//! token rules ([`TekkenTokenizer`]); mistral-common's SentencePiece tokenizers are not
-//! supported.
+//! token rules ([`TekkenTokenizer`]); for SentencePiece models it is SentencePiece's own
+//! decoding over a short window ([`SentencePieceTokenizer`]).
 #![deny(missing_docs)]
 
 mod byte_vocab;
 mod decoder;
 mod error;
 mod logprobs;
+mod protobuf;
+mod sentencepiece;
 mod stop;
 mod stream;
 mod table;
@@ -34,6 +36,7 @@ mod tokenizer;
 pub use decoder::{DecodeOptions, Delta, FinishKind, IncrementalDecoder, StopMatch};
 pub use error::{Error, Result};
 pub use logprobs::{LogprobText, TokenTexts};
+pub use sentencepiece::SentencePieceTokenizer;
 pub use table::{DecodeTable, TableKind};
 pub use tekken::TekkenTokenizer;
 pub use tiktoken::TiktokenTokenizer;

@@ -9,7 +9,7 @@
 //!   to the pending bytes and checks only the last character, O(1) per token.
 //! * [`WindowStream`] for every other tokenizer: the `DecodeStream` algorithm itself, with
 //!   vLLM's recovery from `InvalidPrefix`, decoding through a byte-fallback [`DecodeTable`]
-//!   when there is one (Gemma) and through [`Tokenizer::decode`] otherwise. Unlike
+//!   when there is one (Gemma) and through [`Tokenizer::stream_decode`] otherwise. Unlike
 //!   `DecodeStream` it holds back at most [`MAX_HELD_TOKENS`] tokens, so a long run of
 //!   invalid bytes costs linear, not quadratic, work.
 //!
@@ -55,7 +55,7 @@ trait Decode {
 
 impl Decode for dyn Tokenizer + '_ {
     fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
-        Tokenizer::decode(self, ids, skip_special_tokens)
+        Tokenizer::stream_decode(self, ids, skip_special_tokens)
     }
 }
 
@@ -243,7 +243,7 @@ impl WindowStream {
             out.push_str(&string[self.prefix.len()..]);
             self.advance(decoder, self.ids.len())?;
         } else if self.ids.len() - self.prefix_index > MAX_HELD_TOKENS {
-            self.release_held(decoder, out)?;
+            self.release_held(decoder, &string, out)?;
         }
         Ok(Ok(()))
     }
@@ -269,11 +269,20 @@ impl WindowStream {
     /// was released), `DecodeStream` is bound for vLLM's `InvalidPrefix` restart, which drops
     /// the whole run; here the run is dropped now, up to its last tokens, and decoding
     /// restarts from them without context (the text of those last tokens may then be
-    /// released where vLLM drops it too).
+    /// released where vLLM drops it too). Text that the whole window (`string`) does not
+    /// start with is not released: the run stays held until it does.
     #[cold]
-    fn release_held(&mut self, decoder: &(impl Decode + ?Sized), out: &mut String) -> Result<()> {
+    fn release_held(
+        &mut self,
+        decoder: &(impl Decode + ?Sized),
+        string: &str,
+        out: &mut String,
+    ) -> Result<()> {
         let end = self.ids.len() - KEEP_HELD_TOKENS;
         let text = decoder.decode(&self.ids[..end], self.skip_special_tokens)?;
+        if !string.starts_with(&text) {
+            return Ok(());
+        }
         match text.strip_prefix(self.prefix.as_str()) {
             Some(new) => {
                 out.push_str(new);

@@ -59,7 +59,7 @@ const DEPRECATED_SPECIAL_TOKENS: [&str; 20] = [
 
 /// The special tokens vLLM's `MistralTokenizer` keeps in streamed text
 /// (`to_decode_special_tokens`).
-const KEPT_SPECIAL_TOKENS: [&str; 4] = ["[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]"];
+pub(crate) const KEPT_SPECIAL_TOKENS: [&str; 4] = ["[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]"];
 
 /// The last tekken version whose files may omit `special_tokens`.
 const LAST_VERSION_WITHOUT_SPECIAL_TOKENS: u32 = 7;

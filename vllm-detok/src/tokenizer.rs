@@ -50,6 +50,14 @@ pub trait Tokenizer: Send + Sync {
     fn stream_skip_special_tokens(&self, requested: bool) -> bool {
         requested
     }
+
+    /// Decodes `ids` as vLLM's incremental detokenizer turns them into text, for tokenizers
+    /// without a [`DecodeTable`]. This is `decode` unless vLLM streams the tokenizer through
+    /// its slow path with a text conversion of its own
+    /// ([`SentencePieceTokenizer`](crate::SentencePieceTokenizer)).
+    fn stream_decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        self.decode(ids, skip_special_tokens)
+    }
 }
 
 /// A Hugging Face `tokenizer.json` tokenizer.

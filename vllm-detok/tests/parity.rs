@@ -1,5 +1,6 @@
 //! Delta-by-delta parity with vLLM 0.33.0's detokenizer, over the golden fixtures produced by
-//! `scripts/gen_fixtures.py` for six real `tokenizer.json` tokenizers and Mistral's tekken.
+//! `scripts/gen_fixtures.py` for six real `tokenizer.json` tokenizers, Mistral's tekken and a
+//! mistral-common SentencePiece model.
 
 mod common;
 
@@ -132,21 +133,36 @@ fn deltas_match_vllm_mistral_tekken() {
     check_cases("mistral_tekken", common::tekken(), false);
 }
 
-/// `TekkenTokenizer::decode` against vLLM's `MistralTokenizer.decode` (transformers'
-/// `MistralCommonBackend`), both `skip_special_tokens` values.
+/// vLLM's slow detokenizer over `MistralTokenizer` wrapping mistral-common's SentencePiece
+/// v7 model.
 #[test]
-fn tekken_decode_matches_vllm() {
-    let tokenizer = common::tekken();
-    let fixture = common::fixture("mistral_tekken");
+fn deltas_match_vllm_mistral_spm_v7() {
+    check_cases("mistral_spm_v7", common::sentencepiece(), false);
+}
+
+/// `decode` of a Mistral tokenizer against vLLM's `MistralTokenizer.decode` (transformers'
+/// `MistralCommonBackend`), both `skip_special_tokens` values.
+fn check_whole_decodes(name: &str, tokenizer: &dyn Tokenizer) {
+    let fixture = common::fixture(name);
     assert!(fixture.decodes.len() >= 100);
     for (n, d) in fixture.decodes.iter().enumerate() {
         let got = tokenizer.decode(&d.ids, d.skip_special_tokens).unwrap();
         assert_eq!(
             got, d.text,
-            "decode {n} ids {:?} skip {}",
+            "{name} decode {n} ids {:?} skip {}",
             d.ids, d.skip_special_tokens
         );
     }
+}
+
+#[test]
+fn tekken_decode_matches_vllm() {
+    check_whole_decodes("mistral_tekken", common::tekken().as_ref());
+}
+
+#[test]
+fn sentencepiece_decode_matches_vllm() {
+    check_whole_decodes("mistral_spm_v7", common::sentencepiece().as_ref());
 }
 
 fn without_table(name: &str) -> Arc<dyn Tokenizer> {
@@ -172,7 +188,13 @@ fn logprob_token_text_matches_vllm() {
     let tokenizers = MODELS
         .iter()
         .map(|&name| (name, common::tokenizer(name) as Arc<dyn Tokenizer>))
-        .chain([("mistral_tekken", common::tekken() as Arc<dyn Tokenizer>)]);
+        .chain([
+            ("mistral_tekken", common::tekken() as Arc<dyn Tokenizer>),
+            (
+                "mistral_spm_v7",
+                common::sentencepiece() as Arc<dyn Tokenizer>,
+            ),
+        ]);
     for (name, tokenizer) in tokenizers {
         let fixture = common::fixture(name);
         let mut text = LogprobText::new(tokenizer);

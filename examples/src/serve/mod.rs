@@ -52,6 +52,7 @@ use vllm_chat::RendererOptions;
 use vllm_client::mock::MockEngineHandle;
 use vllm_client::{ClientError, EngineCoreClient};
 use vllm_parser::registry;
+use vllm_parser::response_template::ResponseTemplate;
 
 use engine::EngineSource;
 use error::ApiError;
@@ -157,12 +158,34 @@ impl ServeConfig {
         registry::check_tokens(reasoning, tool, |token| {
             tokenizer.token_to_id(token).is_some()
         })?;
+        let response_template = read_response_template(&self.model_dir)?;
+        anyhow::ensure!(
+            response_template.is_some()
+                || ![reasoning, tool]
+                    .iter()
+                    .any(|name| matches!(name, Some("hf" | "beam"))),
+            "the `hf` and `beam` parsers need a `response_template` in the model's tokenizer_config.json"
+        );
         Ok(ParserSettings {
             reasoning,
             tool,
             enable_auto_tool_choice: self.enable_auto_tool_choice,
+            response_template,
         })
     }
+}
+
+/// The `response_template` of `model_dir/tokenizer_config.json`, compiled; `None`
+/// without the file or the key.
+fn read_response_template(model_dir: &std::path::Path) -> Result<Option<Arc<ResponseTemplate>>> {
+    let path = model_dir.join("tokenizer_config.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    let config: Value =
+        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    ResponseTemplate::from_tokenizer_config(&config)
+        .with_context(|| format!("the response_template of {}", path.display()))
 }
 
 /// A bound server, not yet serving.

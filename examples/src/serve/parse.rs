@@ -18,11 +18,14 @@
 //! `parallel_tool_calls: false` keeps only the first call, as vLLM's
 //! `maybe_filter_parallel_tool_calls` does.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use vllm_chat::openai::{
     ChatCompletionRequest, DeltaFunctionCall, DeltaMessage, DeltaToolCall, Emit, ToolChoice,
     ToolChoiceMode,
 };
+use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::{Event, MessageBuilder, MessageParser, ParsedMessage, ParserOptions, registry};
 
 use super::error::ApiError;
@@ -31,7 +34,7 @@ use super::required::RequiredCalls;
 
 /// The server's parser settings (`--reasoning-parser`, `--tool-call-parser`,
 /// `--enable-auto-tool-choice`), resolved to registered names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct ParserSettings {
     /// The reasoning parser, if any.
     pub reasoning: Option<&'static str>,
@@ -39,6 +42,9 @@ pub struct ParserSettings {
     pub tool: Option<&'static str>,
     /// `--enable-auto-tool-choice`.
     pub enable_auto_tool_choice: bool,
+    /// The checkpoint's `response_template` (`tokenizer_config.json`), compiled once:
+    /// what the `hf` and `beam` parsers parse by.
+    pub response_template: Option<Arc<ResponseTemplate>>,
 }
 
 /// What the content of a choice is taken as.
@@ -142,7 +148,7 @@ impl ChoiceParser {
                 .collect(),
             chat_template_kwargs,
             prompt: prompt_end,
-            ..ParserOptions::default()
+            response_template: settings.response_template.clone(),
         };
         let mode = match (settings.tool, request.effective_tool_choice()) {
             (None, _) | (_, ToolChoice::Mode(ToolChoiceMode::None)) => ToolMode::Content,

@@ -211,7 +211,7 @@ impl ChatRenderer {
         )?;
         let prompt = self.render(request)?;
         if prompt.token_ids.is_empty() {
-            return Err(RenderError::invalid("No token_ids rendered", "messages"));
+            return Err(RenderError::validation("No token_ids rendered", None, None));
         }
         check_prompt_length(context, prompt.token_ids.len(), true)?;
         let defaults = self.sampling_defaults();
@@ -331,6 +331,10 @@ impl ChatRenderer {
             return Err(RenderError::invalid("Prompt cannot be empty", "prompt"));
         }
         let defaults = self.sampling_defaults();
+        let structured_outputs = StructuredOutputsParams::from_request(
+            request.structured_outputs.as_ref(),
+            request.response_format.as_ref(),
+        )?;
         let base = format!("cmpl-{}", request_id(&request.request_id));
         let stream = request.stream == Some(true);
         let mut out = Vec::with_capacity(prompts.len());
@@ -340,7 +344,7 @@ impl ChatRenderer {
                 PromptInput::Tokens(ids) => (ids.to_vec(), false),
             };
             if token_ids.is_empty() {
-                return Err(RenderError::invalid("No token_ids rendered", "prompt"));
+                return Err(RenderError::validation("No token_ids rendered", None, None));
             }
             check_prompt_length(context, token_ids.len(), tokenized)?;
             let max = max_tokens(
@@ -351,10 +355,6 @@ impl ChatRenderer {
                 &defaults,
             )?;
             let echo_only = request.echo && request.max_tokens == Some(0);
-            let structured_outputs = StructuredOutputsParams::from_request(
-                request.structured_outputs.as_ref(),
-                request.response_format.as_ref(),
-            )?;
             let params = sampling::resolve(
                 SamplingInputs {
                     n: request.n,
@@ -380,7 +380,7 @@ impl ChatRenderer {
                     spaces_between_special_tokens: request.spaces_between_special_tokens,
                     include_stop_str_in_output: request.include_stop_str_in_output,
                     stream,
-                    structured_outputs,
+                    structured_outputs: structured_outputs.clone(),
                     logit_bias: &request.logit_bias,
                     allowed_token_ids: &request.allowed_token_ids,
                     vllm_xargs: &request.vllm_xargs,

@@ -32,7 +32,7 @@ const MIN_POSITIVE_TEMPERATURE: f64 = 1e-2;
 /// and `/inference/v1/generate` takes): a missing field takes vLLM's default, and
 /// a serialized value reads back to the same value. Fields this type does not model
 /// (`watermarking`, `thinking_token_budget`, …) are ignored.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SamplingParams {
     /// Number of choices.
     pub n: u32,
@@ -88,6 +88,41 @@ pub struct SamplingParams {
     pub bad_words: Vec<String>,
     /// Skip reading the prefix cache (needed for prompt logprobs).
     pub skip_reading_prefix_cache: bool,
+}
+
+impl Default for SamplingParams {
+    /// vLLM's defaults (what an empty encoding reads back to).
+    fn default() -> Self {
+        SamplingParams {
+            n: 1,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            repetition_penalty: 1.0,
+            temperature: 1.0,
+            top_p: None,
+            top_k: 0,
+            min_p: None,
+            seed: None,
+            stop: Vec::new(),
+            stop_token_ids: Vec::new(),
+            ignore_eos: false,
+            max_tokens: 16,
+            min_tokens: 0,
+            logprobs: None,
+            prompt_logprobs: None,
+            skip_special_tokens: true,
+            spaces_between_special_tokens: true,
+            include_stop_str_in_output: false,
+            output_kind: 0,
+            output_text_buffer_length: 0,
+            structured_outputs: None,
+            logit_bias: None,
+            allowed_token_ids: None,
+            extra_args: None,
+            bad_words: Vec::new(),
+            skip_reading_prefix_cache: false,
+        }
+    }
 }
 
 impl Serialize for SamplingParams {

@@ -13,11 +13,13 @@
 mod clock;
 pub mod content_format;
 mod filters;
+mod message_cache;
 mod pyjson;
 mod pyrepr;
 mod tool_cache;
 mod value;
 
+pub(crate) use message_cache::MessageCache;
 pub(crate) use pyjson::write_string as write_json_string;
 pub(crate) use pyrepr::write_float;
 pub(crate) use tool_cache::ToolCache;

@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde::Deserialize;
-use vllm_detok::{DecodeTable, HfTokenizer, TekkenTokenizer, TokenTexts, Tokenizer};
+use vllm_detok::{
+    DecodeTable, HfTokenizer, SentencePieceTokenizer, TekkenTokenizer, TokenTexts, Tokenizer,
+};
 
 /// The tokenizers vendored in `testdata/models` that the fixtures cover.
 pub const MODELS: &[&str] = &[
@@ -114,6 +116,20 @@ pub fn tekken() -> Arc<TekkenTokenizer> {
         .clone()
 }
 
+/// The vendored mistral-common SentencePiece model (`mistral_spm_v7`), loaded once per test
+/// binary.
+pub fn sentencepiece() -> Arc<SentencePieceTokenizer> {
+    static SPM: OnceLock<Arc<SentencePieceTokenizer>> = OnceLock::new();
+    SPM.get_or_init(|| {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../testdata/models/mistral_spm_v7/tokenizer.model.v7.gz"
+        );
+        Arc::new(SentencePieceTokenizer::from_bytes(&gunzip(path)).unwrap())
+    })
+    .clone()
+}
+
 pub fn fixture(name: &str) -> Fixture {
     let path = format!(
         "{}/tests/fixtures/{name}.json.gz",
@@ -128,7 +144,7 @@ pub struct Fixture {
     pub cases: Vec<Case>,
     pub logprobs: Vec<LogprobPosition>,
     pub bench: BenchStream,
-    /// Whole-sequence `decode` results (tekken only).
+    /// Whole-sequence `decode` results (Mistral tokenizers only).
     #[serde(default)]
     pub decodes: Vec<WholeDecode>,
 }

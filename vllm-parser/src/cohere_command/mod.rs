@@ -76,6 +76,17 @@ const CMD4: Preset = Preset {
     start: Region::Reasoning,
 };
 
+/// How far early streaming has looked into the current region.
+#[derive(Debug, Default)]
+struct Early {
+    /// Where the region's text starts after left-trimming.
+    lead: usize,
+    /// How far the region was searched for `<`.
+    checked: usize,
+    /// A `<` was found: the rest waits for the region's end.
+    blocked: bool,
+}
+
 /// One request's Cohere Command parser (either half, or both: the reasoning
 /// half steps aside for the tool half, as vLLM runs one parser).
 pub struct CohereCommandParser {
@@ -87,6 +98,8 @@ pub struct CohereCommandParser {
     segment: String,
     /// How much of the current region's filtered text was streamed early.
     streamed: usize,
+    /// Scan state of the current region for early streaming.
+    early: Early,
     text: TextFilter,
     actions: ActionParser,
     parse_tools: bool,
@@ -112,6 +125,7 @@ impl CohereCommandParser {
             region: preset.start,
             segment: String::new(),
             streamed: 0,
+            early: Early::default(),
             text: TextFilter::new(),
             actions: ActionParser::new(),
             parse_tools,
@@ -164,21 +178,35 @@ impl CohereCommandParser {
     /// Stream the part of the region's text that its filtered result is sure
     /// to start with.
     fn stream_early(&mut self, out: &mut Vec<Event>) {
-        if !matches!(self.region, Region::Answer | Region::Reasoning) {
+        if !matches!(self.region, Region::Answer | Region::Reasoning) || self.early.blocked {
             return;
         }
-        let text = if self.text.left_trimmed {
-            self.segment.trim_start()
-        } else {
-            &self.segment
+        let segment = &self.segment;
+        let early = &mut self.early;
+        // Where the text starts (leading whitespace is trimmed in reasoning).
+        if self.text.left_trimmed {
+            early.lead += segment[early.lead..]
+                .find(|c: char| !c.is_whitespace())
+                .unwrap_or(segment.len() - early.lead);
+            early.checked = early.checked.max(early.lead);
+            if early.lead == segment.len() {
+                return;
+            }
+        }
+        let sure_end = match memchr::memchr(b'<', &segment.as_bytes()[early.checked..]) {
+            Some(at) => {
+                early.blocked = true;
+                early.checked + at
+            }
+            None => {
+                early.checked = segment.len();
+                segment.trim_end().len()
+            }
         };
-        let sure = match text.find('<') {
-            Some(at) => &text[..at],
-            None => text.trim_end(),
-        };
-        if sure.len() > self.streamed {
-            let fresh = sure[self.streamed..].to_owned();
-            self.streamed = sure.len();
+        let from = early.lead + self.streamed;
+        if sure_end > from {
+            let fresh = segment[from..sure_end].to_owned();
+            self.streamed = sure_end - early.lead;
             self.emit(fresh, out);
         }
     }
@@ -187,6 +215,7 @@ impl CohereCommandParser {
     /// (which it starts with, see the module doc).
     fn emit_rest(&mut self, filtered: &str, out: &mut Vec<Event>) {
         let streamed = std::mem::take(&mut self.streamed);
+        self.early = Early::default();
         if let Some(rest) = filtered.get(streamed..) {
             self.emit(rest.to_owned(), out);
         }

@@ -182,7 +182,7 @@ fn block_calls(body: &str, tools: &[Tool]) -> Vec<Call> {
         .filter_map(|(name, arguments)| {
             let arguments = match arguments {
                 PyJson::Dict(items) => dict_json(items),
-                falsy if !py_truthy(&falsy) => "{}".to_owned(),
+                falsy if !falsy.is_truthy() => "{}".to_owned(),
                 _ => return None,
             };
             Some(Call { name, arguments })
@@ -190,18 +190,6 @@ fn block_calls(body: &str, tools: &[Tool]) -> Vec<Call> {
         .collect()
 }
 
-/// Python truthiness of a JSON value.
-fn py_truthy(value: &PyJson) -> bool {
-    match value {
-        PyJson::Null => false,
-        PyJson::Bool(b) => *b,
-        PyJson::Int(digits) => digits != "0",
-        PyJson::Float(f) => *f != 0.0,
-        PyJson::Str(s) => !s.is_empty(),
-        PyJson::List(items) => !items.is_empty(),
-        PyJson::Dict(items) => !items.is_empty(),
-    }
-}
 
 /// The parameters of one `<invoke>`, converted by the tool's schema.
 fn invoke_arguments(name: &str, body: &str, tools: &[Tool]) -> Vec<(String, PyJson)> {

@@ -295,7 +295,7 @@ fn first_truthy(arguments: &Arguments, keys: &[&str]) -> Option<Option<PyJson>> 
         last = arguments.get(key).cloned();
         if last
             .as_ref()
-            .is_some_and(|v| v.as_ref().is_none_or(py_truthy))
+            .is_some_and(|v| v.as_ref().is_none_or(PyJson::is_truthy))
         {
             return last;
         }
@@ -303,18 +303,6 @@ fn first_truthy(arguments: &Arguments, keys: &[&str]) -> Option<Option<PyJson>> 
     last.filter(|v| !matches!(v, Some(PyJson::Null)))
 }
 
-/// Python's `bool(value)`.
-fn py_truthy(value: &PyJson) -> bool {
-    match value {
-        PyJson::Null => false,
-        PyJson::Bool(b) => *b,
-        PyJson::Int(digits) => digits != "0",
-        PyJson::Float(f) => *f != 0.0,
-        PyJson::Str(s) => !s.is_empty(),
-        PyJson::List(items) => !items.is_empty(),
-        PyJson::Dict(items) => !items.is_empty(),
-    }
-}
 
 /// `_FUNC_NAME_V1_REGEX.search`: `<function\s+name=['"]([^'"]+)['"][^>]*>`.
 fn regex_name(block: &str) -> Option<&str> {

@@ -1,0 +1,141 @@
+//! Converted messages as template values, kept across requests.
+//!
+//! A chat client resends the whole history every turn, so all but the newest
+//! messages of a request were converted (vLLM's preprocessing, then template values)
+//! for an earlier one. Messages are looked up by a hash of their content and
+//! compared in full before a cached value is used.
+
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Mutex;
+
+use minijinja::Value;
+
+use super::ContentFormat;
+use super::value::from_json;
+use crate::RenderError;
+use crate::openai::{ChatMessage, ContentPart, MessageContent};
+use crate::preprocess::convert_message;
+
+/// Largest number of cached messages before the cache is cleared.
+const CACHED_MESSAGES: usize = 4096;
+
+/// Recently converted messages, per content format.
+#[derive(Debug, Default)]
+pub(crate) struct MessageCache {
+    messages: Mutex<HashMap<u64, (ContentFormat, ChatMessage, Value)>>,
+}
+
+impl MessageCache {
+    /// The messages as the template's `messages` list. Only for conversations whose
+    /// messages are converted one by one (see `preprocess::converts_developer_messages`).
+    pub(crate) fn values(
+        &self,
+        messages: &[ChatMessage],
+        format: ContentFormat,
+    ) -> Result<Value, RenderError> {
+        let mut out = Vec::with_capacity(messages.len());
+        for (i, message) in messages.iter().enumerate() {
+            let key = key(message, format);
+            let cached = self.messages.lock().ok().and_then(|cache| {
+                cache
+                    .get(&key)
+                    .filter(|(f, m, _)| *f == format && m == message)
+                    .map(|(_, _, v)| v.clone())
+            });
+            let value = match cached {
+                Some(value) => value,
+                None => {
+                    let value = from_json(&convert_message(i, message, format)?);
+                    if let Ok(mut cache) = self.messages.lock() {
+                        if cache.len() >= CACHED_MESSAGES {
+                            cache.clear();
+                        }
+                        cache.insert(key, (format, message.clone(), value.clone()));
+                    }
+                    value
+                }
+            };
+            out.push(value);
+        }
+        Ok(Value::from(out))
+    }
+}
+
+fn key(message: &ChatMessage, format: ContentFormat) -> u64 {
+    let mut h = DefaultHasher::new();
+    (format == ContentFormat::String).hash(&mut h);
+    message.role.hash(&mut h);
+    match &message.content {
+        None => 0u8.hash(&mut h),
+        Some(MessageContent::Text(text)) => {
+            1u8.hash(&mut h);
+            text.hash(&mut h);
+        }
+        Some(MessageContent::Parts(parts)) => {
+            2u8.hash(&mut h);
+            for part in parts {
+                match part {
+                    ContentPart::Str(s) => s.hash(&mut h),
+                    ContentPart::Typed { kind, text, rest } => {
+                        kind.hash(&mut h);
+                        text.hash(&mut h);
+                        rest.len().hash(&mut h);
+                    }
+                }
+            }
+        }
+    }
+    message.name.hash(&mut h);
+    message.tool_call_id.hash(&mut h);
+    message.reasoning.hash(&mut h);
+    message.task.hash(&mut h);
+    message.tool_calls.as_ref().map(Vec::len).hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MessageCache;
+    use crate::openai::ChatMessage;
+    use crate::template::ContentFormat;
+
+    fn message(role: &str, content: serde_json::Value) -> ChatMessage {
+        serde_json::from_value(serde_json::json!({"role": role, "content": content})).unwrap()
+    }
+
+    /// Messages that hash alike (tool-call bodies are not hashed) still get their own
+    /// values, in both content formats, hit or miss.
+    #[test]
+    fn a_cached_message_is_used_only_for_an_equal_message() {
+        let cache = MessageCache::default();
+        let call = |args: &str| {
+            let mut m = message("assistant", serde_json::Value::Null);
+            m.tool_calls = Some(vec![serde_json::json!(
+                {"id": "1", "type": "function", "function": {"name": "f", "arguments": args}}
+            )]);
+            m
+        };
+        let messages = vec![
+            message("user", "hi".into()),
+            call("{\"a\": 1}"),
+            call("{\"a\": 2}"),
+            message(
+                "user",
+                serde_json::json!([{"type": "text", "text": "x"}, {"type": "text", "text": "y"}]),
+            ),
+        ];
+        for _ in 0..2 {
+            for format in [ContentFormat::String, ContentFormat::OpenAi] {
+                let got = cache.values(&messages, format).unwrap();
+                let direct: Vec<_> = messages
+                    .iter()
+                    .enumerate()
+                    .map(|(i, m)| crate::preprocess::convert_message(i, m, format).unwrap())
+                    .collect();
+                let got: serde_json::Value = serde_json::to_value(&got).unwrap();
+                assert_eq!(got, serde_json::Value::Array(direct));
+            }
+        }
+    }
+}
