@@ -15,11 +15,13 @@ import argparse
 import gzip
 import json
 import os
+import sys
 import time
 
 import numpy as np
 
-import gen_fixtures
+sys.dont_write_bytecode = True  # no __pycache__ in the crate (gen_fixtures is imported)
+import gen_fixtures  # noqa: E402
 
 from vllm.sampling_params import SamplingParams
 from vllm.tokenizers import get_tokenizer

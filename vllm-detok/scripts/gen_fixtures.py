@@ -47,11 +47,13 @@ The `split_char_fffd` bug does not exist there (pieces are never decoded one by 
 """
 
 import argparse
+import atexit
 import gzip
 import hashlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -227,6 +229,7 @@ class SentencePieceModel(TekkenModel):
     def __init__(self, name, path):
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="vllm-detok-spm-")
+        atexit.register(shutil.rmtree, self.dir, True)
         version = path.rsplit(".", 1)[-1]
         os.symlink(path, os.path.join(self.dir, f"tokenizer.model.{version}"))
         self.tok = get_tokenizer(self.dir, tokenizer_mode="mistral")
@@ -235,7 +238,8 @@ class SentencePieceModel(TekkenModel):
         controls = sorted(self.tok.all_special_ids)
         # The named control tokens and a few `[control_n]` fillers.
         named = [i for i in controls if not self.sp.id_to_piece(i).startswith("[control_")]
-        self.added = named + [i for i in controls if i not in named][:5]
+        # `<unk>` (decoded as " ⁇ ") is not a control token; picked as often as they are.
+        self.added = named + [i for i in controls if i not in named][:5] + [self.sp.unk_id()]
         self.eos = self.tok.eos_token_id
         self.byte_fallback = True
         self.byte_ids = [self.sp.piece_to_id("<0x%02X>" % b) for b in range(256)]
@@ -248,6 +252,20 @@ class SentencePieceModel(TekkenModel):
 
     def tokenizer_file(self, path):
         return path
+
+    def edge_decodes(self):
+        """Id sequences for `decodes` that random streams rarely produce: `<unk>`, leading
+        `▁` pieces after control tokens, byte runs cut by other pieces, `[TOOL_CALLS]`."""
+        b = self.byte_ids
+        hello, space, tool_calls = self.encode("Hello")[0], self.sp.piece_to_id("▁"), 5
+        return [
+            [self.sp.unk_id()],
+            [self.tok.bos_token_id, self.sp.unk_id(), hello],
+            [self.tok.bos_token_id, space, space, hello],
+            [b[0xE4], b[0xB8], hello, b[0xAD]],
+            [b[0xE4], b[0xB8], b[0xAD], b[0xFF], b[0x41], b[0xC3]],
+            [tool_calls, hello, tool_calls, space, hello],
+        ]
 
 
 def run_vllm(model, prompt, opts, pushes, finish):
@@ -415,6 +433,10 @@ def whole_decodes(model, rng):
         skip = k % 2 == 0
         text = model.tok.decode(ids, skip_special_tokens=skip)
         out.append({"ids": ids, "skip_special_tokens": skip, "text": text})
+    for ids in getattr(model, "edge_decodes", list)():
+        for skip in (False, True):
+            text = model.tok.decode(ids, skip_special_tokens=skip)
+            out.append({"ids": ids, "skip_special_tokens": skip, "text": text})
     return out
 
 

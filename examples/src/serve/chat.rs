@@ -5,12 +5,12 @@ use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use serde_json::{Value, json};
 use vllm_chat::openai::{
     ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
     ChatCompletionResponse, ChatLogprobs, ContentPart, DeltaMessage, Emit, FunctionCall,
     MessageContent, ResponseMessage, ToolCall, ToolChoice, ToolChoiceMode, Usage,
 };
+use vllm_chat::render_mode::StructuredOutputsParams;
 use vllm_client::protocol::EngineCoreRequest;
 use vllm_parser::Event;
 
@@ -110,30 +110,6 @@ fn check_tool_choice_without_parser(
     Err(ApiError::bad_request(message, None))
 }
 
-/// vLLM's `response_format` → structured outputs (`json_object`, `json_schema`).
-fn response_format_constraint(request: &ChatCompletionRequest) -> Result<Option<Value>, ApiError> {
-    let Some(format) = &request.response_format else {
-        return Ok(None);
-    };
-    match format.get("type").and_then(Value::as_str) {
-        Some("json_object") => Ok(Some(json!({"json_object": true}))),
-        Some("json_schema") => {
-            let schema = format
-                .get("json_schema")
-                .and_then(|s| s.get("schema").or(Some(s)))
-                .cloned()
-                .ok_or_else(|| {
-                    ApiError::bad_request(
-                        "When response_format type is 'json_schema', the 'json_schema' field must be provided.",
-                        Some("response_format"),
-                    )
-                })?;
-            Ok(Some(json!({"json": schema})))
-        }
-        _ => Ok(None),
-    }
-}
-
 async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<Accepted, ApiError> {
     let mut request: ChatCompletionRequest = serde_json::from_slice(body)?;
     if request.n.is_some_and(|n| n > 1) {
@@ -145,16 +121,6 @@ async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<A
     if state.parsers.tool.is_none() {
         check_tool_choice_without_parser(&request, state.parsers.enable_auto_tool_choice)?;
     }
-    if request.structured_outputs.is_none() {
-        request.structured_outputs = response_format_constraint(&request)?;
-    }
-    // A forced tool choice holds the engine to the tool's JSON schema (the tool
-    // parser's `adjust_request`).
-    if state.parsers.tool.is_some()
-        && let Some(schema) = forced_tool_schema(&request)
-    {
-        request.structured_outputs = Some(json!({ "json": schema }));
-    }
     // Hermes' `adjust_request`: tool-call tags are special tokens in some models, so
     // they must reach the parser.
     if matches!(state.parsers.tool, Some("hermes" | "qwen3_json"))
@@ -163,7 +129,18 @@ async fn accept(state: &AppState, headers: &HeaderMap, body: &Bytes) -> Result<A
     {
         request.skip_special_tokens = Some(false);
     }
-    let generate = state.api.model.renderer.render_chat(&request)?;
+    let mut generate = state.api.model.renderer.render_chat(&request)?;
+    // A forced tool choice holds the engine to the tool's JSON schema: the tool
+    // parser's `adjust_request`, which vLLM applies after validating the request
+    // (`render_chat` maps `response_format` itself).
+    if state.parsers.tool.is_some()
+        && let Some(schema) = forced_tool_schema(&request)
+    {
+        generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
+            json: Some(schema),
+            ..StructuredOutputsParams::default()
+        });
+    }
     let params = sampling::engine_params(
         &generate.sampling_params,
         &state.api.model,
@@ -322,17 +299,8 @@ impl Chunker {
 
     /// The chunk that echoes the last message (`echo`), right after the first.
     fn echo(&self, generation: &Generation, text: &str) -> String {
-        let delta = DeltaMessage {
-            content: Emit::value(text.to_owned()),
-            ..DeltaMessage::default()
-        };
-        let mut chunk = ChatCompletionChunk::delta(
-            &self.id,
-            self.created,
-            &self.model,
-            ChatChunkChoice::new(0, delta),
-        );
-        chunk.kv_transfer_params = Emit::Unset;
+        let mut chunk =
+            ChatCompletionChunk::echo(&self.id, self.created, &self.model, 0, text.to_owned());
         if self.continuous_usage {
             chunk.usage = Emit::value(Usage::new(generation.num_prompt_tokens as u64, 0));
         }

@@ -16,119 +16,16 @@ use vllm_client::protocol::{RequestOutputKind, SamplingParams, StructuredOutputs
 use super::error::ApiError;
 use super::model::Model;
 
-/// Python's `repr` of a float, for error messages that match vLLM's.
-fn py_float(x: f64) -> String {
-    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e16 {
-        format!("{x:.1}")
-    } else {
-        format!("{x}")
-    }
-}
-
 fn invalid(message: String, param: &str) -> ApiError {
     ApiError::bad_request(message, Some(param))
 }
 
-/// vLLM's `SamplingParams._verify_args` and `verify_logprobs`, on resolved parameters.
+/// vLLM's `SamplingParams._verify_args` (vllm-chat's [`render_mode::SamplingParams::verify`],
+/// also applied by render mode) and the server's `verify_logprobs`, on resolved
+/// parameters: `/inference/v1/generate` takes its parameters without render mode.
 fn verify(p: &render_mode::SamplingParams, max_logprobs: i64) -> Result<(), ApiError> {
-    if !(-2.0..=2.0).contains(&p.presence_penalty) {
-        return Err(invalid(
-            format!(
-                "presence_penalty must be in [-2, 2], got {}.",
-                py_float(p.presence_penalty)
-            ),
-            "presence_penalty",
-        ));
-    }
-    if !(-2.0..=2.0).contains(&p.frequency_penalty) {
-        return Err(invalid(
-            format!(
-                "frequency_penalty must be in [-2, 2], got {}.",
-                py_float(p.frequency_penalty)
-            ),
-            "frequency_penalty",
-        ));
-    }
-    if !p.repetition_penalty.is_finite() || p.repetition_penalty <= 0.0 {
-        return Err(invalid(
-            format!(
-                "repetition_penalty must be greater than zero, got {}.",
-                py_float(p.repetition_penalty)
-            ),
-            "repetition_penalty",
-        ));
-    }
-    if !p.temperature.is_finite() {
-        return Err(invalid(
-            format!(
-                "temperature must be a finite number, got {}.",
-                py_float(p.temperature)
-            ),
-            "temperature",
-        ));
-    }
-    if p.temperature > 2.0 {
-        return Err(invalid(
-            format!(
-                "temperature must be in [0, 2], got {}.",
-                py_float(p.temperature)
-            ),
-            "temperature",
-        ));
-    }
-    if let Some(top_p) = p.top_p
-        && !(top_p > 0.0 && top_p <= 1.0)
-    {
-        return Err(invalid(
-            format!("top_p must be in (0, 1], got {}.", py_float(top_p)),
-            "top_p",
-        ));
-    }
-    if p.top_k < -1 {
-        return Err(invalid(
-            format!("top_k must be 0 (disable), or at least 1, got {}.", p.top_k),
-            "top_k",
-        ));
-    }
-    if let Some(min_p) = p.min_p
-        && !(0.0..=1.0).contains(&min_p)
-    {
-        return Err(invalid(
-            format!("min_p must be in [0, 1], got {}.", py_float(min_p)),
-            "min_p",
-        ));
-    }
-    if p.max_tokens < 1 {
-        return Err(invalid(
-            format!("max_tokens must be at least 1, got {}.", p.max_tokens),
-            "max_tokens",
-        ));
-    }
-    if p.min_tokens < 0 {
-        return Err(invalid(
-            format!(
-                "min_tokens must be greater than or equal to 0, got {}.",
-                p.min_tokens
-            ),
-            "min_tokens",
-        ));
-    }
-    if p.min_tokens > p.max_tokens {
-        return Err(invalid(
-            format!(
-                "min_tokens must be less than or equal to max_tokens={}, got {}.",
-                p.max_tokens, p.min_tokens
-            ),
-            "min_tokens",
-        ));
-    }
+    p.verify()?;
     if let Some(l) = p.logprobs {
-        if l < -1 {
-            return Err(invalid(
-                format!("logprobs must be non-negative or -1, got {l}."),
-                "logprobs",
-            ));
-        }
         let requested = if l == -1 { max_logprobs } else { l };
         if max_logprobs != -1 && requested > max_logprobs {
             return Err(invalid(
@@ -148,21 +45,6 @@ fn verify(p: &render_mode::SamplingParams, max_logprobs: i64) -> Result<(), ApiE
                 "prompt_logprobs",
             ));
         }
-    }
-    if p.stop.iter().any(String::is_empty) {
-        return Err(invalid(
-            "stop cannot contain an empty string.".into(),
-            "stop",
-        ));
-    }
-    if p.bad_words.iter().any(String::is_empty) {
-        return Err(invalid(
-            format!(
-                "bad_words cannot contain an empty string. Got bad_words={:?}",
-                p.bad_words
-            ),
-            "bad_words",
-        ));
     }
     Ok(())
 }
@@ -291,16 +173,4 @@ fn logit_bias(map: &serde_json::Map<String, Json>) -> Result<Map<i64, f64>, ApiE
         out.push((id, bias.clamp(-100.0, 100.0)));
     }
     Ok(Map(out))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn floats_print_like_python() {
-        assert_eq!(py_float(2.0), "2.0");
-        assert_eq!(py_float(1.5), "1.5");
-        assert_eq!(py_float(-0.25), "-0.25");
-    }
 }
