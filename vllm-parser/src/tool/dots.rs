@@ -190,7 +190,6 @@ fn block_calls(body: &str, tools: &[Tool]) -> Vec<Call> {
         .collect()
 }
 
-
 /// The parameters of one `<invoke>`, converted by the tool's schema.
 fn invoke_arguments(name: &str, body: &str, tools: &[Tool]) -> Vec<(String, PyJson)> {
     let schema = tools

@@ -303,7 +303,6 @@ fn first_truthy(arguments: &Arguments, keys: &[&str]) -> Option<Option<PyJson>> 
     last.filter(|v| !matches!(v, Some(PyJson::Null)))
 }
 
-
 /// `_FUNC_NAME_V1_REGEX.search`: `<function\s+name=['"]([^'"]+)['"][^>]*>`.
 fn regex_name(block: &str) -> Option<&str> {
     let last_close = block.rfind('>')?;
