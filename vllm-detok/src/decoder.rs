@@ -3,8 +3,9 @@
 
 use std::sync::Arc;
 
+use crate::chars::{char_end, count_chars};
 use crate::error::{Error, Result};
-use crate::stop::StopMatcher;
+use crate::stop::{Found, StopMatcher};
 use crate::stream::TextStream;
 use crate::tokenizer::Tokenizer;
 
@@ -80,9 +81,24 @@ struct StopState {
     strings: Vec<String>,
     include: bool,
     min_tokens: usize,
-    /// Absolute byte offset where each token of the current call ended (vLLM's `token_offsets`).
-    token_ends: Vec<usize>,
+    /// Characters held back while a stop string could still be completing.
+    hold_back: usize,
+    /// The output text from absolute byte offset `base` on: what was released since the
+    /// last compaction, then the text not yet returned (from `released_bytes`). Released
+    /// text is dropped in bulk by [`StopState::compact`] rather than shifted out every token.
+    held: String,
+    base: usize,
+    /// Characters and bytes of the whole output text.
+    total_chars: usize,
+    total_bytes: usize,
+    /// Characters and bytes already returned.
+    released_chars: usize,
+    released_bytes: usize,
 }
+
+/// Released text is dropped from [`StopState::held`] once it is this long, so the
+/// unreleased tail (a few characters) moves once per this many bytes, not every token.
+const COMPACT_BYTES: usize = 1024;
 
 /// Turns one request's output token ids into text deltas identical to vLLM's.
 ///
@@ -122,17 +138,7 @@ pub struct IncrementalDecoder {
     last_added: Option<bool>,
     stop: Option<StopState>,
     include_stop_str: bool,
-    /// Characters held back while a stop string could still be completing.
-    hold_back: usize,
     num_output_tokens: usize,
-    /// Output text not yet returned.
-    unreleased: String,
-    /// Characters and bytes of the whole output text (tracked only with stop strings).
-    total_chars: usize,
-    total_bytes: usize,
-    /// Characters and bytes already returned.
-    released_chars: usize,
-    released_bytes: usize,
     finished: bool,
 }
 
@@ -160,8 +166,8 @@ impl IncrementalDecoder {
         let last_added =
             (!skip_special_tokens && !options.spaces_between_special_tokens).then_some(false);
         let include_stop_str = options.include_stop_str_in_output;
-        let (stop, hold_back) = if options.stop.is_empty() {
-            (None, 0)
+        let stop = if options.stop.is_empty() {
+            None
         } else {
             // Built first: it rejects empty stop strings.
             let matcher = StopMatcher::new(&options.stop)?;
@@ -178,14 +184,19 @@ impl IncrementalDecoder {
                     .unwrap_or(0)
                     .saturating_sub(1)
             };
-            let state = StopState {
+            Some(StopState {
                 matcher,
                 strings: options.stop,
                 include: options.include_stop_str_in_output,
                 min_tokens: options.min_tokens,
-                token_ends: Vec::new(),
-            };
-            (Some(state), hold_back)
+                hold_back,
+                held: String::new(),
+                base: 0,
+                total_chars: 0,
+                total_bytes: 0,
+                released_chars: 0,
+                released_bytes: 0,
+            })
         };
         Ok(Self {
             tokenizer,
@@ -193,13 +204,7 @@ impl IncrementalDecoder {
             last_added,
             stop,
             include_stop_str,
-            hold_back,
             num_output_tokens: 0,
-            unreleased: String::new(),
-            total_chars: 0,
-            total_bytes: 0,
-            released_chars: 0,
-            released_bytes: 0,
             finished: false,
         })
     }
@@ -283,7 +288,9 @@ impl IncrementalDecoder {
     }
 
     /// vLLM's `BaseIncrementalDetokenizer.update`. Without stop strings nothing is held back,
-    /// so text goes straight to `out`.
+    /// so text goes straight to `out`; with them, each token's text is appended to the held
+    /// text and fed to the matcher at once, and the tokens after one that completes a stop
+    /// string are not decoded.
     fn update(
         &mut self,
         ids: &[u32],
@@ -300,126 +307,148 @@ impl IncrementalDecoder {
         } else {
             ids
         };
-
         let num_prev_tokens = self.num_output_tokens;
-        let start_bytes = self.total_bytes;
-        let buffer = match &mut self.stop {
-            Some(stop) => {
-                stop.token_ends.clear();
-                stop.token_ends.push(start_bytes);
-                &mut self.unreleased
-            }
-            None => out,
-        };
-        for &id in decoded {
-            self.num_output_tokens += 1;
-            let before = buffer.len();
-            self.stream.step(self.tokenizer.as_ref(), id, buffer)?;
-            if let Some(last_added) = &mut self.last_added {
-                match self.tokenizer.added_token(id) {
-                    Some(content) => {
-                        if *last_added {
-                            buffer.truncate(before);
-                            buffer.push_str(content);
-                        }
-                        *last_added = true;
-                    }
-                    None => *last_added = false,
+        let tokenizer = self.tokenizer.as_ref();
+        match &mut self.stop {
+            None => {
+                for &id in decoded {
+                    self.num_output_tokens += 1;
+                    decode_token(&mut self.stream, tokenizer, &mut self.last_added, id, out)?;
                 }
             }
-            if let Some(stop) = &mut self.stop {
-                let new = &buffer[before..];
-                self.total_bytes += new.len();
-                self.total_chars += count_chars(new);
-                stop.token_ends.push(self.total_bytes);
+            Some(stop) => {
+                for &id in decoded {
+                    self.num_output_tokens += 1;
+                    let before = stop.held.len();
+                    decode_token(
+                        &mut self.stream,
+                        tokenizer,
+                        &mut self.last_added,
+                        id,
+                        &mut stop.held,
+                    )?;
+                    // Stop strings count only in text of tokens past the first `min_tokens`.
+                    if let Some(found) = stop.scan(before, self.num_output_tokens > stop.min_tokens)
+                    {
+                        // The tokens after the one completing the stop string are dropped.
+                        let tokens_kept = self.num_output_tokens - num_prev_tokens;
+                        return Ok(Some(stop.cut(found, tokens_kept)));
+                    }
+                }
             }
         }
         if skip_last {
             self.num_output_tokens += 1;
-            if let Some(stop) = &mut self.stop {
-                stop.token_ends.push(self.total_bytes);
-            }
         }
-        self.check_stop(num_prev_tokens, start_bytes)
-    }
-
-    /// vLLM's stop-string evaluation at the end of `update`.
-    fn check_stop(
-        &mut self,
-        num_prev_tokens: usize,
-        start_bytes: usize,
-    ) -> Result<Option<StopMatch>> {
-        let Some(stop) = &mut self.stop else {
-            return Ok(None);
-        };
-        // Stop strings count only once more than `min_tokens` tokens exist, and then only
-        // when they end in text of tokens past `min_tokens`.
-        let after = (self.num_output_tokens > stop.min_tokens).then(|| {
-            stop.token_ends[stop
-                .min_tokens
-                .saturating_sub(num_prev_tokens)
-                .min(stop.token_ends.len() - 1)]
-        });
-        let new_start = start_bytes - self.released_bytes;
-        let new_bytes = &self.unreleased.as_bytes()[new_start..];
-        let Some(found) = stop.matcher.feed(new_bytes, start_bytes, after) else {
-            return Ok(None);
-        };
-        // Tokens after the one completing the stop string are dropped.
-        let tokens_kept = stop.token_ends[1..].partition_point(|&end| end < found.end) + 1;
-        let tokens_kept = tokens_kept.min(stop.token_ends.len() - 1);
-        self.num_output_tokens = num_prev_tokens + tokens_kept;
-        let cut = if stop.include {
-            found.end
-        } else {
-            found.end - found.len
-        };
-        let keep = cut
-            .saturating_sub(self.released_bytes)
-            .min(self.unreleased.len());
-        let removed_chars = self.unreleased[keep..].chars().count();
-        self.unreleased.truncate(keep);
-        self.total_bytes = self.released_bytes + keep;
-        self.total_chars -= removed_chars;
-        Ok(Some(StopMatch {
-            index: found.index,
-            stop: stop.strings[found.index].clone(),
-            text_len: self.total_chars,
-            tokens_kept,
-        }))
+        Ok(None)
     }
 
     /// vLLM's `get_next_output_text(finished, delta=True)`: the text past what was released,
     /// minus the last `hold_back` characters unless finished. Only used with stop strings
     /// (otherwise `update` wrote to `out` directly).
     fn release(&mut self, finished: bool, out: &mut String) {
-        if self.stop.is_none() {
-            return;
+        if let Some(stop) = &mut self.stop {
+            stop.release(finished, out);
         }
+    }
+}
+
+/// Decodes one token into `buffer`, rewriting an added token that follows another to its
+/// bare content when `last_added` tracks them (`spaces_between_special_tokens = false`).
+#[inline(always)]
+fn decode_token(
+    stream: &mut TextStream,
+    tokenizer: &dyn Tokenizer,
+    last_added: &mut Option<bool>,
+    id: u32,
+    buffer: &mut String,
+) -> Result<()> {
+    // The common case, inlined: a decode table and no added-token rewriting.
+    if let (TextStream::Table(stream), None) = (&mut *stream, &last_added) {
+        stream.step(id, buffer);
+        return Ok(());
+    }
+    let before = buffer.len();
+    stream.step(tokenizer, id, buffer)?;
+    if let Some(last_added) = last_added {
+        match tokenizer.added_token(id) {
+            Some(content) => {
+                if *last_added {
+                    buffer.truncate(before);
+                    buffer.push_str(content);
+                }
+                *last_added = true;
+            }
+            None => *last_added = false,
+        }
+    }
+    Ok(())
+}
+
+impl StopState {
+    /// Accounts for the text a token appended to `held` from byte `before` on and feeds it
+    /// to the matcher; returns the first stop string ending in it when `report` is set.
+    #[inline(always)]
+    fn scan(&mut self, before: usize, report: bool) -> Option<Found> {
+        let new = &self.held.as_bytes()[before..];
+        let offset = self.total_bytes;
+        self.total_bytes += new.len();
+        let (chars, found) = self.matcher.feed(new, offset, report);
+        self.total_chars += chars;
+        found
+    }
+
+    /// vLLM's cut of the text at a matched stop string (after it when stop strings are kept).
+    fn cut(&mut self, found: Found, tokens_kept: usize) -> StopMatch {
+        let cut = if self.include {
+            found.end
+        } else {
+            found.end - found.len
+        };
+        let unreleased = self.released_bytes - self.base;
+        let keep = cut
+            .saturating_sub(self.released_bytes)
+            .min(self.held.len() - unreleased);
+        let removed_chars = count_chars(&self.held.as_bytes()[unreleased + keep..]);
+        self.held.truncate(unreleased + keep);
+        self.total_bytes = self.released_bytes + keep;
+        self.total_chars -= removed_chars;
+        StopMatch {
+            index: found.index,
+            stop: self.strings[found.index].clone(),
+            text_len: self.total_chars,
+            tokens_kept,
+        }
+    }
+
+    /// Appends to `out` the held text but its last `hold_back` characters (all of it when
+    /// `finished`).
+    #[inline]
+    fn release(&mut self, finished: bool, out: &mut String) {
         let hold_back = if finished { 0 } else { self.hold_back };
         let target = self.total_chars.saturating_sub(hold_back);
         if target <= self.released_chars {
             return;
         }
+        let unreleased = &self.held[self.released_bytes - self.base..];
         let end = if target == self.total_chars {
-            self.unreleased.len()
+            unreleased.len()
         } else {
-            let count = target - self.released_chars;
-            self.unreleased
-                .char_indices()
-                .nth(count)
-                .map_or(self.unreleased.len(), |(i, _)| i)
+            char_end(unreleased.as_bytes(), target - self.released_chars)
         };
-        out.push_str(&self.unreleased[..end]);
-        self.unreleased.drain(..end);
+        out.push_str(&unreleased[..end]);
         self.released_chars = target;
         self.released_bytes += end;
+        self.compact();
     }
-}
 
-/// `text.chars().count()` for the few characters of one token, inlined: every byte that is
-/// not a UTF-8 continuation byte starts a character.
-#[inline]
-fn count_chars(text: &str) -> usize {
-    text.bytes().filter(|&b| (b as i8) >= -0x40).count()
+    /// Drops the released text from `held` once there is enough of it.
+    #[inline]
+    fn compact(&mut self) {
+        let released = self.released_bytes - self.base;
+        if released >= COMPACT_BYTES {
+            self.held.drain(..released);
+            self.base = self.released_bytes;
+        }
+    }
 }

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod byte_vocab;
+mod chars;
 mod decoder;
 mod error;
 mod logprobs;
