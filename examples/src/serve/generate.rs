@@ -15,7 +15,7 @@ use vllm_chat::render_mode;
 use vllm_client::protocol::EngineCoreRequest;
 
 use super::error::ApiError;
-use super::generation::{Generation, PositionLogprobs, Step};
+use super::generation::{Generation, PositionLogprobs};
 use super::state::AppState;
 use super::tokens::check_model;
 use super::{ids, logprobs, sampling, sse};
@@ -251,10 +251,10 @@ fn token_logprobs(positions: &[PositionLogprobs]) -> Value {
     json!({ "content": content })
 }
 
-fn step_logprobs(step: &Step, text_mode: bool) -> Value {
-    match &step.logprobs {
-        Some(positions) if text_mode => json!(logprobs::chat(positions.clone(), Some(-1))),
-        Some(positions) => token_logprobs(positions),
+fn step_logprobs(positions: Option<Vec<PositionLogprobs>>, text_mode: bool) -> Value {
+    match positions {
+        Some(positions) if text_mode => json!(logprobs::chat(positions, Some(-1))),
+        Some(positions) => token_logprobs(&positions),
         None => Value::Null,
     }
 }
@@ -284,10 +284,6 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<Value, ApiError> {
         }
     }
     let finish = finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
-    let all = Step {
-        logprobs: wants_logprobs.then_some(positions),
-        ..Step::default()
-    };
     let mut choice = json!({
         "index": 0,
         "finish_reason": finish.reason,
@@ -300,7 +296,7 @@ async fn whole(state: &AppState, mut a: Accepted) -> Result<Value, ApiError> {
     if a.text_mode {
         choice["text"] = Value::String(text);
     }
-    choice["logprobs"] = step_logprobs(&all, a.text_mode);
+    choice["logprobs"] = step_logprobs(wants_logprobs.then_some(positions), a.text_mode);
     Ok(json!({
         "request_id": a.request_id,
         "model": state.api.served_model_name,
@@ -332,7 +328,7 @@ fn stream_frames(a: Accepted) -> impl Stream<Item = String> + Send + 'static {
     sse::frames(move |tx| async move {
         let mut prompt = return_token_ids.then_some(prompt_token_ids);
         while let Some(step) = generation.next().await {
-            let step = match step {
+            let mut step = match step {
                 Ok(step) => step,
                 Err(error) => {
                     tx.send(format!("data: {}\n\n", error.0.to_json()));
@@ -363,7 +359,7 @@ fn stream_frames(a: Accepted) -> impl Stream<Item = String> + Send + 'static {
             choice["routed_experts"] = Value::Null;
             choice["sampling_mask"] = Value::Null;
             choice["weight_versions"] = Value::Null;
-            choice["logprobs"] = step_logprobs(&step, text_mode);
+            choice["logprobs"] = step_logprobs(step.logprobs.take(), text_mode);
             let mut chunk = json!({
                 "request_id": request_id,
                 "usage": if continuous_usage { usage(&generation) } else { Value::Null },
