@@ -10,7 +10,7 @@ use crate::template::{write_float, write_json_string};
 /// `repr(value)` of the Python object vLLM builds from this JSON.
 pub(crate) fn repr(value: &Value) -> String {
     let mut out = String::new();
-    write_repr(&mut out, value);
+    write(&mut out, value, Syntax::Repr);
     out
 }
 
@@ -30,7 +30,7 @@ pub(crate) fn float(f: f64) -> String {
 /// `json.dumps(value)`: `", "` and `": "` separators, `ensure_ascii=True`.
 pub(crate) fn json_dumps(value: &Value) -> String {
     let mut out = String::new();
-    write_json(&mut out, value);
+    write(&mut out, value, Syntax::Json);
     out
 }
 
@@ -41,32 +41,51 @@ fn write_number(out: &mut String, n: &serde_json::Number) {
     }
 }
 
-fn write_repr(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_str_repr(out, s),
-        Value::Array(items) => {
+/// The two notations: they differ in scalars and strings, not in how containers nest.
+#[derive(Clone, Copy)]
+enum Syntax {
+    /// Python's `repr()`.
+    Repr,
+    /// `json.dumps()` with default separators and `ensure_ascii`.
+    Json,
+}
+
+impl Syntax {
+    fn write_str(self, out: &mut String, s: &str) {
+        match self {
+            Syntax::Repr => write_str_repr(out, s),
+            Syntax::Json => write_json_string(out, s, true),
+        }
+    }
+}
+
+fn write(out: &mut String, value: &Value, syntax: Syntax) {
+    match (value, syntax) {
+        (Value::Null, Syntax::Repr) => out.push_str("None"),
+        (Value::Null, Syntax::Json) => out.push_str("null"),
+        (Value::Bool(b), Syntax::Repr) => out.push_str(if *b { "True" } else { "False" }),
+        (Value::Bool(b), Syntax::Json) => out.push_str(if *b { "true" } else { "false" }),
+        (Value::Number(n), _) => write_number(out, n),
+        (Value::String(s), _) => syntax.write_str(out, s),
+        (Value::Array(items), _) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_repr(out, item);
+                write(out, item, syntax);
             }
             out.push(']');
         }
-        Value::Object(map) => {
+        (Value::Object(map), _) => {
             out.push('{');
             for (i, (k, v)) in map.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_str_repr(out, k);
+                syntax.write_str(out, k);
                 out.push_str(": ");
-                write_repr(out, v);
+                write(out, v, syntax);
             }
             out.push('}');
         }
@@ -104,37 +123,6 @@ fn write_str_repr(out: &mut String, s: &str) {
         }
     }
     out.push(quote);
-}
-
-fn write_json(out: &mut String, value: &Value) {
-    match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(out, n),
-        Value::String(s) => write_json_string(out, s, true),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json(out, item);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (k, v)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_json_string(out, k, true);
-                out.push_str(": ");
-                write_json(out, v);
-            }
-            out.push('}');
-        }
-    }
 }
 
 #[cfg(test)]
