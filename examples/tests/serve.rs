@@ -108,7 +108,15 @@ fn chat_stream_carries_the_same_answer_in_deltas() {
         // vLLM sets `weight_versions` (null) on the final choice only.
         assert_eq!(final_choice(&events)["weight_versions"], Value::Null);
         assert!(final_choice(&events).get("weight_versions").is_some());
-        assert!(events[1]["choices"][0].get("weight_versions").is_none());
+        // Every earlier choice leaves it out (a fast engine may merge the whole answer
+        // into the final chunk, so there may be none).
+        assert!(
+            events
+                .iter()
+                .filter_map(|e| e["choices"].get(0))
+                .filter(|c| c["finish_reason"].is_null())
+                .all(|c| c.get("weight_versions").is_none())
+        );
         let usage = events.last().unwrap();
         assert_eq!(usage["choices"], json!([]));
         let output = tokenize(addr, PLAIN_TEXT).await.len() as u64 + 1;
