@@ -26,4 +26,4 @@ pub mod tokenizer;
 pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};
 pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
-pub use template::{Clock, ContentFormat, Limits};
+pub use template::{Clock, ContentFormat, FastPathStats, Limits};

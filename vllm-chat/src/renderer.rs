@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -11,8 +12,8 @@ use indexmap::IndexMap;
 use minijinja::Value as TemplateValue;
 
 use crate::template::{
-    Clock, ContentFormat, JsonMap, Limits, MessageCache, TemplateSet, ToolCache, content_format,
-    from_json,
+    Clock, ContentFormat, FastPathStats, Limits, MessageCache, RenderContext, TemplateSet,
+    ToolCache, content_format, from_json,
 };
 use crate::tokenizer::{SegmentEncoder, Tokenizer};
 use crate::{RenderError, preprocess};
@@ -84,7 +85,7 @@ pub struct ChatRenderer {
     has_model_template: bool,
     has_server_template: bool,
     /// The special tokens (`bos_token`, …) as template variables.
-    special_tokens: Vec<(TemplateValue, TemplateValue)>,
+    special_tokens: Arc<[(TemplateValue, TemplateValue)]>,
     tools: ToolCache,
     messages: MessageCache,
     tokenizer: Option<Tokenizer>,
@@ -112,6 +113,10 @@ pub struct RendererOptions {
     pub served_model_name: Option<String>,
     /// `--max-model-len`: overrides the context length read from `config.json`.
     pub max_model_len: Option<u64>,
+    /// Render every template with minijinja's interpreter, never with the compiled
+    /// fast path (which gives the same output and errors; this switch exists to
+    /// compare the two and to measure).
+    pub interpreter_only: bool,
 }
 
 impl ChatRenderer {
@@ -129,11 +134,12 @@ impl ChatRenderer {
             None => None,
         };
         let mut renderer = ChatRenderer {
-            templates: TemplateSet::new(options.clock, options.limits),
+            templates: TemplateSet::new(options.clock, options.limits, !options.interpreter_only),
             info: HashMap::new(),
             named: Vec::new(),
             has_model_template: false,
             has_server_template: false,
+            // A later duplicate wins, in the first one's place (as a map insert).
             special_tokens: files
                 .special_tokens
                 .iter()
@@ -143,6 +149,8 @@ impl ChatRenderer {
                         TemplateValue::from(v.as_str()),
                     )
                 })
+                .collect::<IndexMap<_, _>>()
+                .into_iter()
                 .collect(),
             tools: ToolCache::default(),
             messages: MessageCache::default(),
@@ -237,6 +245,13 @@ impl ChatRenderer {
         Ok(RenderedPrompt { text, token_ids })
     }
 
+    /// How often this renderer's templates took the compiled fast path (templates
+    /// compiled, renders finished there, renders that fell back to minijinja's
+    /// interpreter). Both paths produce the same output; this is for monitoring.
+    pub fn fast_path_stats(&self) -> FastPathStats {
+        self.templates.fast_path_stats()
+    }
+
     /// Renders a chat request to prompt text only (no tokenizer needed).
     pub fn render_text(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
         request.validate()?;
@@ -246,24 +261,19 @@ impl ChatRenderer {
                 param: Some("chat_template".into()),
             });
         }
-        let mut kwargs = self.template_kwargs(request);
+        let kwargs = self.template_kwargs(request);
         let excluded = self.options.exclude_tools_when_tool_choice_none
             && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
-        let tools = match kwargs.remove("tools") {
-            Some(given) => Some(from_json(&given)).filter(|_| !given.is_null()),
+        let tools = match kwargs.get("tools") {
+            Some(given) => Some(from_json(given)).filter(|_| !given.is_null()),
             None => match &request.tools {
                 Some(tools) if !excluded => Some(self.tools.value(tools)),
                 _ => None,
             },
         };
-        let documents = kwargs.remove("documents").unwrap_or(Value::Null);
-        let add_generation_prompt = kwargs
-            .remove("add_generation_prompt")
-            .is_some_and(|v| truthy(&v));
+        let documents = kwargs.get("documents").unwrap_or(&Value::Null);
+        let add_generation_prompt = kwargs.get("add_generation_prompt").is_some_and(truthy);
         let continue_final = kwargs.get("continue_final_message").is_some_and(truthy);
-        for key in CONSUMED_KWARGS {
-            kwargs.remove(key);
-        }
         if continue_final && add_generation_prompt {
             return Err(RenderError::invalid(
                 "continue_final_message and add_generation_prompt are not compatible. Use continue_final_message when you want the model to continue the final message, and add_generation_prompt when you want to add a header that will prompt it to start a new assistant message instead.",
@@ -274,7 +284,11 @@ impl ChatRenderer {
         // A request template is compiled for this request only.
         let request_template = match &request.chat_template {
             Some(given) if !self.named.contains(given) => {
-                let mut set = TemplateSet::new(self.options.clock, self.options.limits);
+                let mut set = TemplateSet::new(
+                    self.options.clock,
+                    self.options.limits,
+                    !self.options.interpreter_only,
+                );
                 set.add(REQUEST_TEMPLATE, given)?;
                 Some((
                     set,
@@ -332,24 +346,22 @@ impl ChatRenderer {
             (messages, None)
         };
 
-        let mut ctx = IndexMap::with_capacity(self.special_tokens.len() + kwargs.len() + 4);
-        for (k, v) in &self.special_tokens {
-            ctx.insert(k.clone(), v.clone());
-        }
+        let mut ctx = RenderContext::new(self.special_tokens.clone(), kwargs.len() + 4);
         for (k, v) in &kwargs {
-            ctx.insert(TemplateValue::from(k.as_str()), from_json(v));
+            if !matches!(k.as_str(), "tools" | "documents" | "add_generation_prompt")
+                && !CONSUMED_KWARGS.contains(&k.as_str())
+            {
+                ctx.set(k, from_json(v));
+            }
         }
-        ctx.insert("messages".into(), messages);
-        ctx.insert(
-            "tools".into(),
-            tools.unwrap_or_else(|| from_json(&Value::Null)),
-        );
-        ctx.insert("documents".into(), from_json(&documents));
-        ctx.insert(
-            "add_generation_prompt".into(),
+        ctx.set("messages", messages);
+        ctx.set("tools", tools.unwrap_or_else(|| from_json(&Value::Null)));
+        ctx.set("documents", from_json(documents));
+        ctx.set(
+            "add_generation_prompt",
             TemplateValue::from(add_generation_prompt),
         );
-        let rendered = set.render(&key, TemplateValue::from_object(JsonMap::new(ctx)))?;
+        let rendered = set.render(&key, TemplateValue::from_object(ctx))?;
         match final_message {
             Some(final_message) => cut_after_final_message(rendered, &final_message),
             None => Ok(rendered),
@@ -366,10 +378,14 @@ impl ChatRenderer {
     /// overrides them.
     fn template_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
+        // (transformers' `tokenize=False` is implied: `tokenize` never reaches a template.)
+        if self.options.default_chat_template_kwargs.is_empty() {
+            let mut kwargs = self.request_kwargs(request);
+            kwargs.retain(|_, v| !unset(v));
+            return kwargs;
+        }
         let mut kwargs = self.options.default_chat_template_kwargs.clone();
         kwargs.remove("tools");
-        kwargs.insert("tokenize".into(), Value::Bool(false));
-
         for (k, v) in self.request_kwargs(request) {
             if !unset(&v) {
                 kwargs.insert(k, v);
@@ -382,41 +398,43 @@ impl ChatRenderer {
     /// overridden by its own fields unless those are null or `"auto"`.
     fn request_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
-        let user = request.chat_template_kwargs.clone().unwrap_or_default();
-        let mut extra = Map::new();
-        extra.insert(
-            "add_generation_prompt".into(),
-            Value::Bool(request.add_generation_prompt),
-        );
-        extra.insert(
-            "continue_final_message".into(),
-            Value::Bool(request.continue_final_message),
-        );
-        extra.insert(
-            "documents".into(),
-            request.documents.as_ref().map_or(Value::Null, |d| {
-                Value::Array(d.iter().cloned().map(Value::Object).collect())
-            }),
-        );
-        extra.insert(
-            "reasoning_effort".into(),
-            request
-                .reasoning_effort
-                .clone()
-                .map_or(Value::Null, Value::String),
-        );
-        if let Some(effort) = &request.reasoning_effort
-            && !user.contains_key("enable_thinking")
-        {
-            extra.insert("enable_thinking".into(), Value::Bool(effort != "none"));
-        }
-        let mut request_kwargs = user;
-        for (k, v) in extra {
+        let mut kwargs = request.chat_template_kwargs.clone().unwrap_or_default();
+        let thinking = match &request.reasoning_effort {
+            Some(effort) if !kwargs.contains_key("enable_thinking") => {
+                Value::Bool(effort != "none")
+            }
+            _ => Value::Null,
+        };
+        let fields = [
+            (
+                "add_generation_prompt",
+                Value::Bool(request.add_generation_prompt),
+            ),
+            (
+                "continue_final_message",
+                Value::Bool(request.continue_final_message),
+            ),
+            (
+                "documents",
+                request.documents.as_ref().map_or(Value::Null, |d| {
+                    Value::Array(d.iter().cloned().map(Value::Object).collect())
+                }),
+            ),
+            (
+                "reasoning_effort",
+                request
+                    .reasoning_effort
+                    .clone()
+                    .map_or(Value::Null, Value::String),
+            ),
+            ("enable_thinking", thinking),
+        ];
+        for (k, v) in fields {
             if !unset(&v) {
-                request_kwargs.insert(k, v);
+                kwargs.insert(k.to_owned(), v);
             }
         }
-        request_kwargs
+        kwargs
     }
 
     /// The request's effective `chat_template_kwargs` as vLLM reports them in render

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 use vllm_chat::openai::ChatCompletionRequest;
-use vllm_chat::{ChatRenderer, ChatTemplates, Clock, ModelFiles, RendererOptions};
+use vllm_chat::{ChatRenderer, ChatTemplates, Clock, FastPathStats, ModelFiles, RendererOptions};
 
 /// Differences where transformers' output is wrong: (template, a text that the
 /// reference side of the difference shows, reason). See README.md.
@@ -153,6 +153,7 @@ fn template_corpus_matches_transformers() {
         .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
         .collect();
     let mut results = BTreeMap::new();
+    let mut fast = FastPathStats::default();
     for (name, expected) in fixture["templates"].as_object().expect("templates") {
         let source = std::fs::read_to_string(dir.join(name)).expect("template file");
         let files = ModelFiles {
@@ -166,12 +167,17 @@ fn template_corpus_matches_transformers() {
         };
         let diffs = match ChatRenderer::new(files, options) {
             Ok(renderer) => {
+                let renderer = &renderer;
                 let mut diffs: Vec<(String, String)> = cases
                     .iter()
                     .filter_map(|(case, body)| {
-                        compare(&renderer, body, &expected[case], false).map(|d| (case.clone(), d))
+                        compare(renderer, body, &expected[case], false).map(|d| (case.clone(), d))
                     })
                     .collect();
+                let stats = renderer.fast_path_stats();
+                fast.finished += stats.finished;
+                fast.fell_back += stats.fell_back;
+                fast.templates += stats.templates;
                 // vLLM's content-format detection, as recorded with the user case.
                 let want = expected["user"]["format"].as_str();
                 let got = renderer.content_format().map(|f| f.as_str());
@@ -192,6 +198,15 @@ fn template_corpus_matches_transformers() {
     println!(
         "{identical}/{} templates identical on every case",
         results.len()
+    );
+    // Every case above ran on the compiled fast path where it could (the default),
+    // so the comparison covers it; this shows how much of the corpus it served.
+    println!(
+        "fast path: {} of {} templates compiled; {} renders finished there, {} fell back",
+        fast.templates,
+        results.len(),
+        fast.finished,
+        fast.fell_back
     );
     assert_eq!(
         failures, 0,
@@ -221,6 +236,11 @@ fn model_directories_match_vllm_text_and_tokens() {
                 compare(&renderer, body, &expected[case], true).map(|d| (case.clone(), d))
             })
             .collect();
+        let stats = renderer.fast_path_stats();
+        println!(
+            "{name}: fast path finished {} renders, {} fell back",
+            stats.finished, stats.fell_back
+        );
         results.insert(name.clone(), diffs);
     }
     assert!(!results.is_empty(), "no model directory vendored");
@@ -229,4 +249,60 @@ fn model_directories_match_vllm_text_and_tokens() {
         failures, 0,
         "{failures} unexplained differences (see output above)"
     );
+}
+
+/// The compiled fast path and minijinja's interpreter give the same text or the same
+/// error on every corpus template and case (the comparison above checks texts
+/// against transformers; this one also checks error messages, which must be the
+/// interpreter's whichever path started the render).
+#[test]
+fn fast_path_and_interpreter_agree() {
+    let dir = templates_dir();
+    let fixture = fixture();
+    let cases = cases();
+    let special: Vec<(String, String)> = fixture["special_tokens"]
+        .as_object()
+        .expect("special tokens")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect();
+    let mut compared = 0;
+    for name in fixture["templates"].as_object().expect("templates").keys() {
+        let source = std::fs::read_to_string(dir.join(name)).expect("template file");
+        let renderer = |interpreter_only| {
+            let files = ModelFiles {
+                chat_templates: Some(ChatTemplates::Single(source.clone())),
+                special_tokens: special.clone(),
+                ..Default::default()
+            };
+            let options = RendererOptions {
+                clock: pinned_clock(&fixture),
+                interpreter_only,
+                ..Default::default()
+            };
+            ChatRenderer::new(files, options).map_err(|e| e.to_string())
+        };
+        let (fast, slow) = match (renderer(false), renderer(true)) {
+            (Ok(fast), Ok(slow)) => (fast, slow),
+            (fast, slow) => {
+                assert_eq!(fast.err(), slow.err(), "{name}: compile");
+                continue;
+            }
+        };
+        for (case, body) in &cases {
+            let Ok(request) = serde_json::from_value::<ChatCompletionRequest>(body.clone()) else {
+                continue;
+            };
+            let got = fast.render_text(&request).map_err(|e| e.to_string());
+            let want = slow.render_text(&request).map_err(|e| e.to_string());
+            assert_eq!(got, want, "{name} / {case}");
+            compared += 1;
+        }
+        assert_eq!(
+            slow.fast_path_stats().finished,
+            0,
+            "{name}: interpreter only"
+        );
+    }
+    assert!(compared > 1000, "only {compared} renders compared");
 }

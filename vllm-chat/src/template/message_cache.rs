@@ -6,13 +6,13 @@
 //! compared in full before a cached value is used.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 
 use minijinja::Value;
 
-use super::ContentFormat;
 use super::value::from_json;
+use super::{ContentFormat, identical};
 use crate::RenderError;
 use crate::openai::{ChatMessage, ContentPart, MessageContent};
 use crate::preprocess::convert_message;
@@ -34,15 +34,23 @@ impl MessageCache {
         messages: &[ChatMessage],
         format: ContentFormat,
     ) -> Result<Value, RenderError> {
+        let keys: Vec<u64> = messages.iter().map(|m| key(m, format)).collect();
+        // One lock for every lookup; misses are converted outside it.
+        let cached: Vec<Option<Value>> = match self.messages.lock() {
+            Ok(cache) => messages
+                .iter()
+                .zip(&keys)
+                .map(|(message, key)| {
+                    cache
+                        .get(key)
+                        .filter(|(f, m, _)| *f == format && identical::message(m, message))
+                        .map(|(_, _, v)| v.clone())
+                })
+                .collect(),
+            Err(_) => vec![None; messages.len()],
+        };
         let mut out = Vec::with_capacity(messages.len());
-        for (i, message) in messages.iter().enumerate() {
-            let key = key(message, format);
-            let cached = self.messages.lock().ok().and_then(|cache| {
-                cache
-                    .get(&key)
-                    .filter(|(f, m, _)| *f == format && m == message)
-                    .map(|(_, _, v)| v.clone())
-            });
+        for (i, ((message, key), cached)) in messages.iter().zip(keys).zip(cached).enumerate() {
             let value = match cached {
                 Some(value) => value,
                 None => {
@@ -62,8 +70,47 @@ impl MessageCache {
     }
 }
 
+/// The multiply-rotate hash of rustc's `FxHasher`: a cache key needs speed, not
+/// SipHash's resistance to chosen collisions (a collision costs a cache miss, as
+/// entries are compared in full).
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let mut tail = [0u8; 8];
+        let rest = chunks.remainder();
+        tail[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(tail) ^ rest.len() as u64);
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl KeyHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
 fn key(message: &ChatMessage, format: ContentFormat) -> u64 {
-    let mut h = DefaultHasher::new();
+    let mut h = KeyHasher::default();
     (format == ContentFormat::String).hash(&mut h);
     message.role.hash(&mut h);
     match &message.content {

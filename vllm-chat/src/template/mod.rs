@@ -11,22 +11,28 @@
 //! value, never a panic.
 
 mod clock;
+mod compiled;
 pub mod content_format;
+mod context;
 mod filters;
+mod identical;
 mod message_cache;
 mod pyjson;
 mod pyrepr;
 mod tool_cache;
 mod value;
 
+pub(crate) use context::RenderContext;
 pub(crate) use message_cache::MessageCache;
 pub(crate) use pyjson::write_string as write_json_string;
 pub(crate) use pyrepr::write_float;
 pub(crate) use tool_cache::ToolCache;
-pub(crate) use value::{JsonMap, from_json};
+pub(crate) use value::from_json;
 
 pub use clock::Clock;
 pub use content_format::ContentFormat;
+
+use std::collections::HashMap;
 
 use minijinja::value::{Kwargs, Rest};
 use minijinja::{Environment, Error, ErrorKind, State, Value, syntax::SyntaxConfig};
@@ -53,9 +59,29 @@ impl Default for Limits {
     }
 }
 
+/// How often templates were rendered by the compiled fast path
+/// ([`ChatRenderer::fast_path_stats`](crate::ChatRenderer::fast_path_stats)).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FastPathStats {
+    /// Templates compiled for the fast path (the others always use the interpreter).
+    pub templates: usize,
+    /// Renders the fast path finished.
+    pub finished: u64,
+    /// Renders the fast path handed to the interpreter (an error, a feature it does
+    /// not compile, an unusual value).
+    pub fell_back: u64,
+}
+
 /// Compiled chat templates, keyed by name, sharing one configured environment.
 pub(crate) struct TemplateSet {
     env: Environment<'static>,
+    syntax: SyntaxConfig,
+    clock: Clock,
+    limits: Limits,
+    /// Fast-path programs by template name (absent: the interpreter renders).
+    programs: HashMap<String, compiled::Program>,
+    /// Compile templates for the fast path (off: minijinja renders everything).
+    fast_path: bool,
 }
 
 impl std::fmt::Debug for TemplateSet {
@@ -70,17 +96,17 @@ impl std::fmt::Debug for TemplateSet {
 }
 
 impl TemplateSet {
-    /// An environment with transformers' settings, the given clock and limits.
-    pub(crate) fn new(clock: Clock, limits: Limits) -> Self {
+    /// An environment with transformers' settings, the given clock and limits;
+    /// `fast_path` compiles templates for [`compiled`] rendering too.
+    pub(crate) fn new(clock: Clock, limits: Limits, fast_path: bool) -> Self {
         let mut env = Environment::new();
         // trim/lstrip on; keep_trailing_newline off, as jinja2's default.
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
-            .build();
-        if let Ok(syntax) = syntax {
-            env.set_syntax(syntax);
-        }
+            .build()
+            .unwrap_or_default();
+        env.set_syntax(syntax.clone());
         env.set_fuel(Some(limits.fuel));
         env.set_recursion_limit(limits.recursion);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
@@ -96,14 +122,43 @@ impl TemplateSet {
         env.add_function("strftime_now", move |format: &str| {
             clock.strftime_now(format)
         });
-        TemplateSet { env }
+        TemplateSet {
+            env,
+            syntax,
+            clock,
+            limits,
+            programs: HashMap::new(),
+            fast_path,
+        }
     }
 
     /// Compiles `source` under `name` (replacing a template of that name).
     pub(crate) fn add(&mut self, name: &str, source: &str) -> Result<(), RenderError> {
+        let source = rewrite_generation_tags(source);
+        self.programs.remove(name);
+        if self.fast_path
+            && let Some(program) =
+                compiled::Program::compile(&self.env, &source, self.syntax.clone())
+        {
+            self.programs.insert(name.to_owned(), program);
+        }
         self.env
-            .add_template_owned(name.to_owned(), rewrite_generation_tags(source))
+            .add_template_owned(name.to_owned(), source)
             .map_err(|e| RenderError::TemplateSyntax(describe(&e)))
+    }
+
+    /// How the compiled fast path has served this set's templates.
+    pub(crate) fn fast_path_stats(&self) -> FastPathStats {
+        let mut stats = FastPathStats {
+            templates: self.programs.len(),
+            ..FastPathStats::default()
+        };
+        for program in self.programs.values() {
+            let (finished, fell_back) = program.counts();
+            stats.finished += finished;
+            stats.fell_back += fell_back;
+        }
+        stats
     }
 
     /// True when a template of this name was added.
@@ -113,6 +168,11 @@ impl TemplateSet {
 
     /// Renders template `name` with `ctx`.
     pub(crate) fn render(&self, name: &str, ctx: Value) -> Result<String, RenderError> {
+        if let Some(program) = self.programs.get(name)
+            && let Some(out) = program.render(&ctx, self.clock, self.limits.fuel)
+        {
+            return Ok(out);
+        }
         let template = self
             .env
             .get_template(name)
@@ -130,7 +190,7 @@ pub fn render_str(
     context: &serde_json::Value,
     options: &crate::RendererOptions,
 ) -> Result<String, RenderError> {
-    let mut set = TemplateSet::new(options.clock, options.limits);
+    let mut set = TemplateSet::new(options.clock, options.limits, !options.interpreter_only);
     set.add("template", source)?;
     let ctx = match context {
         serde_json::Value::Null => Value::from(()),

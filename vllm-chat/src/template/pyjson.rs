@@ -26,16 +26,19 @@ pub(crate) struct DumpOptions {
 }
 
 impl DumpOptions {
+    /// transformers' `tojson` without arguments: `json.dumps(x, ensure_ascii=False)`.
+    pub(crate) const DEFAULT: DumpOptions = DumpOptions {
+        ensure_ascii: false,
+        indent: None,
+        item_separator: Cow::Borrowed(", "),
+        key_separator: Cow::Borrowed(": "),
+        sort_keys: false,
+    };
+
     /// Reads the keyword arguments of the `tojson` filter with transformers' defaults.
     pub(crate) fn from_kwargs(indent: Option<Value>, kwargs: &Kwargs) -> Result<Self, Error> {
         if indent.is_none() && kwargs.args().next().is_none() {
-            return Ok(DumpOptions {
-                ensure_ascii: false,
-                indent: None,
-                item_separator: Cow::Borrowed(", "),
-                key_separator: Cow::Borrowed(": "),
-                sort_keys: false,
-            });
+            return Ok(Self::DEFAULT);
         }
         let indent = match indent {
             Some(v) => Some(v),

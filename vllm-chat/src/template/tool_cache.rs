@@ -10,6 +10,7 @@ use std::sync::Mutex;
 
 use minijinja::Value;
 
+use super::identical;
 use super::value::from_json;
 use crate::openai::Tool;
 
@@ -26,7 +27,7 @@ impl ToolCache {
     /// `tools` as templates see them (vLLM's `model_dump()` of each tool).
     pub(crate) fn value(&self, tools: &[Tool]) -> Value {
         if let Ok(lists) = self.lists.lock()
-            && let Some((_, value)) = lists.iter().find(|(t, _)| t.as_slice() == tools)
+            && let Some((_, value)) = lists.iter().find(|(t, _)| identical::tools(t, tools))
         {
             return value.clone();
         }

@@ -100,6 +100,20 @@ impl JsonMap {
         &self.entries
     }
 
+    /// The value of a string key, borrowed.
+    pub(crate) fn get_str(&self, key: &str) -> Option<&Value> {
+        // A scan beats hashing for small maps (minijinja's own maps do the same for
+        // attributes; `message['role']` subscripts come here too).
+        if self.entries.len() <= SCANNED_MAP_LEN {
+            self.entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v)
+        } else {
+            self.entries.get(&Value::from(key))
+        }
+    }
+
     /// The `tojson` text for `opts`, made by `make` the first time.
     pub(crate) fn dumps_with(
         &self,
@@ -130,16 +144,7 @@ impl Object for JsonMap {
     }
 
     fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
-        // A scan beats hashing for small maps (minijinja's own maps do the same for
-        // attributes; `message['role']` subscripts come here too).
-        if self.entries.len() <= SCANNED_MAP_LEN {
-            self.entries
-                .iter()
-                .find(|(k, _)| k.as_str() == Some(key))
-                .map(|(_, v)| v.clone())
-        } else {
-            self.entries.get(&Value::from(key)).cloned()
-        }
+        self.get_str(key).cloned()
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {

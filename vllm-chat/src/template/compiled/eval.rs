@@ -1,0 +1,852 @@
+//! Running a compiled template.
+//!
+//! Every operation does what minijinja's VM does for the value kinds it handles
+//! (it calls the same `Value` comparisons, lookups and builtin tests) and gives up —
+//! [`Bail`] — on anything else: errors, unusual kinds, unknown code. The caller then
+//! renders the template with minijinja from the start, so a bail can cost time but
+//! never change an output or an error message.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex};
+
+use minijinja::value::{Kwargs, Object, ObjectRepr, ValueKind};
+use minijinja::{Value, filters, tests as builtin};
+
+use super::super::clock::Clock;
+use super::super::pyjson::{self, DumpOptions};
+use super::super::value::{JsonMap, is_none};
+use super::Program;
+use super::ir::{BinaryOp, Expr, Filter, LoopAttr, Method, Name, SliceExpr, Stmt, Target, Test};
+
+/// The compiled path cannot finish this render; the interpreter must.
+#[derive(Debug)]
+pub(crate) struct Bail;
+
+type Step<T> = Result<T, Bail>;
+
+/// How a statement list ended.
+enum Flow {
+    Next,
+    Break,
+    Continue,
+}
+
+/// `namespace()`: attributes assignable from inner scopes.
+#[derive(Debug, Default)]
+struct Namespace(Mutex<Vec<(Box<str>, Value)>>);
+
+impl Namespace {
+    fn set(&self, key: &str, value: Value) {
+        let mut attrs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match attrs.iter_mut().find(|(k, _)| &**k == key) {
+            Some(slot) => slot.1 = value,
+            None => attrs.push((key.into(), value)),
+        }
+    }
+}
+
+impl Object for Namespace {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        self.get_value_by_str(key.as_str()?)
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+        let attrs = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        attrs
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| v.clone())
+    }
+}
+
+/// Values this module made whose behaviour elsewhere differs from minijinja's own.
+fn is_ours(value: &Value) -> bool {
+    value.downcast_object_ref::<Namespace>().is_some()
+}
+
+struct LoopState {
+    items: Vec<Value>,
+    index: usize,
+}
+
+pub(super) struct Run<'a> {
+    program: &'a Program,
+    ctx: &'a Value,
+    clock: Clock,
+    fuel: u64,
+    out: String,
+    /// Context lookups, resolved on first use (`None`: not resolved yet).
+    globals: Vec<Option<Option<Value>>>,
+    /// Variables of every scope (the template's, then one per running loop), the
+    /// innermost last, so a backwards scan finds what Jinja's scoping finds.
+    vars: Vec<(Name, Value)>,
+    /// Where each loop's scope starts in `vars`.
+    scopes: Vec<usize>,
+    loops: Vec<LoopState>,
+}
+
+impl<'a> Run<'a> {
+    pub(super) fn new(program: &'a Program, ctx: &'a Value, clock: Clock, fuel: u64) -> Self {
+        Run {
+            program,
+            ctx,
+            clock,
+            fuel,
+            out: String::with_capacity(program.output_hint()),
+            globals: vec![None; program.names.len()],
+            vars: Vec::with_capacity(16),
+            scopes: Vec::new(),
+            loops: Vec::new(),
+        }
+    }
+
+    pub(super) fn run(mut self) -> Step<String> {
+        let program = self.program;
+        match self.stmts(&program.body)? {
+            Flow::Next => Ok(self.out),
+            Flow::Break | Flow::Continue => Err(Bail),
+        }
+    }
+
+    /// Spends `amount` units of the render's budget (instructions and bytes made).
+    fn charge(&mut self, amount: usize) -> Step<()> {
+        self.fuel = self.fuel.checked_sub(amount as u64).ok_or(Bail)?;
+        Ok(())
+    }
+
+    fn stmts(&mut self, stmts: &'a [Stmt]) -> Step<Flow> {
+        for stmt in stmts {
+            match self.stmt(stmt)? {
+                Flow::Next => {}
+                flow => return Ok(flow),
+            }
+        }
+        Ok(Flow::Next)
+    }
+
+    fn stmt(&mut self, stmt: &'a Stmt) -> Step<Flow> {
+        self.charge(1)?;
+        match stmt {
+            Stmt::Raw(text) => {
+                self.charge(text.len())?;
+                self.out.push_str(text);
+            }
+            Stmt::Emit(Expr::AddChain(leaves)) => {
+                // Strings go straight to the output; anything else undoes that and
+                // adds the operands as the interpreter would.
+                let start = self.out.len();
+                for leaf in leaves {
+                    let value = self.operand(leaf)?;
+                    match value.as_str() {
+                        Some(s) if !value.is_safe() => {
+                            self.charge(s.len())?;
+                            self.out.push_str(s);
+                        }
+                        _ => {
+                            self.out.truncate(start);
+                            let values = self.operands(leaves)?;
+                            let value = self.add_all(&values)?;
+                            self.emit(&value)?;
+                            break;
+                        }
+                    }
+                }
+            }
+            Stmt::Emit(expr) => {
+                let value = self.expr(expr)?;
+                self.emit(&value)?;
+            }
+            Stmt::If(cond, then, otherwise) => {
+                let branch = if self.expr(cond)?.is_true() {
+                    then
+                } else {
+                    otherwise
+                };
+                return self.stmts(branch);
+            }
+            Stmt::For(f) => {
+                let iterable = self.expr(&f.iter)?;
+                let mut items = self.iterate(&iterable)?;
+                if let Some(filter) = &f.filter {
+                    self.push_scope();
+                    let mut kept = Vec::with_capacity(items.len());
+                    for item in items {
+                        self.bind(&f.target, item.clone())?;
+                        if self.expr(filter)?.is_true() {
+                            kept.push(item);
+                        }
+                    }
+                    self.pop_scope();
+                    items = kept;
+                }
+                if items.is_empty() {
+                    return self.stmts(&f.else_body);
+                }
+                self.push_scope();
+                self.loops.push(LoopState {
+                    items: Vec::new(),
+                    index: 0,
+                });
+                let count = items.len();
+                let last = self.loops.len() - 1;
+                self.loops[last].items = items;
+                for index in 0..count {
+                    self.loops[last].index = index;
+                    let item = self.loops[last].items[index].clone();
+                    self.bind(&f.target, item)?;
+                    if let Flow::Break = self.stmts(&f.body)? {
+                        break;
+                    }
+                }
+                self.loops.pop();
+                self.pop_scope();
+            }
+            Stmt::Set(target, expr) => {
+                let value = self.expr(expr)?;
+                self.bind(target, value)?;
+            }
+            Stmt::SetAttr(target, attr, expr) => {
+                let ns = self.expr(target)?;
+                let value = self.expr(expr)?;
+                match ns.downcast_object_ref::<Namespace>() {
+                    Some(ns) => ns.set(attr, value),
+                    None => return Err(Bail),
+                }
+            }
+            Stmt::Break => return Ok(Flow::Break),
+            Stmt::Continue => return Ok(Flow::Continue),
+            Stmt::Bail => return Err(Bail),
+        }
+        Ok(Flow::Next)
+    }
+
+    /// The items a `for` loop visits (sequences, maps' keys, iterables).
+    fn iterate(&mut self, value: &Value) -> Step<Vec<Value>> {
+        if is_ours(value)
+            || !matches!(
+                value.kind(),
+                ValueKind::Seq | ValueKind::Map | ValueKind::Iterable
+            )
+        {
+            return Err(Bail);
+        }
+        // Lists (the usual `messages`) are copied directly, not through an iterator.
+        let items: Vec<Value> = match value.downcast_object_ref::<Vec<Value>>() {
+            Some(list) => list.clone(),
+            None => value.try_iter().map_err(|_| Bail)?.collect(),
+        };
+        self.charge(items.len())?;
+        if items.iter().any(|v| v.kind() == ValueKind::Invalid) {
+            return Err(Bail);
+        }
+        Ok(items)
+    }
+
+    fn push_scope(&mut self) {
+        self.scopes.push(self.vars.len());
+    }
+
+    fn pop_scope(&mut self) {
+        if let Some(start) = self.scopes.pop() {
+            self.vars.truncate(start);
+        }
+    }
+
+    /// Assigns in the innermost scope.
+    fn bind(&mut self, target: &Target, value: Value) -> Step<()> {
+        match target {
+            Target::Var(name) => {
+                let scope = self.scopes.last().copied().unwrap_or(0);
+                match self.vars[scope..].iter_mut().find(|(n, _)| n == name) {
+                    Some(slot) => slot.1 = value,
+                    None => self.vars.push((*name, value)),
+                }
+                Ok(())
+            }
+            Target::Tuple(targets) => {
+                if value.kind() != ValueKind::Seq || value.len() != Some(targets.len()) {
+                    return Err(Bail);
+                }
+                let items: Vec<Value> = value.try_iter().map_err(|_| Bail)?.collect();
+                for (target, item) in targets.iter().zip(items) {
+                    self.bind(target, item)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A variable: loop and template scopes, then the render context. `None` when
+    /// unbound everywhere.
+    fn lookup(&mut self, name: Name) -> Option<&Value> {
+        if let Some(v) = self.vars.iter().rev().find(|(n, _)| *n == name) {
+            return Some(&v.1);
+        }
+        let slot = &mut self.globals[name as usize];
+        if slot.is_none() {
+            let found = self
+                .ctx
+                .get_attr(&self.program.names[name as usize])
+                .ok()
+                .filter(|v| !v.is_undefined());
+            *slot = Some(found);
+        }
+        slot.as_ref().and_then(Option::as_ref)
+    }
+
+    /// An operand without copying constants and variables where possible.
+    fn operand(&mut self, expr: &'a Expr) -> Step<Cow<'a, Value>> {
+        match expr {
+            Expr::Const(v) => {
+                self.charge(1)?;
+                Ok(Cow::Borrowed(v))
+            }
+            other => self.expr(other).map(Cow::Owned),
+        }
+    }
+
+    fn emit(&mut self, value: &Value) -> Step<()> {
+        if let Some(s) = value.as_str() {
+            self.charge(s.len())?;
+            self.out.push_str(s);
+            return Ok(());
+        }
+        if is_ours(value) || value.kind() == ValueKind::Invalid {
+            return Err(Bail);
+        }
+        let start = self.out.len();
+        write!(self.out, "{value}").map_err(|_| Bail)?;
+        self.charge(self.out.len() - start)
+    }
+
+    fn expr(&mut self, expr: &'a Expr) -> Step<Value> {
+        self.charge(1)?;
+        let program = self.program;
+        let value = match expr {
+            Expr::Const(v) => v.clone(),
+            Expr::Var(name) => match self.lookup(*name) {
+                Some(v) => v.clone(),
+                // An environment function used as a value: left to the interpreter.
+                None if program.is_global(*name) => return Err(Bail),
+                None => Value::UNDEFINED,
+            },
+            Expr::Loop(attr) => self.loop_attr(*attr)?,
+            Expr::Not(e) => Value::from(!self.expr(e)?.is_true()),
+            Expr::Neg(e) => {
+                let v = self.expr(e)?;
+                match (v.kind(), v.as_i64()) {
+                    (ValueKind::Number, Some(i)) if v.is_integer() => {
+                        Value::from(i.checked_neg().ok_or(Bail)?)
+                    }
+                    _ => return Err(Bail),
+                }
+            }
+            Expr::And(a, b) => {
+                let left = self.expr(a)?;
+                if left.is_true() { self.expr(b)? } else { left }
+            }
+            Expr::Or(a, b) => {
+                let left = self.expr(a)?;
+                if left.is_true() { left } else { self.expr(b)? }
+            }
+            Expr::AddChain(leaves) => {
+                let values = self.operands(leaves)?;
+                self.add_all(&values)?
+            }
+            Expr::Binary(op, a, b) => {
+                let left = self.operand(a)?;
+                let right = self.operand(b)?;
+                self.binary(*op, &left, &right)?
+            }
+            Expr::Cond(test, then, otherwise) => {
+                if self.expr(test)?.is_true() {
+                    self.expr(then)?
+                } else {
+                    match otherwise {
+                        Some(e) => self.expr(e)?,
+                        None => Value::UNDEFINED,
+                    }
+                }
+            }
+            Expr::AttrIsText(test) => {
+                let found = match self.lookup(test.var) {
+                    Some(base) => base
+                        .downcast_object_ref::<JsonMap>()
+                        .map(|map| map.get_str(&test.attr).map(Value::as_str)),
+                    None => None,
+                };
+                match found {
+                    // A JSON map with a string (or no) value under the key.
+                    Some(Some(Some(s))) => Value::from((s == &*test.text) != test.negated),
+                    Some(None) => Value::from(test.negated),
+                    _ => self.expr(&test.general)?,
+                }
+            }
+            Expr::Attr(e, name) => {
+                let found = match &**e {
+                    // The common `message.role`: read the variable in place.
+                    Expr::Var(var) => match self.lookup(*var) {
+                        Some(base) => match base.downcast_object_ref::<JsonMap>() {
+                            Some(map) => Ok(map.get_str(name).cloned().unwrap_or(Value::UNDEFINED)),
+                            None => base.get_attr(name),
+                        },
+                        None if program.is_global(*var) => return Err(Bail),
+                        None => Value::UNDEFINED.get_attr(name),
+                    },
+                    other => self.expr(other)?.get_attr(name),
+                };
+                valid(found.map_err(|_| Bail)?)?
+            }
+            Expr::Item(e, key) => {
+                let base = self.expr(e)?;
+                let key = self.operand(key)?;
+                if is_ours(&key) {
+                    return Err(Bail);
+                }
+                valid(base.get_item(&key).map_err(|_| Bail)?)?
+            }
+            Expr::Slice(s) => self.slice(s)?,
+            Expr::Test(test, e) => Value::from(self.test(*test, e)?),
+            Expr::Filter(filter, input, pos, kw) => {
+                let input = self.expr(input)?;
+                if is_ours(&input) {
+                    return Err(Bail);
+                }
+                valid(self.filter(*filter, input, pos, kw)?)?
+            }
+            Expr::Method(receiver, method, args) => {
+                let receiver = self.expr(receiver)?;
+                let args = args
+                    .iter()
+                    .map(|a| self.expr(a))
+                    .collect::<Step<Vec<_>>>()?;
+                valid(self.method(&receiver, *method, &args)?)?
+            }
+            Expr::Namespace(name, attrs) => {
+                if self.lookup(*name).is_some() {
+                    return Err(Bail);
+                }
+                let ns = Namespace::default();
+                for (key, e) in attrs {
+                    let value = self.expr(e)?;
+                    ns.set(key, value);
+                }
+                Value::from_object(ns)
+            }
+            Expr::StrftimeNow(name, format) => {
+                if self.lookup(*name).is_some() {
+                    return Err(Bail);
+                }
+                let format = self.expr(format)?;
+                Value::from(self.clock.strftime_now(format.as_str().ok_or(Bail)?))
+            }
+            Expr::List(items) => Value::from(
+                items
+                    .iter()
+                    .map(|e| self.expr(e))
+                    .collect::<Step<Vec<_>>>()?,
+            ),
+            Expr::Bail => return Err(Bail),
+        };
+        Ok(value)
+    }
+
+    fn loop_attr(&self, attr: LoopAttr) -> Step<Value> {
+        let state = self.loops.last().ok_or(Bail)?;
+        let (i, len) = (state.index, state.items.len());
+        Ok(match attr {
+            LoopAttr::Index => Value::from(i + 1),
+            LoopAttr::Index0 => Value::from(i),
+            LoopAttr::RevIndex => Value::from(len - i),
+            LoopAttr::RevIndex0 => Value::from(len - i - 1),
+            LoopAttr::First => Value::from(i == 0),
+            LoopAttr::Last => Value::from(i + 1 == len),
+            LoopAttr::Length => Value::from(len),
+            LoopAttr::PrevItem => match i.checked_sub(1) {
+                Some(p) => state.items[p].clone(),
+                None => Value::UNDEFINED,
+            },
+            LoopAttr::NextItem => state.items.get(i + 1).cloned().unwrap_or(Value::UNDEFINED),
+        })
+    }
+
+    fn binary(&mut self, op: BinaryOp, left: &Value, right: &Value) -> Step<Value> {
+        if is_ours(left) || is_ours(right) {
+            return Err(Bail);
+        }
+        Ok(match op {
+            BinaryOp::Add => match (left.as_str(), right.as_str()) {
+                (Some(a), Some(b)) if !left.is_safe() && !right.is_safe() => {
+                    self.charge(a.len() + b.len())?;
+                    let mut s = String::with_capacity(a.len() + b.len());
+                    s.push_str(a);
+                    s.push_str(b);
+                    Value::from(s)
+                }
+                _ => {
+                    let (a, b) = integers(left, right)?;
+                    Value::from(a.checked_add(b).ok_or(Bail)?)
+                }
+            },
+            BinaryOp::Sub => {
+                let (a, b) = integers(left, right)?;
+                Value::from(a.checked_sub(b).ok_or(Bail)?)
+            }
+            BinaryOp::Mul => {
+                let (a, b) = integers(left, right)?;
+                Value::from(a.checked_mul(b).ok_or(Bail)?)
+            }
+            BinaryOp::Concat => {
+                if left.as_object().is_some() || right.as_object().is_some() {
+                    return Err(Bail);
+                }
+                let s = format!("{left}{right}");
+                self.charge(s.len())?;
+                Value::from(s)
+            }
+            BinaryOp::Eq => Value::from(same(left, right)),
+            BinaryOp::Ne => Value::from(!same(left, right)),
+            BinaryOp::Lt => Value::from(left < right),
+            BinaryOp::Lte => Value::from(left <= right),
+            BinaryOp::Gt => Value::from(left > right),
+            BinaryOp::Gte => Value::from(left >= right),
+            BinaryOp::In => Value::from(self.contains(right, left)?),
+            BinaryOp::NotIn => Value::from(!self.contains(right, left)?),
+        })
+    }
+
+    fn operands(&mut self, exprs: &'a [Expr]) -> Step<Vec<Cow<'a, Value>>> {
+        exprs.iter().map(|e| self.operand(e)).collect()
+    }
+
+    /// `values[0] + values[1] + …`: one string when all are strings, else added
+    /// pairwise as the interpreter would.
+    fn add_all(&mut self, values: &[Cow<'a, Value>]) -> Step<Value> {
+        if plain_strings(values) {
+            let len = values.iter().map(|v| v.as_str().map_or(0, str::len)).sum();
+            self.charge(len)?;
+            let mut s = String::with_capacity(len);
+            for v in values {
+                s.push_str(v.as_str().unwrap_or_default());
+            }
+            return Ok(Value::from(s));
+        }
+        let mut iter = values.iter();
+        let mut acc = iter.next().ok_or(Bail)?.clone().into_owned();
+        for v in iter {
+            acc = self.binary(BinaryOp::Add, &acc, v)?;
+        }
+        Ok(acc)
+    }
+
+    /// `needle in container` for strings, sequences and maps.
+    fn contains(&mut self, container: &Value, needle: &Value) -> Step<bool> {
+        match container.kind() {
+            ValueKind::String => {
+                let (Some(hay), Some(needle)) = (container.as_str(), needle.as_str()) else {
+                    return Err(Bail);
+                };
+                self.charge(hay.len())?;
+                Ok(hay.contains(needle))
+            }
+            ValueKind::Seq => {
+                let iter = container.try_iter().map_err(|_| Bail)?;
+                self.charge(container.len().unwrap_or(0))?;
+                Ok(iter.into_iter().any(|item| item == *needle))
+            }
+            ValueKind::Map if container.as_object().is_some() => {
+                Ok(!container.get_item(needle).map_err(|_| Bail)?.is_undefined())
+            }
+            _ => Err(Bail),
+        }
+    }
+
+    /// Python slicing of a string (by characters) or a sequence.
+    fn slice(&mut self, s: &'a SliceExpr) -> Step<Value> {
+        let value = self.expr(&s.value)?;
+        let mut bound = |e: &'a Option<Expr>| -> Step<Option<i64>> {
+            match e {
+                None => Ok(None),
+                Some(e) => {
+                    let v = self.expr(e)?;
+                    if v.is_none() {
+                        Ok(None)
+                    } else if v.is_integer() {
+                        v.as_i64().map(Some).ok_or(Bail)
+                    } else {
+                        Err(Bail)
+                    }
+                }
+            }
+        };
+        let (start, stop, step) = (bound(&s.start)?, bound(&s.stop)?, bound(&s.step)?);
+        let step = step.unwrap_or(1);
+        if step == 0 {
+            return Err(Bail);
+        }
+        match value.kind() {
+            ValueKind::String => {
+                let chars: Vec<char> = value.as_str().ok_or(Bail)?.chars().collect();
+                self.charge(chars.len())?;
+                let picked: String = slice_indices(chars.len(), start, stop, step)
+                    .map(|i| chars[i])
+                    .collect();
+                Ok(Value::from(picked))
+            }
+            // minijinja slices a list into a lazy iterable (a tuple into a tuple).
+            ValueKind::Seq if !is_ours(&value) && !value.is_tuple() => {
+                let items: Vec<Value> = value.try_iter().map_err(|_| Bail)?.collect();
+                self.charge(items.len())?;
+                let picked: Vec<Value> = slice_indices(items.len(), start, stop, step)
+                    .map(|i| items[i].clone())
+                    .collect();
+                Ok(Value::make_object_iterable(picked, |items| {
+                    Box::new(items.iter().cloned())
+                }))
+            }
+            _ => Err(Bail),
+        }
+    }
+
+    fn test(&mut self, test: Test, e: &'a Expr) -> Step<bool> {
+        // `name is defined` for an environment function (`strftime_now is defined`).
+        if let (Test::Defined | Test::Undefined, Expr::Var(name)) = (test, e)
+            && self.program.is_global(*name)
+            && self.lookup(*name).is_none()
+        {
+            return Ok(matches!(test, Test::Defined));
+        }
+        let value = self.expr(e)?;
+        if is_ours(&value) && !matches!(test, Test::Defined | Test::Undefined | Test::None) {
+            return Err(Bail);
+        }
+        Ok(match test {
+            Test::Defined => builtin::is_defined(&value),
+            Test::Undefined => builtin::is_undefined(&value),
+            Test::None => is_none(&value),
+            Test::String => builtin::is_string(&value),
+            Test::Mapping => builtin::is_mapping(&value),
+            Test::Sequence => builtin::is_sequence(&value),
+            Test::Iterable => builtin::is_iterable(&value),
+            Test::Number => builtin::is_number(&value),
+            Test::Integer => builtin::is_integer(&value),
+            Test::Boolean => builtin::is_boolean(&value),
+            Test::True => builtin::is_true(&value),
+            Test::False => builtin::is_false(&value),
+        })
+    }
+
+    fn filter(
+        &mut self,
+        filter: Filter,
+        input: Value,
+        pos: &'a [Expr],
+        kw: &'a [(Box<str>, Expr)],
+    ) -> Step<Value> {
+        match filter {
+            Filter::ToJson => {
+                let text = if pos.is_empty() && kw.is_empty() {
+                    pyjson::dumps(&input, &DumpOptions::DEFAULT)
+                } else {
+                    let indent = match pos.first() {
+                        Some(e) => Some(self.expr(e)?),
+                        None => None,
+                    };
+                    let mut pairs = Vec::with_capacity(kw.len());
+                    for (key, e) in kw {
+                        pairs.push((key.to_string(), self.expr(e)?));
+                    }
+                    let kwargs = Kwargs::from_iter(pairs);
+                    DumpOptions::from_kwargs(indent, &kwargs)
+                        .and_then(|opts| kwargs.assert_all_used().map(|()| opts))
+                        .and_then(|opts| pyjson::dumps(&input, &opts))
+                }
+                .map_err(|_| Bail)?;
+                self.charge(text.as_str().map_or(0, str::len))?;
+                Ok(text)
+            }
+            Filter::Trim => {
+                let s = input.as_str().ok_or(Bail)?;
+                if input.is_safe() {
+                    return Err(Bail);
+                }
+                let chars = match pos.first() {
+                    None => None,
+                    Some(e) => Some(self.expr(e)?.as_str().ok_or(Bail)?.to_owned()),
+                };
+                Ok(Value::from(match chars {
+                    Some(chars) => s.trim_matches(&chars.chars().collect::<Vec<_>>()[..]),
+                    None => s.trim(),
+                }))
+            }
+            Filter::Length => filters::length(&input).map(Value::from).map_err(|_| Bail),
+        }
+    }
+
+    /// Python string and dict methods, as minijinja-contrib's pycompat defines them.
+    fn method(&mut self, receiver: &Value, method: Method, args: &[Value]) -> Step<Value> {
+        if is_ours(receiver) || args.iter().any(is_ours) {
+            return Err(Bail);
+        }
+        if let Some(s) = receiver.as_str() {
+            let text_arg = |i: usize| -> Step<Option<&str>> {
+                match args.get(i) {
+                    None => Ok(None),
+                    Some(v) if v.is_none() || v.is_undefined() => Ok(None),
+                    Some(v) => v.as_str().map(Some).ok_or(Bail),
+                }
+            };
+            let strip_chars = |chars: &str| chars.chars().collect::<Vec<_>>();
+            return Ok(match method {
+                Method::Strip => Value::from(match text_arg(0)? {
+                    Some(c) => s.trim_matches(&strip_chars(c)[..]),
+                    None => s.trim(),
+                }),
+                Method::LStrip => Value::from(match text_arg(0)? {
+                    Some(c) => s.trim_start_matches(&strip_chars(c)[..]),
+                    None => s.trim_start(),
+                }),
+                Method::RStrip => Value::from(match text_arg(0)? {
+                    Some(c) => s.trim_end_matches(&strip_chars(c)[..]),
+                    None => s.trim_end(),
+                }),
+                Method::StartsWith | Method::EndsWith => {
+                    let arg = args.first().ok_or(Bail)?;
+                    let affix = arg.as_str().ok_or(Bail)?;
+                    Value::from(if matches!(method, Method::StartsWith) {
+                        s.starts_with(affix)
+                    } else {
+                        s.ends_with(affix)
+                    })
+                }
+                Method::Split => {
+                    let sep = text_arg(0)?.map(Arc::from);
+                    let max = match args.get(1) {
+                        None => None,
+                        Some(v) if v.is_integer() => Some(v.as_i64().ok_or(Bail)?),
+                        Some(_) => return Err(Bail),
+                    };
+                    self.charge(s.len())?;
+                    filters::split(receiver, sep, max)
+                        .and_then(|parts| parts.try_iter())
+                        .map_err(|_| Bail)?
+                        .collect::<Value>()
+                }
+                Method::Upper if args.is_empty() => Value::from(s.to_uppercase()),
+                Method::Lower if args.is_empty() => Value::from(s.to_lowercase()),
+                _ => return Err(Bail),
+            });
+        }
+        match (method, receiver.as_object()) {
+            (Method::Get, Some(obj)) if receiver.kind() == ValueKind::Map && !args.is_empty() => {
+                Ok(match obj.get_value(&args[0]) {
+                    Some(v) => v,
+                    None => args.get(1).cloned().unwrap_or_else(|| Value::from(())),
+                })
+            }
+            (Method::Items, Some(obj)) if receiver.kind() == ValueKind::Map && args.is_empty() => {
+                Ok(Value::make_object_iterable(obj.clone(), |obj| {
+                    match obj.try_iter_pairs() {
+                        Some(iter) => Box::new(
+                            iter.map(|(k, v)| Value::from(minijinja::value::Tuple::from([k, v]))),
+                        ),
+                        None => Box::new(None.into_iter()),
+                    }
+                }))
+            }
+            _ => Err(Bail),
+        }
+    }
+}
+
+/// Strings that are not marked safe (adding a safe string may escape the other).
+fn plain_strings(values: &[Cow<'_, Value>]) -> bool {
+    values.iter().all(|v| v.as_str().is_some() && !v.is_safe())
+}
+
+/// `==` as minijinja compares (two strings compare by content, whatever their
+/// representation; the shortcut skips its coercion step).
+fn same(a: &Value, b: &Value) -> bool {
+    match (a.as_str(), b.as_str()) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// `value`, unless it is an error value (which the interpreter would raise).
+fn valid(value: Value) -> Step<Value> {
+    if value.kind() == ValueKind::Invalid {
+        return Err(Bail);
+    }
+    Ok(value)
+}
+
+/// Two integers (not floats, not bools), or bail.
+fn integers(a: &Value, b: &Value) -> Step<(i64, i64)> {
+    let int = |v: &Value| match v.kind() {
+        ValueKind::Number if v.is_integer() => v.as_i64().ok_or(Bail),
+        _ => Err(Bail),
+    };
+    Ok((int(a)?, int(b)?))
+}
+
+/// The indices Python's `seq[start:stop:step]` visits (`step` non-zero).
+fn slice_indices(
+    len: usize,
+    start: Option<i64>,
+    stop: Option<i64>,
+    step: i64,
+) -> impl Iterator<Item = usize> {
+    let len = len as i64;
+    let clamp = |i: i64, lo: i64, hi: i64| if i < 0 { (i + len).max(lo) } else { i.min(hi) };
+    let (start, stop) = if step > 0 {
+        (
+            start.map_or(0, |s| clamp(s, 0, len)),
+            stop.map_or(len, |s| clamp(s, 0, len)),
+        )
+    } else {
+        (
+            start.map_or(len - 1, |s| clamp(s, -1, len - 1)),
+            stop.map_or(-1, |s| clamp(s, -1, len - 1)),
+        )
+    };
+    let mut i = start;
+    std::iter::from_fn(move || {
+        let inside = if step > 0 { i < stop } else { i > stop };
+        if !inside {
+            return None;
+        }
+        let current = i;
+        i += step;
+        Some(current as usize)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slice_indices;
+
+    fn py(len: usize, start: Option<i64>, stop: Option<i64>, step: i64) -> Vec<usize> {
+        slice_indices(len, start, stop, step).collect()
+    }
+
+    #[test]
+    fn slices_like_python() {
+        // Expected lists are Python's `list(range(5))[a:b:c]`.
+        assert_eq!(py(5, None, None, -1), [4, 3, 2, 1, 0]);
+        assert_eq!(py(5, Some(1), None, 1), [1, 2, 3, 4]);
+        assert_eq!(py(5, Some(-2), None, 1), [3, 4]);
+        assert_eq!(py(5, None, Some(-1), 1), [0, 1, 2, 3]);
+        assert_eq!(py(5, Some(10), None, 1), Vec::<usize>::new());
+        assert_eq!(py(5, Some(3), Some(0), -1), [3, 2, 1]);
+        assert_eq!(py(5, Some(-10), Some(2), 1), [0, 1]);
+        assert_eq!(py(5, None, Some(-10), -1), [4, 3, 2, 1, 0]);
+        assert_eq!(py(5, Some(10), None, -2), [4, 2, 0]);
+        assert_eq!(py(0, None, None, -1), Vec::<usize>::new());
+    }
+}
