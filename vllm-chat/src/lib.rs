@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 mod error;
+mod kwargs;
 mod model;
 pub mod openai;
 mod preprocess;

@@ -11,6 +11,7 @@ use crate::openai::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
 use indexmap::IndexMap;
 use minijinja::Value as TemplateValue;
 
+use crate::kwargs::Kwargs;
 use crate::template::{
     Clock, ContentFormat, FastPathStats, Limits, MessageCache, RenderContext, TemplateSet,
     ToolCache, content_format, from_json,
@@ -347,11 +348,11 @@ impl ChatRenderer {
         };
 
         let mut ctx = RenderContext::new(self.special_tokens.clone(), kwargs.len() + 4);
-        for (k, v) in &kwargs {
-            if !matches!(k.as_str(), "tools" | "documents" | "add_generation_prompt")
-                && !CONSUMED_KWARGS.contains(&k.as_str())
+        for (k, v) in kwargs.iter() {
+            if !matches!(k, "tools" | "documents" | "add_generation_prompt")
+                && !CONSUMED_KWARGS.contains(&k)
             {
-                ctx.set(k, from_json(v));
+                ctx.set(k.to_owned(), from_json(v));
             }
         }
         ctx.set("messages", messages);
@@ -376,7 +377,7 @@ impl ChatRenderer {
     /// The request's typed tools are not in the map (they become template values
     /// through the tool cache): `tools` is there only when `chat_template_kwargs`
     /// overrides them.
-    fn template_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
+    fn template_kwargs(&self, request: &ChatCompletionRequest) -> Kwargs {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
         // (transformers' `tokenize=False` is implied: `tokenize` never reaches a template.)
         if self.options.default_chat_template_kwargs.is_empty() {
@@ -384,11 +385,11 @@ impl ChatRenderer {
             kwargs.retain(|_, v| !unset(v));
             return kwargs;
         }
-        let mut kwargs = self.options.default_chat_template_kwargs.clone();
-        kwargs.remove("tools");
+        let mut kwargs = Kwargs::from(&self.options.default_chat_template_kwargs);
+        kwargs.retain(|k, _| k != "tools");
         for (k, v) in self.request_kwargs(request) {
             if !unset(&v) {
-                kwargs.insert(k, v);
+                kwargs.insert(&k, v);
             }
         }
         kwargs
@@ -396,9 +397,13 @@ impl ChatRenderer {
 
     /// `ChatCompletionRequest.build_chat_params`: the request's `chat_template_kwargs`
     /// overridden by its own fields unless those are null or `"auto"`.
-    fn request_kwargs(&self, request: &ChatCompletionRequest) -> Map<String, Value> {
+    fn request_kwargs(&self, request: &ChatCompletionRequest) -> Kwargs {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
-        let mut kwargs = request.chat_template_kwargs.clone().unwrap_or_default();
+        let mut kwargs = request
+            .chat_template_kwargs
+            .as_ref()
+            .map(Kwargs::from)
+            .unwrap_or_default();
         let thinking = match &request.reasoning_effort {
             Some(effort) if !kwargs.contains_key("enable_thinking") => {
                 Value::Bool(effort != "none")
@@ -431,7 +436,7 @@ impl ChatRenderer {
         ];
         for (k, v) in fields {
             if !unset(&v) {
-                kwargs.insert(k.to_owned(), v);
+                kwargs.insert(k, v);
             }
         }
         kwargs
@@ -446,7 +451,7 @@ impl ChatRenderer {
     ) -> Map<String, Value> {
         let unset = |v: &Value| v.is_null() || v.as_str() == Some("auto");
         if self.options.default_chat_template_kwargs.is_empty() {
-            return self.request_kwargs(request);
+            return self.request_kwargs(request).into_map();
         }
         let mut out = self.options.default_chat_template_kwargs.clone();
         for (k, v) in self.request_kwargs(request) {

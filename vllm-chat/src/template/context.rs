@@ -5,6 +5,7 @@
 //! tokens are the same for every request, so they are shared, and the request's few
 //! variables sit in a short list in front of them.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use minijinja::Value;
@@ -13,7 +14,7 @@ use minijinja::value::{Enumerator, Object, ObjectRepr};
 /// Root context of a render: `vars` (a later entry wins) in front of `shared`.
 #[derive(Debug)]
 pub(crate) struct RenderContext {
-    vars: Vec<(Value, Value)>,
+    vars: Vec<(Cow<'static, str>, Value)>,
     shared: Arc<[(Value, Value)]>,
 }
 
@@ -27,10 +28,11 @@ impl RenderContext {
     }
 
     /// Sets a variable (replacing an earlier value of the same name).
-    pub(crate) fn set(&mut self, key: &str, value: Value) {
-        match self.vars.iter_mut().find(|(k, _)| k.as_str() == Some(key)) {
+    pub(crate) fn set(&mut self, key: impl Into<Cow<'static, str>>, value: Value) {
+        let key = key.into();
+        match self.vars.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
-            None => self.vars.push((Value::from(key), value)),
+            None => self.vars.push((key, value)),
         }
     }
 
@@ -39,8 +41,8 @@ impl RenderContext {
     fn keys(&self) -> Vec<Value> {
         let mut keys: Vec<Value> = self.shared.iter().map(|(k, _)| k.clone()).collect();
         for (k, _) in &self.vars {
-            if !keys.contains(k) {
-                keys.push(k.clone());
+            if !keys.iter().any(|key| key.as_str() == Some(k)) {
+                keys.push(Value::from(&**k));
             }
         }
         keys
@@ -57,12 +59,14 @@ impl Object for RenderContext {
     }
 
     fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
-        let is_key = |(k, _): &&(Value, Value)| k.as_str() == Some(key);
-        self.vars
-            .iter()
-            .find(is_key)
-            .or_else(|| self.shared.iter().find(is_key))
-            .map(|(_, v)| v.clone())
+        match self.vars.iter().find(|(k, _)| k == key) {
+            Some((_, v)) => Some(v.clone()),
+            None => self
+                .shared
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v.clone()),
+        }
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {

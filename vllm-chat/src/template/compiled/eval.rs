@@ -354,10 +354,7 @@ impl<'a> Run<'a> {
                 let left = self.expr(a)?;
                 if left.is_true() { left } else { self.expr(b)? }
             }
-            Expr::AddChain(leaves) => {
-                let values = self.operands(leaves)?;
-                self.add_all(&values)?
-            }
+            Expr::AddChain(leaves) => self.add_chain(leaves)?,
             Expr::Binary(op, a, b) => {
                 let left = self.operand(a)?;
                 let right = self.operand(b)?;
@@ -501,6 +498,13 @@ impl<'a> Run<'a> {
                 let (a, b) = integers(left, right)?;
                 Value::from(a.checked_mul(b).ok_or(Bail)?)
             }
+            BinaryOp::Rem => {
+                // Python and minijinja agree on `%` when neither side is negative.
+                match integers(left, right)? {
+                    (a, b) if a >= 0 && b > 0 => Value::from(a % b),
+                    _ => return Err(Bail),
+                }
+            }
             BinaryOp::Concat => {
                 if left.as_object().is_some() || right.as_object().is_some() {
                     return Err(Bail);
@@ -518,6 +522,26 @@ impl<'a> Run<'a> {
             BinaryOp::In => Value::from(self.contains(right, left)?),
             BinaryOp::NotIn => Value::from(!self.contains(right, left)?),
         })
+    }
+
+    /// `a + b + …` as a value: strings are appended to one buffer as they come;
+    /// anything else starts over with the interpreter's pairwise addition.
+    fn add_chain(&mut self, leaves: &'a [Expr]) -> Step<Value> {
+        let mut joined = String::new();
+        for leaf in leaves {
+            let value = self.operand(leaf)?;
+            match value.as_str() {
+                Some(s) if !value.is_safe() => {
+                    self.charge(s.len())?;
+                    joined.push_str(s);
+                }
+                _ => {
+                    let values = self.operands(leaves)?;
+                    return self.add_all(&values);
+                }
+            }
+        }
+        Ok(Value::from(joined))
     }
 
     fn operands(&mut self, exprs: &'a [Expr]) -> Step<Vec<Cow<'a, Value>>> {

@@ -115,6 +115,8 @@ pub(super) enum BinaryOp {
     Add,
     Sub,
     Mul,
+    /// `%` on non-negative integers.
+    Rem,
     Concat,
     Eq,
     Ne,

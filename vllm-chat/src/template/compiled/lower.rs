@@ -146,6 +146,7 @@ impl Lowering {
                     ast::BinOpKind::ScOr => return Expr::Or(left, right),
                     ast::BinOpKind::Sub => BinaryOp::Sub,
                     ast::BinOpKind::Mul => BinaryOp::Mul,
+                    ast::BinOpKind::Rem => BinaryOp::Rem,
                     ast::BinOpKind::Concat => BinaryOp::Concat,
                     ast::BinOpKind::Eq => BinaryOp::Eq,
                     ast::BinOpKind::Ne => BinaryOp::Ne,

@@ -177,7 +177,7 @@ mod tests {
             "{{ messages[2].tool_calls[0].function.arguments | tojson }}{{ messages[2].tool_calls[0].function | tojson(indent=2) }}{{ messages | length }}",
             "{% for k, v in messages[2].tool_calls[0].function.arguments.items() %}{{ k }}={{ v }};{% endfor %}{{ messages[0].get('role') }}{{ messages[0].get('nope', 'dflt') }}",
             "{{ messages[2].content is none }}{{ messages[2].content is not none }}{{ n is number }}{{ n is integer }}{{ flag is false }}{{ flag is boolean }}{{ messages is sequence }}{{ messages[0] is mapping }}{{ 'x' is string }}{{ undefined_var is undefined }}",
-            "{{ n + 2 }}{{ n - 5 }}{{ n * 2 }}{{ -n }}{{ 'a' ~ n ~ flag }}{{ n > 2 }}{{ n <= 2 }}{{ (n and 'yes') }}{{ (flag or 'no') }}{{ flag and 'x' }}{{ 'x' if flag }}|{{ 'y' if not flag else 'z' }}",
+            "{{ n + 2 }}{{ n - 5 }}{{ n * 2 }}{{ n % 2 }}{{ 7 % n }}{{ -n }}{{ 'a' ~ n ~ flag }}{{ n > 2 }}{{ n <= 2 }}{{ (n and 'yes') }}{{ (flag or 'no') }}{{ flag and 'x' }}{{ 'x' if flag }}|{{ 'y' if not flag else 'z' }}",
             "{{ messages[0].role + ':' + messages[0].content + '|' }}{{ 'n=' ~ n }}{% set s = 'a' + 'b' + messages[3].content %}{{ s }}{{ messages[0].role.upper() }}{{ 'ABC'.lower() }}",
             "{% if strftime_now is defined %}{{ strftime_now('%d %b %Y') }}{% endif %}{% if tools is not defined %}no tools{% endif %}",
             "{%- for m in messages -%}\n  {{- m.role -}}\n{%- endfor %}\n{{ messages | length }}\n",
