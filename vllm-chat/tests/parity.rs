@@ -48,6 +48,16 @@ fn pinned_clock(fixture: &Value) -> Clock {
     Clock::Fixed(1_768_473_045)
 }
 
+/// The special tokens the fixtures rendered the corpus templates with.
+fn special_tokens(fixture: &Value) -> Vec<(String, String)> {
+    fixture["special_tokens"]
+        .as_object()
+        .expect("special tokens")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
 /// The vendored template corpus.
 fn templates_dir() -> PathBuf {
     root().join("../testdata/templates")
@@ -146,12 +156,7 @@ fn template_corpus_matches_transformers() {
     let dir = templates_dir();
     let fixture = fixture();
     let cases = cases();
-    let special: Vec<(String, String)> = fixture["special_tokens"]
-        .as_object()
-        .expect("special tokens")
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-        .collect();
+    let special = special_tokens(&fixture);
     let mut results = BTreeMap::new();
     let mut fast = FastPathStats::default();
     for (name, expected) in fixture["templates"].as_object().expect("templates") {
@@ -260,12 +265,7 @@ fn fast_path_and_interpreter_agree() {
     let dir = templates_dir();
     let fixture = fixture();
     let cases = cases();
-    let special: Vec<(String, String)> = fixture["special_tokens"]
-        .as_object()
-        .expect("special tokens")
-        .iter()
-        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-        .collect();
+    let special = special_tokens(&fixture);
     let mut compared = 0;
     for name in fixture["templates"].as_object().expect("templates").keys() {
         let source = std::fs::read_to_string(dir.join(name)).expect("template file");

@@ -175,7 +175,9 @@ impl<'a> Run<'a> {
                 if let Some(filter) = &f.filter {
                     self.push_scope();
                     let mut kept = Vec::with_capacity(items.len());
+                    let scope = self.vars.len();
                     for item in items {
+                        self.vars.truncate(scope);
                         self.bind(&f.target, item.clone())?;
                         if self.expr(filter)?.is_true() {
                             kept.push(item);
@@ -195,16 +197,28 @@ impl<'a> Run<'a> {
                 let count = items.len();
                 let last = self.loops.len() - 1;
                 self.loops[last].items = items;
+                let scope = self.vars.len();
+                let mut broke_at_first = false;
                 for index in 0..count {
+                    // Each iteration starts with an empty scope (a `set` in the body
+                    // does not carry over to the next item), as minijinja clears it.
+                    self.vars.truncate(scope);
                     self.loops[last].index = index;
                     let item = self.loops[last].items[index].clone();
                     self.bind(&f.target, item)?;
                     if let Flow::Break = self.stmts(&f.body)? {
+                        broke_at_first = index == 0;
                         break;
                     }
                 }
                 self.loops.pop();
                 self.pop_scope();
+                // minijinja decides "did not iterate" from its item counter, which a
+                // `break` in the first iteration leaves at zero: it then runs `else`
+                // (jinja2 would not). Kept, so both paths agree.
+                if broke_at_first {
+                    return self.stmts(&f.else_body);
+                }
             }
             Stmt::Set(target, expr) => {
                 let value = self.expr(expr)?;
@@ -709,6 +723,61 @@ impl<'a> Run<'a> {
                 }))
             }
             Filter::Length => filters::length(&input).map(Value::from).map_err(|_| Bail),
+            Filter::String => match input.kind() {
+                ValueKind::String => Ok(input),
+                _ if input.as_object().is_some() && !is_none(&input) => Err(Bail),
+                _ => {
+                    let s = input.to_string();
+                    self.charge(s.len())?;
+                    Ok(Value::from(s))
+                }
+            },
+            Filter::Default => {
+                let other = match pos.first() {
+                    Some(e) => self.expr(e)?,
+                    None => Value::from(""),
+                };
+                let lax = match pos.get(1) {
+                    Some(e) => self.expr(e)?.is_true(),
+                    None => false,
+                };
+                Ok(if input.is_undefined() || (lax && !input.is_true()) {
+                    other
+                } else {
+                    input
+                })
+            }
+            Filter::Join => {
+                let joiner = match pos.first() {
+                    Some(e) => {
+                        let v = self.expr(e)?;
+                        match v.as_str() {
+                            Some(s) if !v.is_safe() => s.to_owned(),
+                            _ => return Err(Bail),
+                        }
+                    }
+                    None => String::new(),
+                };
+                let items = self.iterate(&input)?;
+                let mut out = String::new();
+                for (i, item) in items.iter().enumerate() {
+                    if item.is_safe() || (item.as_object().is_some() && !is_none(item)) {
+                        return Err(Bail);
+                    }
+                    if i > 0 {
+                        out.push_str(&joiner);
+                    }
+                    match item.as_str() {
+                        Some(s) => out.push_str(s),
+                        None => write!(out, "{item}").map_err(|_| Bail)?,
+                    }
+                    self.charge(joiner.len())?;
+                }
+                self.charge(out.len())?;
+                Ok(Value::from(out))
+            }
+            Filter::Items => filters::items(&input).map_err(|_| Bail),
+            Filter::List => Ok(Value::from(self.iterate(&input)?)),
         }
     }
 
@@ -839,15 +908,16 @@ fn slice_indices(
             stop.map_or(-1, |s| clamp(s, -1, len - 1)),
         )
     };
-    let mut i = start;
+    let mut next = Some(start);
     std::iter::from_fn(move || {
+        let i = next?;
         let inside = if step > 0 { i < stop } else { i > stop };
         if !inside {
             return None;
         }
-        let current = i;
-        i += step;
-        Some(current as usize)
+        // A step past i64's range ends the walk (`x[1::2**63-1]`).
+        next = i.checked_add(step);
+        Some(i as usize)
     })
 }
 
@@ -872,5 +942,7 @@ mod tests {
         assert_eq!(py(5, None, Some(-10), -1), [4, 3, 2, 1, 0]);
         assert_eq!(py(5, Some(10), None, -2), [4, 2, 0]);
         assert_eq!(py(0, None, None, -1), Vec::<usize>::new());
+        assert_eq!(py(5, Some(1), None, i64::MAX), [1]);
+        assert_eq!(py(5, None, None, i64::MIN), [4]);
     }
 }

@@ -149,6 +149,11 @@ pub(super) enum Filter {
     ToJson,
     Trim,
     Length,
+    String,
+    Default,
+    Join,
+    Items,
+    List,
 }
 
 #[derive(Clone, Copy)]

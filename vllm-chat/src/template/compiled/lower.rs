@@ -348,6 +348,11 @@ fn filter(name: &str) -> Option<Filter> {
         "tojson" => Filter::ToJson,
         "trim" => Filter::Trim,
         "length" | "count" => Filter::Length,
+        "string" => Filter::String,
+        "default" | "d" => Filter::Default,
+        "join" => Filter::Join,
+        "items" => Filter::Items,
+        "list" => Filter::List,
         _ => return None,
     })
 }
@@ -357,7 +362,11 @@ fn filter_takes(filter: Filter, positional: usize, keywords: &[(Box<str>, Expr)]
     match filter {
         Filter::ToJson => positional <= 1,
         Filter::Trim => positional <= 1 && keywords.is_empty(),
-        Filter::Length => positional == 0 && keywords.is_empty(),
+        Filter::Length | Filter::String | Filter::Items | Filter::List => {
+            positional == 0 && keywords.is_empty()
+        }
+        Filter::Default => positional <= 2 && keywords.is_empty(),
+        Filter::Join => positional <= 1 && keywords.is_empty(),
     }
 }
 
