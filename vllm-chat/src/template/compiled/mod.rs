@@ -38,6 +38,8 @@ pub(crate) struct Program {
     /// Renders that fell back to the interpreter and renders that finished here.
     bailed: AtomicU32,
     finished: AtomicU32,
+    /// Renders not tried here because too many fell back.
+    skipped: AtomicU32,
     /// Length of the last finished output, to size the next one's buffer.
     last_len: AtomicU32,
 }
@@ -52,9 +54,11 @@ impl std::fmt::Debug for Program {
     }
 }
 
-/// After this many fallbacks a template whose renders mostly fall back stops
-/// trying the compiled path (each attempt is wasted work).
+/// After this many fallbacks a template whose renders mostly fall back tries the
+/// compiled path only once every [`RETRY_EVERY`] renders (each failed attempt is
+/// wasted work; the occasional retry lets it recover when the traffic changes).
 const BAIL_PATIENCE: u32 = 32;
+const RETRY_EVERY: u32 = 64;
 
 impl Program {
     /// Compiles `source` as `env` would parse it. `None` when the template cannot
@@ -81,6 +85,7 @@ impl Program {
             globals,
             bailed: AtomicU32::new(0),
             finished: AtomicU32::new(0),
+            skipped: AtomicU32::new(0),
             last_len: AtomicU32::new(0),
         })
     }
@@ -88,7 +93,13 @@ impl Program {
     /// Renders with `ctx`, or `None` when the interpreter must render instead.
     pub(crate) fn render(&self, ctx: &Value, clock: Clock, fuel: u64) -> Option<String> {
         let bailed = self.bailed.load(Ordering::Relaxed);
-        if bailed > BAIL_PATIENCE && bailed > self.finished.load(Ordering::Relaxed) {
+        if bailed > BAIL_PATIENCE
+            && bailed > self.finished.load(Ordering::Relaxed)
+            && !self
+                .skipped
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(RETRY_EVERY)
+        {
             return None;
         }
         match eval::Run::new(self, ctx, clock, fuel).run() {
@@ -208,6 +219,23 @@ mod tests {
         fast.add("m", "{% macro f() %}x{% endmacro %}{{ f() }}")
             .unwrap();
         assert!(!fast.programs.contains_key("m"));
+        // A template that keeps falling back is tried again now and then.
+        fast.add(
+            "retry",
+            "{% if fail %}{{ raise_exception('no') }}{% endif %}ok",
+        )
+        .unwrap();
+        let program = &fast.programs["retry"];
+        let failing = from_json(&json!({"fail": true}));
+        let passing = from_json(&json!({"fail": false}));
+        assert!(program.render(&passing, clock, 1_000).is_some());
+        for _ in 0..40 {
+            assert!(program.render(&failing, clock, 1_000).is_none());
+        }
+        let retried = (0..200)
+            .filter(|_| program.render(&passing, clock, 1_000).is_some())
+            .count();
+        assert!((1..=10).contains(&retried), "{retried}");
         // Fuel runs out in the compiled path too (then the interpreter reports it).
         fast.add(
             "loop",
@@ -333,7 +361,15 @@ mod differential {
     fn template(rng: &mut Rng) -> String {
         let mut body = String::from("{% set ns = namespace(x='') %}");
         for _ in 0..1 + rng.next() % 3 {
-            let inner = match rng.next() % 4 {
+            let inner = match rng.next() % 6 {
+                4 => format!(
+                    "{{% for k, v in m.items() %}}{{{{ k }}}}{{{{ loop.index }}}}{{% set s = {} %}}{{% endfor %}}{{{{ s }}}}",
+                    expr(rng, 1)
+                ),
+                5 => format!(
+                    "{{% set t = {} %}}{{% for x in messages[1:] %}}{{{{ loop.first }}}}{{{{ t }}}}{{% set t = x.role %}}{{% endfor %}}{{{{ t }}}}",
+                    expr(rng, 1)
+                ),
                 0 => format!("{{% set ns.x = {} %}}", expr(rng, 2)),
                 1 => format!(
                     "{{% if {} %}}[{{{{ {} }}}}]{{% endif %}}",
