@@ -282,14 +282,11 @@ impl ChatRenderer {
             ));
         }
 
-        // A request template is compiled for this request only.
+        // A request template is compiled for this request only, by the interpreter
+        // alone (compiling it for the fast path too costs more than one render saves).
         let request_template = match &request.chat_template {
             Some(given) if !self.named.contains(given) => {
-                let mut set = TemplateSet::new(
-                    self.options.clock,
-                    self.options.limits,
-                    !self.options.interpreter_only,
-                );
+                let mut set = TemplateSet::new(self.options.clock, self.options.limits, false);
                 set.add(REQUEST_TEMPLATE, given)?;
                 Some((
                     set,

@@ -136,15 +136,17 @@ impl TemplateSet {
     pub(crate) fn add(&mut self, name: &str, source: &str) -> Result<(), RenderError> {
         let source = rewrite_generation_tags(source);
         self.programs.remove(name);
-        if self.fast_path
-            && let Some(program) =
-                compiled::Program::compile(&self.env, &source, self.syntax.clone())
-        {
-            self.programs.insert(name.to_owned(), program);
-        }
+        let program = match self.fast_path {
+            true => compiled::Program::compile(&self.env, &source, self.syntax.clone()),
+            false => None,
+        };
         self.env
             .add_template_owned(name.to_owned(), source)
-            .map_err(|e| RenderError::TemplateSyntax(describe(&e)))
+            .map_err(|e| RenderError::TemplateSyntax(describe(&e)))?;
+        if let Some(program) = program {
+            self.programs.insert(name.to_owned(), program);
+        }
+        Ok(())
     }
 
     /// How the compiled fast path has served this set's templates.
