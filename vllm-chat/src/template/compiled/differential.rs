@@ -109,9 +109,18 @@ fn expr(rng: &mut Rng, depth: u32) -> String {
 }
 
 fn template(rng: &mut Rng) -> String {
-    let mut body = String::from("{% set ns = namespace(x='') %}");
+    let mut body = format!(
+        "{{% set ns = namespace(x='') %}}{{% macro mac(a, b='z') %}}<{{{{ a }}}}{{{{ b }}}}{{{{ {} }}}}>{{% endmacro %}}",
+        expr(rng, 1)
+    );
     for _ in 0..1 + rng.next() % 3 {
-        let inner = match rng.next() % 6 {
+        let inner = match rng.next() % 8 {
+            6 => format!("{{{{ mac({}) }}}}", expr(rng, 1)),
+            7 => format!(
+                "{{% set s = mac({}, b={}) %}}{{{{ s }}}}",
+                expr(rng, 1),
+                expr(rng, 1)
+            ),
             4 => format!(
                 "{{% for k, v in m.items() %}}{{{{ k }}}}{{{{ loop.index }}}}{{% set s = {} %}}{{% endfor %}}{{{{ s }}}}",
                 expr(rng, 1)

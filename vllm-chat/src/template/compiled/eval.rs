@@ -16,7 +16,7 @@ use minijinja::value::{Object, ObjectRepr, ValueKind};
 use super::super::clock::Clock;
 use super::super::value::JsonMap;
 use super::Program;
-use super::ir::{BinaryOp, Expr, LoopAttr, Name, SliceExpr, Stmt, Target};
+use super::ir::{BinaryOp, Expr, Keywords, LoopAttr, Name, SliceExpr, Stmt, Target};
 
 /// The compiled path cannot finish this render; the interpreter must.
 #[derive(Debug)]
@@ -63,9 +63,46 @@ impl Object for Namespace {
     }
 }
 
+/// A macro defined by this render: its definition and its closure (indices into
+/// the program's macros and the render's closures; a macro never outlives its render).
+#[derive(Debug)]
+struct MacroValue {
+    index: usize,
+    closure: Option<usize>,
+}
+
+impl Object for MacroValue {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Plain
+    }
+}
+
 /// Values this module made whose behaviour elsewhere differs from minijinja's own.
 pub(super) fn is_ours(value: &Value) -> bool {
     value.downcast_object_ref::<Namespace>().is_some()
+        || value.downcast_object_ref::<MacroValue>().is_some()
+}
+
+/// Deepest macro recursion tried here (minijinja's own limit is higher; deeper
+/// calls are left to it).
+const MAX_MACRO_DEPTH: usize = 24;
+
+/// A scope: where its variables start in [`Run::vars`], and the closure of the
+/// macros defined in it (an index into [`Run::closures`]).
+struct Scope {
+    start: usize,
+    closure: Option<usize>,
+}
+
+/// Variables macros captured where they were defined; later assignments in that
+/// scope update them too (minijinja's closures bind late, like Python's).
+type Closure = Vec<(Name, Value)>;
+
+fn closure_set(closure: &mut Closure, name: Name, value: Value) {
+    match closure.iter_mut().find(|(n, _)| *n == name) {
+        Some(slot) => slot.1 = value,
+        None => closure.push((name, value)),
+    }
 }
 
 struct LoopState {
@@ -84,9 +121,14 @@ pub(super) struct Run<'a> {
     /// Variables of every scope (the template's, then one per running loop), the
     /// innermost last, so a backwards scan finds what Jinja's scoping finds.
     vars: Vec<(Name, Value)>,
-    /// Where each loop's scope starts in `vars`.
-    scopes: Vec<usize>,
+    /// The template's scope, then one per running loop.
+    scopes: Vec<Scope>,
     loops: Vec<LoopState>,
+    /// Inside a macro: its closure as of the call (read after the macro's own
+    /// variables, before the render context).
+    captured: Closure,
+    closures: Vec<Closure>,
+    macro_depth: usize,
 }
 
 impl<'a> Run<'a> {
@@ -99,8 +141,14 @@ impl<'a> Run<'a> {
             out: String::with_capacity(program.output_hint()),
             globals: vec![None; program.names.len()],
             vars: Vec::with_capacity(16),
-            scopes: Vec::new(),
+            scopes: vec![Scope {
+                start: 0,
+                closure: None,
+            }],
             loops: Vec::new(),
+            captured: Vec::new(),
+            closures: Vec::new(),
+            macro_depth: 0,
         }
     }
 
@@ -231,11 +279,122 @@ impl<'a> Run<'a> {
                     None => return Err(Bail),
                 }
             }
+            Stmt::Macro(index) => self.define_macro(*index)?,
             Stmt::Break => return Ok(Flow::Break),
             Stmt::Continue => return Ok(Flow::Continue),
             Stmt::Bail => return Err(Bail),
         }
         Ok(Flow::Next)
+    }
+
+    /// `{% macro %}`: captures the macro's free variables in the scope's closure
+    /// (created on first need, shared by the scope's macros) and binds the macro.
+    fn define_macro(&mut self, index: usize) -> Step<()> {
+        let program = self.program;
+        let def = program.macros.get(index).ok_or(Bail)?;
+        if !def.free.is_empty() {
+            let closure = match self.scopes.last().ok_or(Bail)?.closure {
+                Some(closure) => closure,
+                None => {
+                    self.closures.push(Closure::new());
+                    let closure = self.closures.len() - 1;
+                    if let Some(scope) = self.scopes.last_mut() {
+                        scope.closure = Some(closure);
+                    }
+                    closure
+                }
+            };
+            for &name in &def.free {
+                if self.closures[closure].iter().any(|(n, _)| *n == name) {
+                    continue;
+                }
+                // An environment function is not copied: lookups inside the macro
+                // find it where they find it outside.
+                let value = match self.lookup(name) {
+                    Some(value) => value.clone(),
+                    None if program.is_global(name) => continue,
+                    None => Value::UNDEFINED,
+                };
+                closure_set(&mut self.closures[closure], name, value);
+            }
+        }
+        let closure = self.scopes.last().and_then(|s| s.closure);
+        let value = Value::from_object(MacroValue { index, closure });
+        self.bind(&Target::Var(def.name), value)
+    }
+
+    /// `name(args…)` where `name` holds a macro of this render: runs its body in a
+    /// scope of its own (arguments, then its closure, then the render context) and
+    /// returns the text it wrote.
+    fn call_macro(&mut self, callee: Name, pos: &'a [Expr], kw: &'a Keywords) -> Step<Value> {
+        let program = self.program;
+        let (index, closure) = match self.lookup(callee) {
+            Some(value) => match value.downcast_object_ref::<MacroValue>() {
+                Some(m) => (m.index, m.closure),
+                None => return Err(Bail),
+            },
+            None => return Err(Bail),
+        };
+        let def = program.macros.get(index).ok_or(Bail)?;
+        if pos.len() > def.args.len() || self.macro_depth >= MAX_MACRO_DEPTH {
+            return Err(Bail);
+        }
+        let mut args = vec![Value::UNDEFINED; def.args.len()];
+        for (slot, e) in args.iter_mut().zip(pos) {
+            *slot = self.expr(e)?;
+        }
+        for (key, e) in kw {
+            let at = def
+                .args
+                .iter()
+                .position(|&a| *program.names[a as usize] == **key)
+                .filter(|&at| at >= pos.len())
+                .ok_or(Bail)?;
+            if kw.iter().filter(|(k, _)| k == key).count() > 1 {
+                return Err(Bail);
+            }
+            args[at] = self.expr(e)?;
+        }
+        let captured = match closure {
+            Some(c) => self.closures.get(c).ok_or(Bail)?.clone(),
+            None => Closure::new(),
+        };
+        let outer = (
+            std::mem::take(&mut self.vars),
+            std::mem::replace(
+                &mut self.scopes,
+                vec![Scope {
+                    start: 0,
+                    closure: None,
+                }],
+            ),
+            std::mem::take(&mut self.loops),
+            std::mem::replace(&mut self.captured, captured),
+            std::mem::take(&mut self.out),
+        );
+        self.macro_depth += 1;
+        // Arguments bind last to first; a missing (undefined) one takes its default,
+        // which may read the arguments after it.
+        let first_default = def.args.len() - def.defaults.len().min(def.args.len());
+        for (i, value) in args.into_iter().enumerate().rev() {
+            let value = match i.checked_sub(first_default) {
+                Some(d) if value.is_undefined() => self.expr(&def.defaults[d])?,
+                _ => value,
+            };
+            self.bind(&Target::Var(def.args[i]), value)?;
+        }
+        let flow = self.stmts(&def.body)?;
+        self.macro_depth -= 1;
+        let (vars, scopes, loops, captured, out) = outer;
+        self.vars = vars;
+        self.scopes = scopes;
+        self.loops = loops;
+        self.captured = captured;
+        let written = std::mem::replace(&mut self.out, out);
+        match flow {
+            Flow::Next => Ok(Value::from(written)),
+            Flow::Break | Flow::Continue => Err(Bail),
+        }
     }
 
     /// The items a `for` loop visits (sequences, maps' keys, iterables).
@@ -261,12 +420,15 @@ impl<'a> Run<'a> {
     }
 
     fn push_scope(&mut self) {
-        self.scopes.push(self.vars.len());
+        self.scopes.push(Scope {
+            start: self.vars.len(),
+            closure: None,
+        });
     }
 
     fn pop_scope(&mut self) {
-        if let Some(start) = self.scopes.pop() {
-            self.vars.truncate(start);
+        if let Some(scope) = self.scopes.pop() {
+            self.vars.truncate(scope.start);
         }
     }
 
@@ -274,8 +436,12 @@ impl<'a> Run<'a> {
     fn bind(&mut self, target: &Target, value: Value) -> Step<()> {
         match target {
             Target::Var(name) => {
-                let scope = self.scopes.last().copied().unwrap_or(0);
-                match self.vars[scope..].iter_mut().find(|(n, _)| n == name) {
+                let scope = self.scopes.last().ok_or(Bail)?;
+                let start = scope.start;
+                if let Some(closure) = scope.closure {
+                    closure_set(&mut self.closures[closure], *name, value.clone());
+                }
+                match self.vars[start..].iter_mut().find(|(n, _)| n == name) {
                     Some(slot) => slot.1 = value,
                     None => self.vars.push((*name, value)),
                 }
@@ -298,6 +464,9 @@ impl<'a> Run<'a> {
     /// unbound everywhere.
     pub(super) fn lookup(&mut self, name: Name) -> Option<&Value> {
         if let Some(v) = self.vars.iter().rev().find(|(n, _)| *n == name) {
+            return Some(&v.1);
+        }
+        if let Some(v) = self.captured.iter().find(|(n, _)| *n == name) {
             return Some(&v.1);
         }
         let slot = &mut self.globals[name as usize];
@@ -403,19 +572,28 @@ impl<'a> Run<'a> {
                     Expr::Var(var) => match self.lookup(*var) {
                         Some(base) => match base.downcast_object_ref::<JsonMap>() {
                             Some(map) => Ok(map.get_str(name).cloned().unwrap_or(Value::UNDEFINED)),
+                            None if base.downcast_object_ref::<MacroValue>().is_some() => {
+                                return Err(Bail);
+                            }
                             None => base.get_attr(name),
                         },
                         None if program.is_global(*var) => return Err(Bail),
                         None => Value::UNDEFINED.get_attr(name),
                     },
-                    other => self.expr(other)?.get_attr(name),
+                    other => {
+                        let base = self.expr(other)?;
+                        if base.downcast_object_ref::<MacroValue>().is_some() {
+                            return Err(Bail);
+                        }
+                        base.get_attr(name)
+                    }
                 };
                 valid(found.map_err(|_| Bail)?)?
             }
             Expr::Item(e, key) => {
                 let base = self.expr(e)?;
                 let key = self.operand(key)?;
-                if is_ours(&key) {
+                if is_ours(&key) || base.downcast_object_ref::<MacroValue>().is_some() {
                     return Err(Bail);
                 }
                 valid(base.get_item(&key).map_err(|_| Bail)?)?
@@ -461,6 +639,7 @@ impl<'a> Run<'a> {
                     .map(|e| self.expr(e))
                     .collect::<Step<Vec<_>>>()?,
             ),
+            Expr::Call(callee, pos, kw) => self.call_macro(*callee, pos, kw)?,
             Expr::Bail => return Err(Bail),
         };
         Ok(value)

@@ -26,9 +26,22 @@ pub(super) enum Stmt {
     Break,
     /// `{% continue %}`.
     Continue,
+    /// `{% macro %}`: defines the macro of this index in [`super::Program`]'s table.
+    Macro(usize),
     /// Code the compiled form does not cover: reaching it hands the render back to
     /// the interpreter.
     Bail,
+}
+
+/// A macro definition.
+pub(super) struct MacroDef {
+    pub(super) name: Name,
+    pub(super) args: Vec<Name>,
+    /// Defaults of the last `defaults.len()` arguments.
+    pub(super) defaults: Vec<Expr>,
+    pub(super) body: Vec<Stmt>,
+    /// Variables captured where the macro is defined (minijinja's closure).
+    pub(super) free: Vec<Name>,
 }
 
 pub(super) struct ForLoop {
@@ -76,6 +89,8 @@ pub(super) enum Expr {
     /// `strftime_now(format)`, when `strftime_now` is the environment's function.
     StrftimeNow(Name, Box<Expr>),
     List(Vec<Expr>),
+    /// `name(args…)`: a call of a variable, which must hold a compiled macro.
+    Call(Name, Vec<Expr>, Keywords),
     /// See [`Stmt::Bail`].
     Bail,
 }

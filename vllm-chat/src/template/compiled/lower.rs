@@ -10,15 +10,17 @@ use std::collections::HashMap;
 
 use minijinja::machinery::ast;
 
+use super::closure;
 use super::ir::{
-    AttrIsText, BinaryOp, Expr, Filter, ForLoop, Keywords, LoopAttr, Method, Name, SliceExpr, Stmt,
-    Target, Test,
+    AttrIsText, BinaryOp, Expr, Filter, ForLoop, Keywords, LoopAttr, MacroDef, Method, Name,
+    SliceExpr, Stmt, Target, Test,
 };
 
 /// Names and code of one template.
 pub(super) struct Lowered {
     pub(super) body: Vec<Stmt>,
     pub(super) names: Vec<Box<str>>,
+    pub(super) macros: Vec<MacroDef>,
 }
 
 /// Lowers a parsed template.
@@ -31,6 +33,7 @@ pub(super) fn lower(template: &ast::Stmt<'_>) -> Lowered {
     Lowered {
         body,
         names: lowering.names,
+        macros: lowering.macros,
     }
 }
 
@@ -40,6 +43,9 @@ struct Lowering {
     ids: HashMap<String, Name>,
     /// Number of `for` loops around the code being lowered.
     loop_depth: usize,
+    macros: Vec<MacroDef>,
+    /// Lowering a macro body (macros inside macros are left to the interpreter).
+    in_macro: bool,
 }
 
 impl Lowering {
@@ -101,10 +107,50 @@ impl Lowering {
                 },
                 _ => Stmt::Bail,
             },
+            ast::Stmt::Macro(m) if !self.in_macro && macro_body_supported(&m.body) => {
+                self.macro_def(m)
+            }
             ast::Stmt::Break(_) if self.loop_depth > 0 => Stmt::Break,
             ast::Stmt::Continue(_) if self.loop_depth > 0 => Stmt::Continue,
             _ => Stmt::Bail,
         }
+    }
+
+    fn macro_def(&mut self, m: &ast::Macro<'_>) -> Stmt {
+        let free = closure::free_variables(m);
+        // `caller` (call blocks) is left to the interpreter.
+        if free.contains("caller") {
+            return Stmt::Bail;
+        }
+        let Some(args) = m
+            .args
+            .iter()
+            .map(|a| match a {
+                ast::Expr::Var(v) => Some(self.name(v.id)),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Stmt::Bail;
+        };
+        let mut free: Vec<&str> = free.into_iter().collect();
+        free.sort_unstable();
+        let free = free.into_iter().map(|n| self.name(n)).collect();
+        let outer_loops = std::mem::replace(&mut self.loop_depth, 0);
+        self.in_macro = true;
+        let defaults = m.defaults.iter().map(|e| self.expr(e)).collect();
+        let body = self.stmts(&m.body);
+        self.in_macro = false;
+        self.loop_depth = outer_loops;
+        let name = self.name(m.name);
+        self.macros.push(MacroDef {
+            name,
+            args,
+            defaults,
+            body,
+            free,
+        });
+        Stmt::Macro(self.macros.len() - 1)
     }
 
     fn target(&mut self, target: &ast::Expr<'_>) -> Option<Target> {
@@ -274,6 +320,7 @@ impl Lowering {
                 let name = self.name(v.id);
                 Expr::StrftimeNow(name, Box::new(pos.into_iter().next().unwrap_or(Expr::Bail)))
             }
+            ast::Expr::Var(v) if v.id != "loop" => Expr::Call(self.name(v.id), pos, kw),
             _ => Expr::Bail,
         }
     }
@@ -299,6 +346,25 @@ fn attr_is_text(expr: Expr) -> Expr {
         negated: matches!(op, BinaryOp::Ne),
         general: expr,
     }))
+}
+
+/// Statements a compiled macro body may hold (anything else, such as a nested macro
+/// or a call block, leaves the whole macro to the interpreter).
+fn macro_body_supported(body: &[ast::Stmt<'_>]) -> bool {
+    body.iter().all(|s| match s {
+        ast::Stmt::EmitExpr(_)
+        | ast::Stmt::EmitRaw(_)
+        | ast::Stmt::Set(_)
+        | ast::Stmt::Continue(_)
+        | ast::Stmt::Break(_) => true,
+        ast::Stmt::ForLoop(f) => {
+            macro_body_supported(&f.body) && macro_body_supported(&f.else_body)
+        }
+        ast::Stmt::IfCond(i) => {
+            macro_body_supported(&i.true_body) && macro_body_supported(&i.false_body)
+        }
+        _ => false,
+    })
 }
 
 /// True when an assignment target rebinds `loop` (then `loop.x` would not mean the loop).

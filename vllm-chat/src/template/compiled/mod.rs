@@ -17,6 +17,7 @@
 //! compares both paths on every corpus template and case.
 
 mod builtins;
+mod closure;
 mod eval;
 mod ir;
 mod lower;
@@ -28,12 +29,13 @@ use minijinja::syntax::SyntaxConfig;
 use minijinja::{Environment, Value};
 
 use super::clock::Clock;
-use ir::{Name, Stmt};
+use ir::{MacroDef, Name, Stmt};
 
 /// A template compiled for the fast path.
 pub(crate) struct Program {
     body: Vec<Stmt>,
     names: Vec<Box<str>>,
+    macros: Vec<MacroDef>,
     /// Per name: the environment defines a global of that name (a function).
     globals: Vec<bool>,
     /// Renders that fell back to the interpreter and renders that finished here.
@@ -83,6 +85,7 @@ impl Program {
         Some(Program {
             body: lowered.body,
             names: lowered.names,
+            macros: lowered.macros,
             globals,
             bailed: AtomicU32::new(0),
             finished: AtomicU32::new(0),

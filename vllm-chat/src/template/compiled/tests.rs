@@ -52,6 +52,13 @@ fn compiled_constructs_render_as_the_interpreter() {
         "{% if strftime_now is defined %}{{ strftime_now('%d %b %Y') }}{% endif %}{% if tools is not defined %}no tools{% endif %}",
         "{{ ['a', 1, none] | join('-') }}|{{ [1, 2] | join }}|{{ n | string }}{{ flag | string }}{{ messages[2].content | string }}|{{ missing | default('d') }}{{ '' | default('e', true) }}{{ 'x' | default('f') }}",
         "{% for k, v in messages[0] | items %}{{ k }}:{{ v }};{% endfor %}{{ messages | list | length }}{% for c in (messages[1:] | list) %}{{ c.role }}{% endfor %}",
+        "{% macro greet(name, punct='!') %}Hi {{ name }}{{ punct }}{% endmacro %}{{ greet('a') }}{{ greet('b', '?') }}{{ greet(name='c') }}{{ greet('d', punct='.') }}{{ greet() }}",
+        "{% set x = 1 %}{% macro m() %}{{ x }}{% endmacro %}{{ m() }}{% set x = 2 %}{{ m() }}",
+        "{% macro m() %}{% if flag %}{% set y = 1 %}{% endif %}[{{ y }}]{% endmacro %}{{ m() }}{% set y = 5 %}{{ m() }}",
+        "{% macro r(k) %}{{ k }}{% if k > 0 %}{{ r(k - 1) }}{% endif %}{% endmacro %}{{ r(3) }}",
+        "{% macro roles(ms) %}{% for m in ms %}{{ loop.index }}{{ m.role }}{% endfor %}{% endmacro %}{% for m in messages %}{{ roles(messages[:loop.index]) }}|{% endfor %}{{ roles(messages) | length }}",
+        "{% macro d(a=b, b='B') %}{{ a }}{{ b }}{% endmacro %}{{ d() }}{{ d(b='x') }}{% macro uses_ctx() %}{{ n }}{{ messages | length }}{% endmacro %}{{ uses_ctx() }}",
+        "{% for m in messages %}{% macro inner() %}{{ m.role }}{% endmacro %}{{ inner() }}{% endfor %}",
         "{%- for m in messages -%}\n  {{- m.role -}}\n{%- endfor %}\n{{ messages | length }}\n",
     ];
     for source in cases {
@@ -72,11 +79,19 @@ fn unsupported_values_fall_back_to_the_interpreter() {
     let ctx = from_json(&json!({"fail": "boom", "x": "a"}));
     let program = fast.programs.get("t").unwrap();
     assert!(program.render(&ctx, clock, 1_000).is_none());
+    // Calls the compiled path does not take: too many arguments, an unknown keyword.
+    for call in ["f(1, 2)", "f(b=1)", "f(1, a=2)", "f.name"] {
+        let source = format!("{{% macro f(a) %}}{{{{ a }}}}{{% endmacro %}}{{{{ {call} }}}}");
+        fast.add("call", &source).unwrap();
+        assert!(
+            fast.programs["call"].render(&ctx, clock, 1_000).is_none(),
+            "{call}"
+        );
+    }
     let err = fast.render("t", ctx).unwrap_err();
     assert!(err.to_string().contains("no: boom"), "{err}");
     // A program whose top level always bails is not kept at all.
-    fast.add("m", "{% macro f() %}x{% endmacro %}{{ f() }}")
-        .unwrap();
+    fast.add("m", "{% filter upper %}x{% endfilter %}").unwrap();
     assert!(!fast.programs.contains_key("m"));
     // A template that keeps falling back is tried again now and then.
     fast.add(
