@@ -1,7 +1,8 @@
 //! Renders per second for the scenarios of `benches/scenarios.json` (Qwen3 with
-//! tools, Llama 3.1 with tools, DeepSeek-V3 multi-turn): template only (`text`, what
+//! tools, Llama 3.1 with tools, DeepSeek-V3 multi-turn, gpt-oss with tools): template only (`text`, what
 //! transformers' `apply_chat_template(tokenize=False)` does) and template + tokenizer
-//! (`tokens`). `scripts/bench_compare.sh` runs this next to
+//! (`tokens`), and the template on minijinja's interpreter alone (`text-interpreter`,
+//! the compiled fast path off). `scripts/bench_compare.sh` runs this next to
 //! `scripts/bench_transformers.py` and prints the ratios.
 
 use std::io::Read;
@@ -9,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::Value;
-use vllm_chat::ChatRenderer;
 use vllm_chat::openai::ChatCompletionRequest;
+use vllm_chat::{ChatRenderer, ModelFiles, RendererOptions};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
@@ -56,6 +57,15 @@ fn bench(c: &mut Criterion) {
         }
         let dir = model_dir(scenario["model"].as_str().expect("model"));
         let renderer = ChatRenderer::from_dir(&dir).expect("renderer");
+        let files = ModelFiles::from_dir(&dir).expect("model files");
+        let interpreter = ChatRenderer::new(
+            files,
+            RendererOptions {
+                interpreter_only: true,
+                ..Default::default()
+            },
+        )
+        .expect("renderer");
         let _ = std::fs::remove_dir_all(&dir);
         let request: ChatCompletionRequest =
             serde_json::from_value(cases[scenario["case"].as_str().expect("case")].clone())
@@ -65,6 +75,10 @@ fn bench(c: &mut Criterion) {
         });
         c.bench_function(&format!("{name}/tokens"), |b| {
             b.iter(|| renderer.render(&request).expect("render"))
+        });
+        // The same template on minijinja's interpreter alone (no compiled fast path).
+        c.bench_function(&format!("{name}/text-interpreter"), |b| {
+            b.iter(|| interpreter.render_text(&request).expect("render"))
         });
     }
 }
