@@ -12,6 +12,7 @@ use hyper::{Method, StatusCode};
 use serde_json::json;
 use vllm_examples::serve::ServeConfig;
 use vllm_examples::serve::engine::{EngineSource, MockSettings};
+use vllm_examples::serve::error::ENGINE_DEAD_CLIENT_MESSAGE;
 
 const LONG_TEXT: &str = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen \
 fifteen sixteen seventeen eighteen nineteen twenty";
@@ -96,21 +97,21 @@ fn a_dead_engine_errors_open_streams_and_refuses_new_requests() {
                 None => panic!("stream ended without [DONE]"),
             }
         }
+        // vLLM's answer to `EngineDeadError`: 500, InternalServerError, its client message.
         let error = error.expect("an error event");
-        assert_eq!(error["error"]["code"], 503, "{error}");
-        assert!(
-            error["error"]["message"]
-                .as_str()
-                .unwrap()
-                .contains("engine"),
+        assert_eq!(error["error"]["code"], 500, "{error}");
+        assert_eq!(error["error"]["type"], "InternalServerError", "{error}");
+        assert_eq!(
+            error["error"]["message"], ENGINE_DEAD_CLIENT_MESSAGE,
             "{error}"
         );
 
         let (status, body) = post(server.addr, "/v1/chat/completions", chat(false)).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-        assert_eq!(body["error"]["code"], 503);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+        assert_eq!(body["error"]["code"], 500);
+        assert_eq!(body["error"]["message"], ENGINE_DEAD_CLIENT_MESSAGE);
         let (status, _) = post(server.addr, "/v1/completions", json!({"prompt": "x"})).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
         assert_eq!(
             get(server.addr, "/health").await.status,
             StatusCode::SERVICE_UNAVAILABLE

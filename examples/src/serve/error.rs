@@ -7,6 +7,11 @@ use vllm_chat::RenderError;
 use vllm_chat::openai::{ErrorInfo, ErrorResponse};
 use vllm_client::ClientError;
 
+/// What vLLM 0.33 tells API clients when its engine died (`EngineDeadError.CLIENT_MESSAGE`;
+/// the cause goes to the server log, not to clients).
+pub const ENGINE_DEAD_CLIENT_MESSAGE: &str =
+    "The server had an error while processing your request.";
+
 /// An error answer of the API.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
@@ -41,11 +46,13 @@ impl ApiError {
         }
     }
 
-    /// The error for a request the engine link refused or lost: 503 once the engine is
-    /// dead or the client shut down, 400 for a request the client rejects.
+    /// The error for a request the engine link refused or lost: what vLLM answers for
+    /// `EngineDeadError` (500, its client message) once the engine is dead, 503 while
+    /// the server shuts down, 400 for a request the client rejects.
     pub fn from_client(error: &ClientError) -> Self {
         match error {
-            ClientError::EngineDead(_) | ClientError::Shutdown => Self {
+            ClientError::EngineDead(_) => Self::internal(ENGINE_DEAD_CLIENT_MESSAGE),
+            ClientError::Shutdown => Self {
                 status: StatusCode::SERVICE_UNAVAILABLE,
                 kind: "ServiceUnavailableError",
                 message: error.to_string(),

@@ -14,7 +14,7 @@
 //! vLLM's shape ([`error`]); streams are server-sent events ([`sse`]).
 //!
 //! Engine failure: a request whose engine died gets an error event on its open stream,
-//! and new requests get 503 (`/health` too). A client that disconnects drops its
+//! and new requests get vLLM's 500 for a dead engine (`/health` answers 503). A client that disconnects drops its
 //! response body, which drops the engine stream and aborts the engine request.
 
 pub mod chat;
@@ -353,12 +353,12 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// `GET /health`: 200 while the engines answer, 503 once they are dead.
+/// `GET /health`: 200 while the engines answer, 503 (empty, as vLLM) once they are dead.
 async fn health(State(state): State<AppState>) -> Response {
     let probe = state.client.call_utility("is_sleeping", Vec::new());
     match tokio::time::timeout(Duration::from_secs(10), probe).await {
-        Ok(Err(e @ (ClientError::EngineDead(_) | ClientError::Shutdown))) => {
-            ApiError::from_client(&e).into_response()
+        Ok(Err(ClientError::EngineDead(_) | ClientError::Shutdown)) => {
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
         Ok(_) => StatusCode::OK.into_response(),
         Err(_) => ApiError {
