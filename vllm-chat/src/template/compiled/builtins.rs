@@ -198,6 +198,33 @@ impl<'a> Run<'a> {
                         .map_err(|_| Bail)?
                         .collect::<Value>()
                 }
+                Method::Replace => {
+                    let (Some(old), Some(new)) = (
+                        args.first().and_then(Value::as_str),
+                        args.get(1).and_then(Value::as_str),
+                    ) else {
+                        return Err(Bail);
+                    };
+                    let count = match args.get(2) {
+                        None => None,
+                        Some(v) if v.is_none() || v.is_undefined() => None,
+                        Some(v) if v.is_integer() => {
+                            let n = i32::try_from(v.as_i64().ok_or(Bail)?).map_err(|_| Bail)?;
+                            usize::try_from(n).ok()
+                        }
+                        Some(_) => return Err(Bail),
+                    };
+                    // Pay for the growth before making the string, as pycompat does.
+                    if new.len() > old.len() {
+                        let matches = s.len() / old.len().max(1) + 1;
+                        let matches = count.map_or(matches, |c| matches.min(c));
+                        self.charge(matches.saturating_mul(new.len() - old.len()))?;
+                    }
+                    Value::from(match count {
+                        Some(count) => s.replacen(old, new, count),
+                        None => s.replace(old, new),
+                    })
+                }
                 Method::Upper if args.is_empty() => Value::from(s.to_uppercase()),
                 Method::Lower if args.is_empty() => Value::from(s.to_lowercase()),
                 _ => return Err(Bail),

@@ -82,6 +82,8 @@ const SUFFIX: &[&str] = &[
     ".role",
     "['content']",
     ".lstrip('a')",
+    ".replace('a', 'xy')",
+    ".replace(' ', '', 1)",
 ];
 
 fn expr(rng: &mut Rng, depth: u32) -> String {

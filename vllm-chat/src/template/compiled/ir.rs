@@ -181,6 +181,7 @@ pub(super) enum Method {
     Split,
     Upper,
     Lower,
+    Replace,
     Items,
     Get,
 }

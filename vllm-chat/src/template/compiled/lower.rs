@@ -446,6 +446,7 @@ fn method(name: &str) -> Option<Method> {
         "split" => Method::Split,
         "upper" => Method::Upper,
         "lower" => Method::Lower,
+        "replace" => Method::Replace,
         "items" => Method::Items,
         "get" => Method::Get,
         _ => return None,
@@ -463,6 +464,7 @@ impl Method {
             | Method::StartsWith
             | Method::EndsWith => 1,
             Method::Split | Method::Get => 2,
+            Method::Replace => 3,
         }
     }
 }
