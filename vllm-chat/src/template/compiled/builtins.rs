@@ -9,8 +9,8 @@ use minijinja::value::{Kwargs, ValueKind};
 use minijinja::{Value, filters, tests as builtin};
 
 use super::super::pyjson::{self, DumpOptions};
-use super::super::value::is_none;
-use super::eval::{Bail, Run, Step, is_ours};
+use super::super::value::{Generator, is_none};
+use super::eval::{Bail, Run, Step, is_ours, valid};
 use super::ir::{Expr, Filter, Method, Test};
 
 impl<'a> Run<'a> {
@@ -23,23 +23,46 @@ impl<'a> Run<'a> {
             return Ok(matches!(test, Test::Defined));
         }
         let value = self.expr(e)?;
-        if is_ours(&value) && !matches!(test, Test::Defined | Test::Undefined | Test::None) {
-            return Err(Bail);
+        test_value(test, &value)
+    }
+
+    /// jinja2's `select`/`reject`/`selectattr`/`rejectattr` (the environment's
+    /// versions: a falsy input gives nothing, the result is a generator) for tests
+    /// compiled here and `eq`/`ne`.
+    fn select(&mut self, filter: Filter, input: Value, args: &[Value]) -> Step<Value> {
+        let by_attr = matches!(filter, Filter::SelectAttr | Filter::RejectAttr);
+        let invert = matches!(filter, Filter::Reject | Filter::RejectAttr);
+        let (attr, rest) = match by_attr {
+            true => (
+                Some(args.first().and_then(Value::as_str).ok_or(Bail)?),
+                &args[1..],
+            ),
+            false => (None, args),
+        };
+        let (test, test_args) = match rest.split_first() {
+            Some((name, test_args)) => (Some(name.as_str().ok_or(Bail)?), test_args),
+            None => (None, rest),
+        };
+        let items = if is_none(&input) || !input.is_true() {
+            Vec::new()
+        } else {
+            self.iterate(&input)?
+        };
+        let mut kept = Vec::new();
+        for item in items {
+            let probe = match attr {
+                Some(path) => get_path(&item, path)?,
+                None => item.clone(),
+            };
+            let passed = match test {
+                None => probe.is_true(),
+                Some(name) => named_test(name, &probe, test_args)?,
+            };
+            if passed != invert {
+                kept.push(item);
+            }
         }
-        Ok(match test {
-            Test::Defined => builtin::is_defined(&value),
-            Test::Undefined => builtin::is_undefined(&value),
-            Test::None => is_none(&value),
-            Test::String => builtin::is_string(&value),
-            Test::Mapping => builtin::is_mapping(&value),
-            Test::Sequence => builtin::is_sequence(&value),
-            Test::Iterable => builtin::is_iterable(&value),
-            Test::Number => builtin::is_number(&value),
-            Test::Integer => builtin::is_integer(&value),
-            Test::Boolean => builtin::is_boolean(&value),
-            Test::True => builtin::is_true(&value),
-            Test::False => builtin::is_false(&value),
-        })
+        Ok(Value::from_object(Generator(kept)))
     }
 
     pub(super) fn filter(
@@ -141,6 +164,10 @@ impl<'a> Run<'a> {
             }
             Filter::Items => filters::items(&input).map_err(|_| Bail),
             Filter::List => Ok(Value::from(self.iterate(&input)?)),
+            Filter::Select | Filter::Reject | Filter::SelectAttr | Filter::RejectAttr => {
+                let args = pos.iter().map(|e| self.expr(e)).collect::<Step<Vec<_>>>()?;
+                self.select(filter, input, &args)
+            }
         }
     }
 
@@ -250,4 +277,53 @@ impl<'a> Run<'a> {
             _ => Err(Bail),
         }
     }
+}
+
+/// A test compiled here, as the environment defines it (`none` is Python's).
+fn test_value(test: Test, value: &Value) -> Step<bool> {
+    if is_ours(value) && !matches!(test, Test::Defined | Test::Undefined | Test::None) {
+        return Err(Bail);
+    }
+    Ok(match test {
+        Test::Defined => builtin::is_defined(value),
+        Test::Undefined => builtin::is_undefined(value),
+        Test::None => is_none(value),
+        Test::String => builtin::is_string(value),
+        Test::Mapping => builtin::is_mapping(value),
+        Test::Sequence => builtin::is_sequence(value),
+        Test::Iterable => builtin::is_iterable(value),
+        Test::Number => builtin::is_number(value),
+        Test::Integer => builtin::is_integer(value),
+        Test::Boolean => builtin::is_boolean(value),
+        Test::True => builtin::is_true(value),
+        Test::False => builtin::is_false(value),
+    })
+}
+
+/// A test called by name from `select`-style filters.
+fn named_test(name: &str, value: &Value, args: &[Value]) -> Step<bool> {
+    match (name, args) {
+        ("eq" | "equalto" | "==", [other]) if !is_ours(value) && !is_ours(other) => {
+            Ok(value == other)
+        }
+        ("ne" | "!=", [other]) if !is_ours(value) && !is_ours(other) => Ok(value != other),
+        (name, []) => match super::lower::test(name) {
+            Some(test) => test_value(test, value),
+            None => Err(Bail),
+        },
+        _ => Err(Bail),
+    }
+}
+
+/// minijinja's dotted attribute path (`function.name`, `items.0`).
+fn get_path(value: &Value, path: &str) -> Step<Value> {
+    let mut current = value.clone();
+    for part in path.split('.') {
+        current = match part.parse::<usize>() {
+            Ok(index) => current.get_item_by_index(index),
+            Err(_) => current.get_attr(part),
+        }
+        .map_err(|_| Bail)?;
+    }
+    valid(current)
 }

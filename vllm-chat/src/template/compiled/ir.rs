@@ -169,6 +169,10 @@ pub(super) enum Filter {
     Join,
     Items,
     List,
+    Select,
+    Reject,
+    SelectAttr,
+    RejectAttr,
 }
 
 #[derive(Clone, Copy)]

@@ -391,7 +391,7 @@ fn loop_attr(name: &str) -> Option<LoopAttr> {
     })
 }
 
-fn test(name: &str) -> Option<Test> {
+pub(super) fn test(name: &str) -> Option<Test> {
     Some(match name {
         "defined" => Test::Defined,
         "undefined" => Test::Undefined,
@@ -419,6 +419,10 @@ fn filter(name: &str) -> Option<Filter> {
         "join" => Filter::Join,
         "items" => Filter::Items,
         "list" => Filter::List,
+        "select" => Filter::Select,
+        "reject" => Filter::Reject,
+        "selectattr" => Filter::SelectAttr,
+        "rejectattr" => Filter::RejectAttr,
         _ => return None,
     })
 }
@@ -433,6 +437,8 @@ fn filter_takes(filter: Filter, positional: usize, keywords: &[(Box<str>, Expr)]
         }
         Filter::Default => positional <= 2 && keywords.is_empty(),
         Filter::Join => positional <= 1 && keywords.is_empty(),
+        Filter::Select | Filter::Reject => keywords.is_empty(),
+        Filter::SelectAttr | Filter::RejectAttr => positional >= 1 && keywords.is_empty(),
     }
 }
 

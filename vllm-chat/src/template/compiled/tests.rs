@@ -59,6 +59,7 @@ fn compiled_constructs_render_as_the_interpreter() {
         "{% macro roles(ms) %}{% for m in ms %}{{ loop.index }}{{ m.role }}{% endfor %}{% endmacro %}{% for m in messages %}{{ roles(messages[:loop.index]) }}|{% endfor %}{{ roles(messages) | length }}",
         "{% macro d(a=b, b='B') %}{{ a }}{{ b }}{% endmacro %}{{ d() }}{{ d(b='x') }}{% macro uses_ctx() %}{{ n }}{{ messages | length }}{% endmacro %}{{ uses_ctx() }}",
         "{% for m in messages %}{% macro inner() %}{{ m.role }}{% endmacro %}{{ inner() }}{% endfor %}",
+        "{{ messages | selectattr('role', 'equalto', 'user') | list | length }}{{ messages | rejectattr('content') | list | length }}{% for m in messages | selectattr('tool_calls', 'defined') %}{{ m.role }}{% endfor %}{{ [1, none, 'a'] | reject('none') | list }}{{ ['a', 1] | select('string') | list }}{{ none | selectattr('x') | list }}{% for t in messages[2:3] | selectattr('tool_calls.0.function.name', 'eq', 'f') %}{{ t.role }}{% endfor %}",
         "{%- for m in messages -%}\n  {{- m.role -}}\n{%- endfor %}\n{{ messages | length }}\n",
     ];
     for source in cases {
