@@ -77,3 +77,34 @@ fn content_format_names_match_vllm() {
     assert_eq!(ContentFormat::String.as_str(), "string");
     assert_eq!(ContentFormat::OpenAi.as_str(), "openai");
 }
+
+/// A tag chaining thousands of operators would overflow minijinja's recursive parser
+/// and compiler (an abort); it is refused as a syntax error instead, on a thread with
+/// tokio's 2 MiB stack. A long but sane chain still renders.
+#[test]
+fn endless_operator_chains_are_refused_not_crashing() {
+    let check = |source: String| {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || render_str(&source, &Value::Null, &RendererOptions::default()))
+            .expect("thread")
+            .join()
+            .expect("no crash")
+    };
+    let sum = |n: usize| format!("{{{{ {} }}}}", vec!["'a'"; n].join(" + "));
+    assert_eq!(check(sum(1_001)).expect("renders").len(), 1_001);
+    for source in [
+        sum(100_000),
+        format!("{{{{ x{} }}}}", "|string".repeat(50_000)),
+        format!("{{{{ x{} }}}}", ".a".repeat(50_000)),
+        format!(
+            "{{% if {} %}}{{% endif %}}",
+            vec!["x"; 50_000].join(" and ")
+        ),
+    ] {
+        assert!(
+            matches!(check(source), Err(RenderError::TemplateSyntax(_))),
+            "refused"
+        );
+    }
+}

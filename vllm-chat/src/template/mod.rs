@@ -134,6 +134,7 @@ impl TemplateSet {
 
     /// Compiles `source` under `name` (replacing a template of that name).
     pub(crate) fn add(&mut self, name: &str, source: &str) -> Result<(), RenderError> {
+        check_operator_chains(source, self.syntax.clone())?;
         let source = rewrite_generation_tags(source);
         self.programs.remove(name);
         let program = match self.fast_path {
@@ -199,6 +200,57 @@ pub fn render_str(
         other => from_json(other),
     };
     set.render("template", ctx)
+}
+
+/// Most operators (`+`, `~`, `|`, `.`, `[`, `and`, …) one tag may chain.
+///
+/// minijinja parses `a + b + c …` into a tree as deep as the chain and compiles it
+/// recursively, so a tag with thousands of operators overflows the stack (an abort,
+/// not an error) — before any limit of ours applies. Real templates use a few dozen;
+/// jinja2 gives up on such chains too (Python's recursion limit).
+const MAX_OPERATORS_PER_TAG: usize = 1_000;
+
+/// Refuses a template with a tag chaining more than [`MAX_OPERATORS_PER_TAG`]
+/// operators. Lexer errors are left for minijinja to report.
+fn check_operator_chains(source: &str, syntax: SyntaxConfig) -> Result<(), RenderError> {
+    use minijinja::machinery::{Token, tokenize};
+    let mut operators = 0usize;
+    for token in tokenize(source, false, syntax) {
+        let Ok((token, _)) = token else {
+            return Ok(());
+        };
+        match token {
+            Token::VariableStart | Token::BlockStart => operators = 0,
+            Token::Plus
+            | Token::Minus
+            | Token::Mul
+            | Token::Div
+            | Token::FloorDiv
+            | Token::Pow
+            | Token::Mod
+            | Token::Dot
+            | Token::Tilde
+            | Token::Pipe
+            | Token::Eq
+            | Token::Ne
+            | Token::Gt
+            | Token::Gte
+            | Token::Lt
+            | Token::Lte
+            | Token::BracketOpen
+            | Token::ParenOpen
+            | Token::Ident("and" | "or" | "not" | "is" | "in" | "if") => {
+                operators += 1;
+                if operators > MAX_OPERATORS_PER_TAG {
+                    return Err(RenderError::TemplateSyntax(format!(
+                        "a tag chains more than {MAX_OPERATORS_PER_TAG} operators"
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// The message of a template error: a `raise_exception` text as the template wrote
