@@ -58,6 +58,26 @@ fn special_tokens(fixture: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A renderer for one corpus template, as the fixtures rendered it.
+fn corpus_renderer(
+    source: &str,
+    special: &[(String, String)],
+    fixture: &Value,
+    interpreter_only: bool,
+) -> Result<ChatRenderer, vllm_chat::RenderError> {
+    let files = ModelFiles {
+        chat_templates: Some(ChatTemplates::Single(source.to_owned())),
+        special_tokens: special.to_vec(),
+        ..Default::default()
+    };
+    let options = RendererOptions {
+        clock: pinned_clock(fixture),
+        interpreter_only,
+        ..Default::default()
+    };
+    ChatRenderer::new(files, options)
+}
+
 /// The vendored template corpus.
 fn templates_dir() -> PathBuf {
     root().join("../testdata/templates")
@@ -161,16 +181,7 @@ fn template_corpus_matches_transformers() {
     let mut fast = FastPathStats::default();
     for (name, expected) in fixture["templates"].as_object().expect("templates") {
         let source = std::fs::read_to_string(dir.join(name)).expect("template file");
-        let files = ModelFiles {
-            chat_templates: Some(ChatTemplates::Single(source)),
-            special_tokens: special.clone(),
-            ..Default::default()
-        };
-        let options = RendererOptions {
-            clock: pinned_clock(&fixture),
-            ..Default::default()
-        };
-        let diffs = match ChatRenderer::new(files, options) {
+        let diffs = match corpus_renderer(&source, &special, &fixture, false) {
             Ok(renderer) => {
                 let renderer = &renderer;
                 let mut diffs: Vec<(String, String)> = cases
@@ -270,17 +281,8 @@ fn fast_path_and_interpreter_agree() {
     for name in fixture["templates"].as_object().expect("templates").keys() {
         let source = std::fs::read_to_string(dir.join(name)).expect("template file");
         let renderer = |interpreter_only| {
-            let files = ModelFiles {
-                chat_templates: Some(ChatTemplates::Single(source.clone())),
-                special_tokens: special.clone(),
-                ..Default::default()
-            };
-            let options = RendererOptions {
-                clock: pinned_clock(&fixture),
-                interpreter_only,
-                ..Default::default()
-            };
-            ChatRenderer::new(files, options).map_err(|e| e.to_string())
+            corpus_renderer(&source, &special, &fixture, interpreter_only)
+                .map_err(|e| e.to_string())
         };
         let (fast, slow) = match (renderer(false), renderer(true)) {
             (Ok(fast), Ok(slow)) => (fast, slow),

@@ -98,10 +98,12 @@ struct Scope {
 /// scope update them too (minijinja's closures bind late, like Python's).
 type Closure = Vec<(Name, Value)>;
 
-fn closure_set(closure: &mut Closure, name: Name, value: Value) {
-    match closure.iter_mut().find(|(n, _)| *n == name) {
+/// Sets `name` among `entries[from..]` (a scope's variables, a closure): in place if
+/// present, else appended.
+fn upsert(entries: &mut Vec<(Name, Value)>, from: usize, name: Name, value: Value) {
+    match entries[from..].iter_mut().find(|(n, _)| *n == name) {
         Some(slot) => slot.1 = value,
-        None => closure.push((name, value)),
+        None => entries.push((name, value)),
     }
 }
 
@@ -116,8 +118,8 @@ pub(super) struct Run<'a> {
     clock: Clock,
     fuel: u64,
     out: String,
-    /// Context lookups, resolved on first use (`None`: not resolved yet).
-    globals: Vec<Option<Option<Value>>>,
+    /// Render-context lookups by name, made on first use (`None`: not looked up yet).
+    context: Vec<Option<Option<Value>>>,
     /// Variables of every scope (the template's, then one per running loop), the
     /// innermost last, so a backwards scan finds what Jinja's scoping finds.
     vars: Vec<(Name, Value)>,
@@ -139,7 +141,7 @@ impl<'a> Run<'a> {
             clock,
             fuel,
             out: String::with_capacity(program.output_hint()),
-            globals: vec![None; program.names.len()],
+            context: vec![None; program.names.len()],
             vars: Vec::with_capacity(16),
             scopes: vec![Scope {
                 start: 0,
@@ -237,13 +239,9 @@ impl<'a> Run<'a> {
                     return self.stmts(&f.else_body);
                 }
                 self.push_scope();
-                self.loops.push(LoopState {
-                    items: Vec::new(),
-                    index: 0,
-                });
                 let count = items.len();
+                self.loops.push(LoopState { items, index: 0 });
                 let last = self.loops.len() - 1;
-                self.loops[last].items = items;
                 let scope = self.vars.len();
                 let mut broke_at_first = false;
                 for index in 0..count {
@@ -315,7 +313,7 @@ impl<'a> Run<'a> {
                     None if program.is_global(name) => continue,
                     None => Value::UNDEFINED,
                 };
-                closure_set(&mut self.closures[closure], name, value);
+                upsert(&mut self.closures[closure], 0, name, value);
             }
         }
         let closure = self.scopes.last().and_then(|s| s.closure);
@@ -439,12 +437,9 @@ impl<'a> Run<'a> {
                 let scope = self.scopes.last().ok_or(Bail)?;
                 let start = scope.start;
                 if let Some(closure) = scope.closure {
-                    closure_set(&mut self.closures[closure], *name, value.clone());
+                    upsert(&mut self.closures[closure], 0, *name, value.clone());
                 }
-                match self.vars[start..].iter_mut().find(|(n, _)| n == name) {
-                    Some(slot) => slot.1 = value,
-                    None => self.vars.push((*name, value)),
-                }
+                upsert(&mut self.vars, start, *name, value);
                 Ok(())
             }
             Target::Tuple(targets) => {
@@ -469,7 +464,7 @@ impl<'a> Run<'a> {
         if let Some(v) = self.captured.iter().find(|(n, _)| *n == name) {
             return Some(&v.1);
         }
-        let slot = &mut self.globals[name as usize];
+        let slot = &mut self.context[name as usize];
         if slot.is_none() {
             let found = self
                 .ctx
