@@ -1,35 +1,46 @@
-//! Parse a model output the way vLLM's `--tool-call-parser` / `--reasoning-parser`
-//! would, and print the assistant message.
+//! Parse a model output the way a vLLM server with `--tool-call-parser` /
+//! `--reasoning-parser` would answer it, and print the assistant message.
 //!
 //! ```text
 //! cargo run --release -p vllm-examples --example parse -- \
 //!     --tool-call-parser hermes --reasoning-parser qwen3 \
-//!     [--model /models/Qwen3-8B] [--chunk 4] [--tools tools.json] < output.txt
+//!     [--model /models/Qwen3-8B] [--prompt-token-ids prompt.json] \
+//!     [--tools tools.json] [--tool-choice required] [--chunk 4] < output.txt
 //! ```
 //!
-//! Prints `{"content", "reasoning", "tool_calls": [{"type", "function": {"name",
-//! "arguments"}}]}` as vLLM's non-streaming response holds it. With `--chunk N` the
-//! output is fed N characters at a time and every delta is printed first, one JSON
-//! line each in the shape of vLLM's streamed `delta`, then the merged message.
-//! `--model` checks that the model's tokenizer has the tokens the parsers need (as
-//! vLLM does at start-up) and lets `auto` pick parsers by the model's name.
+//! Runs vLLM's serving rules ([`vllm_parser::serving`]): the request
+//! adjustments (printed to stderr), the parser's start state from the rendered
+//! prompt's token ids (`--prompt-token-ids`, a JSON list or a file holding one;
+//! needs `--model` to know the marker tokens' ids), `tool_choice`, and the
+//! finish reason. Prints `{"content", "reasoning", "tool_calls": [{"type",
+//! "function": {"name", "arguments"}}], "finish_reason"}` as vLLM's non-streaming
+//! response holds it. With `--chunk N` the output is fed N characters at a time
+//! and every delta is printed first, one JSON line each in the shape of vLLM's
+//! streamed `delta`, then the merged message. `--model` checks that the model's
+//! tokenizer has the tokens the parsers need (as vLLM does at start-up), gives
+//! `hf`/`beam` the checkpoint's `response_template`, and lets `auto` pick parsers
+//! by the model's name. `none` selects no parser, as `serve` takes it.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Parser;
 use serde_json::{Map, Value, json};
-use vllm_parser::{Event, MessageBuilder, MessageParser, ParserOptions, Tool, registry};
+use vllm_parser::response_template::ResponseTemplate;
+use vllm_parser::serving::{ServingParsers, ServingRequest, ToolChoice};
+use vllm_parser::{Event, Tool, registry};
 
 /// Command line.
 #[derive(Parser, Debug)]
 #[command(about = "Parse a model output (stdin) into content, reasoning and tool calls")]
 struct Args {
-    /// Tool-call parser (vLLM's name, or `auto` with --model).
+    /// Tool-call parser (vLLM's name, `auto` with --model, or `none`).
     #[arg(long)]
     tool_call_parser: Option<String>,
-    /// Reasoning parser (vLLM's name, or `auto` with --model).
+    /// Reasoning parser (vLLM's name, `auto` with --model, or `none`).
     #[arg(long)]
     reasoning_parser: Option<String>,
     /// Model directory: its tokenizer must have the parsers' required tokens.
@@ -42,60 +53,136 @@ struct Args {
     /// an object with a `tools` array).
     #[arg(long)]
     tools: Option<PathBuf>,
+    /// The request's `tool_choice`: `none`, `auto`, `required`, a function
+    /// name, or the OpenAI JSON object.
+    #[arg(long)]
+    tool_choice: Option<String>,
+    /// The request's `parallel_tool_calls`.
+    #[arg(long)]
+    parallel_tool_calls: Option<bool>,
+    /// The request's `include_reasoning`.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    include_reasoning: bool,
     /// The request's `chat_template_kwargs`, as a JSON object.
     #[arg(long)]
     chat_template_kwargs: Option<String>,
-    /// The end of the rendered prompt (some parsers read whether it closed reasoning).
-    #[arg(long, default_value = "")]
-    prompt: String,
+    /// The rendered prompt's token ids: a JSON list, or a file holding one.
+    #[arg(long)]
+    prompt_token_ids: Option<String>,
 }
 
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let (reasoning, tool) = parser_names(&args)?;
-    if let Some(model) = &args.model {
-        let vocabulary = Vocabulary::read(model)?;
-        registry::check_tokens(reasoning.as_deref(), tool.as_deref(), |token| {
-            vocabulary.has(token)
-        })?;
-    }
-    let options = ParserOptions {
-        tools: read_tools(args.tools.as_deref())?,
-        chat_template_kwargs: match &args.chat_template_kwargs {
-            Some(text) => serde_json::from_str(text).context("--chat-template-kwargs")?,
-            None => Map::new(),
+    let vocabulary = args.model.as_deref().map(Vocabulary::read).transpose()?;
+    let response_template = match (&args.model, &vocabulary) {
+        (Some(model), Some(_)) => match read_json(model, "tokenizer_config.json")? {
+            Some(config) => ResponseTemplate::from_tokenizer_config(&config)?,
+            None => None,
         },
-        prompt: args.prompt.clone(),
-        ..ParserOptions::default()
+        _ => None,
     };
-    let mut parser = MessageParser::from_names(reasoning.as_deref(), tool.as_deref(), &options)?;
+    // Without --model every token a parser asks for exists, under an id no
+    // prompt holds.
+    let invented = RefCell::new(HashMap::<String, u32>::new());
+    let token_id = |token: &str| match &vocabulary {
+        Some(v) => v.id(token),
+        None => {
+            let mut invented = invented.borrow_mut();
+            let next = u32::MAX - invented.len() as u32;
+            Some(*invented.entry(token.to_owned()).or_insert(next))
+        }
+    };
+    let parsers = ServingParsers::new(
+        reasoning.as_deref(),
+        tool.as_deref(),
+        tool.is_some(),
+        response_template,
+        token_id,
+    )?;
+    let tools = read_tools(args.tools.as_deref())?;
+    let kwargs: Map<String, Value> = match &args.chat_template_kwargs {
+        Some(text) => serde_json::from_str(text).context("--chat-template-kwargs")?,
+        None => Map::new(),
+    };
+    let request = ServingRequest {
+        tools: args.tools.is_some().then_some(tools.as_slice()),
+        tool_choice: args.tool_choice.as_deref().map(tool_choice).transpose()?,
+        parallel_tool_calls: args.parallel_tool_calls,
+        include_reasoning: args.include_reasoning,
+        chat_template_kwargs: &kwargs,
+        skip_special_tokens: None,
+        response_format_set: false,
+        strict_tools: false,
+    };
+    let adjustments = parsers.adjust_request(&request)?;
+    eprintln!("request adjustments: {adjustments:?}");
+    let prompt = match &args.prompt_token_ids {
+        Some(arg) => prompt_token_ids(arg)?,
+        None => Vec::new(),
+    };
 
     let mut output = String::new();
     std::io::stdin()
         .read_to_string(&mut output)
         .context("reading the model output from stdin")?;
 
-    let message = match args.chunk {
-        None => parser.parse(&output, &[]),
+    let mut parser = parsers.choice_parser(&request, &prompt, args.chunk.is_some())?;
+    let events = match args.chunk {
+        None => parser.push(&output, &[], true),
         Some(size) => {
-            let mut builder = MessageBuilder::new();
-            let mut events = Vec::new();
+            let mut all = Vec::new();
             let chars: Vec<char> = output.chars().collect();
-            for piece in chars.chunks(size.max(1)) {
-                let text: String = piece.iter().collect();
-                parser.push(&text, &[], &mut events);
+            let pieces: Vec<String> = chars
+                .chunks(size.max(1))
+                .map(|p| p.iter().collect())
+                .collect();
+            for (i, text) in pieces.iter().enumerate() {
+                let events = parser.push(text, &[], i + 1 == pieces.len());
                 print_delta(&events);
-                builder.extend(&events);
-                events.clear();
+                all.extend(events);
             }
-            parser.finish(&mut events);
-            print_delta(&events);
-            builder.extend(&events);
-            builder.finish()
+            if pieces.is_empty() {
+                all.extend(parser.push("", &[], true));
+            }
+            all
         }
     };
-    println!("{}", serde_json::to_string_pretty(&message)?);
+    let message = parser.message(&events);
+    let mut out = serde_json::to_value(&message)?;
+    out["finish_reason"] = json!(parser.finish_reason("stop"));
+    println!("{}", serde_json::to_string_pretty(&out)?);
     Ok(())
+}
+
+/// `--tool-choice`: a mode, the OpenAI object, or a function name.
+fn tool_choice(arg: &str) -> anyhow::Result<ToolChoice> {
+    if let Ok(value) = serde_json::from_str::<Value>(arg)
+        && let Some(choice) = ToolChoice::from_openai(&value)
+    {
+        return Ok(choice);
+    }
+    Ok(match arg {
+        "none" => ToolChoice::None,
+        "auto" => ToolChoice::Auto,
+        "required" => ToolChoice::Required,
+        name if !name.trim().is_empty() && !name.starts_with('{') => {
+            ToolChoice::Named(name.to_owned())
+        }
+        _ => {
+            bail!("--tool-choice: expected none, auto, required, a function name or a JSON object")
+        }
+    })
+}
+
+/// `--prompt-token-ids`: a JSON list, or a file holding one.
+fn prompt_token_ids(arg: &str) -> anyhow::Result<Vec<u32>> {
+    let text = if arg.trim_start().starts_with('[') {
+        arg.to_owned()
+    } else {
+        std::fs::read_to_string(arg).with_context(|| format!("--prompt-token-ids {arg}"))?
+    };
+    serde_json::from_str(&text).context("--prompt-token-ids: expected a JSON list of token ids")
 }
 
 /// The parser names to build, with `auto` resolved from the model's name.
@@ -112,10 +199,12 @@ fn parser_names(args: &Args) -> anyhow::Result<(Option<String>, Option<String>)>
         None
     };
     let tool = match args.tool_call_parser.as_deref() {
+        Some("none") => None,
         Some("auto") => auto.map(|(tool, _)| tool.to_owned()),
         other => other.map(str::to_owned),
     };
     let reasoning = match args.reasoning_parser.as_deref() {
+        Some("none") => None,
         Some("auto") => auto.and_then(|(_, reasoning)| reasoning).map(str::to_owned),
         other => other.map(str::to_owned),
     };
@@ -181,41 +270,47 @@ fn print_delta(events: &[Event]) {
     }
 }
 
-/// The token strings a model's tokenizer knows: its vocabulary and added tokens,
-/// read from `tokenizer.json` (or `tokenizer.json.gz`) and `tokenizer_config.json`.
+/// The token strings a model's tokenizer knows and their ids: its vocabulary
+/// and added tokens, read from `tokenizer.json` (or `tokenizer.json.gz`) and
+/// `tokenizer_config.json`.
 struct Vocabulary {
-    tokens: std::collections::HashSet<String>,
+    tokens: HashMap<String, u32>,
 }
 
 impl Vocabulary {
     fn read(dir: &Path) -> anyhow::Result<Self> {
-        let mut tokens = std::collections::HashSet::new();
+        let mut tokens = HashMap::new();
         if let Some(tokenizer) = read_json(dir, "tokenizer.json")? {
-            for added in tokenizer["added_tokens"].as_array().into_iter().flatten() {
-                if let Some(content) = added["content"].as_str() {
-                    tokens.insert(content.to_owned());
-                }
-            }
             match &tokenizer["model"]["vocab"] {
                 // BPE and WordPiece: {"token": id}.
-                Value::Object(vocab) => tokens.extend(vocab.keys().cloned()),
-                // Unigram: [["piece", score], …].
-                Value::Array(pieces) => tokens.extend(
-                    pieces
+                Value::Object(vocab) => tokens.extend(
+                    vocab
                         .iter()
-                        .filter_map(|piece| piece[0].as_str().map(str::to_owned)),
+                        .filter_map(|(k, v)| Some((k.clone(), u32::try_from(v.as_u64()?).ok()?))),
                 ),
+                // Unigram: [["piece", score], …], ids by position.
+                Value::Array(pieces) => {
+                    tokens.extend(pieces.iter().enumerate().filter_map(|(id, piece)| {
+                        Some((piece[0].as_str()?.to_owned(), u32::try_from(id).ok()?))
+                    }))
+                }
                 _ => {}
+            }
+            for added in tokenizer["added_tokens"].as_array().into_iter().flatten() {
+                if let (Some(content), Some(id)) = (added["content"].as_str(), added["id"].as_u64())
+                {
+                    tokens.insert(content.to_owned(), u32::try_from(id)?);
+                }
             }
         }
         if let Some(config) = read_json(dir, "tokenizer_config.json")?
             && let Some(decoder) = config["added_tokens_decoder"].as_object()
         {
-            tokens.extend(
-                decoder
-                    .values()
-                    .filter_map(|token| token["content"].as_str().map(str::to_owned)),
-            );
+            for (id, token) in decoder {
+                if let (Some(content), Ok(id)) = (token["content"].as_str(), id.parse::<u32>()) {
+                    tokens.entry(content.to_owned()).or_insert(id);
+                }
+            }
         }
         if tokens.is_empty() {
             bail!(
@@ -226,8 +321,8 @@ impl Vocabulary {
         Ok(Self { tokens })
     }
 
-    fn has(&self, token: &str) -> bool {
-        self.tokens.contains(token)
+    fn id(&self, token: &str) -> Option<u32> {
+        self.tokens.get(token).copied()
     }
 }
 

@@ -21,4 +21,21 @@ pub enum ParserError {
         /// The token it needs.
         token: String,
     },
+    /// `--enable-auto-tool-choice` without `--tool-call-parser` (vLLM refuses
+    /// to start).
+    #[error("--enable-auto-tool-choice requires --tool-call-parser")]
+    AutoToolChoiceWithoutParser,
+    /// A response-template parser (`hf`, `beam`) composed with a different
+    /// parser: vLLM refuses to start; use the same one for both flags, or one.
+    #[error("--reasoning-parser {reasoning} and --tool-call-parser {tool} cannot be combined")]
+    CannotCombine {
+        /// The reasoning parser.
+        reasoning: String,
+        /// The tool parser.
+        tool: String,
+    },
+    /// `hf` / `beam` without the checkpoint's `response_template`: pass it,
+    /// compiled with `ResponseTemplate::from_tokenizer_config`.
+    #[error("parser {0:?} needs the checkpoint's response_template (tokenizer_config.json)")]
+    MissingResponseTemplate(String),
 }

@@ -12,6 +12,8 @@
 //!   tool parser, as vLLM's serving layer composes them.
 //! - [`MessageBuilder`] / [`ParsedMessage`]: events merged into the assistant
 //!   message (`content`, `reasoning`, `tool_calls`).
+//! - [`serving`]: vLLM's serving-layer rules per request (`adjust_request`,
+//!   the start state from the prompt's token ids, `tool_choice`, finish reason).
 //! - [`registry`]: vLLM's parser names to constructors, `auto` by model name, and
 //!   the tokens each parser needs.
 //! - Building blocks for parser modules: [`text::MarkerScanner`] (incremental
@@ -54,6 +56,7 @@ mod pipeline;
 pub mod reasoning;
 pub mod registry;
 pub mod response_template;
+pub mod serving;
 pub mod text;
 pub mod tool;
 mod tools;

@@ -86,12 +86,18 @@ pub struct ParserOptions {
     /// anything the template opened after it). vLLM starts streaming after
     /// reasoning when the prompt already closed it (`is_reasoning_end(prompt)`),
     /// e.g. Qwen3 with `enable_thinking=False` renders an empty think block.
+    /// [`serving::ServingParsers::choice_parser`](crate::serving::ServingParsers::choice_parser)
+    /// fills it from the prompt's token ids: the prompt's marker tokens in
+    /// order, every other token as U+0001, as vLLM reads token ids.
     pub prompt: String,
     /// The checkpoint's `response_template` (from `tokenizer_config.json`,
     /// compiled once per model with
     /// [`ResponseTemplate::from_tokenizer_config`]), which the `hf` and `beam`
     /// parsers parse by. Other parsers ignore it.
     pub response_template: Option<Arc<ResponseTemplate>>,
+    /// The request's `tool_choice` as given (`None` when absent); parsers
+    /// whose vLLM counterpart reads `request.tool_choice` read it here.
+    pub tool_choice: Option<crate::serving::ToolChoice>,
 }
 
 impl ParserOptions {

@@ -131,6 +131,7 @@ fn options(case: &Case) -> ParserOptions {
         response_template: case.config.response_template.as_ref().map(|spec| {
             Arc::new(ResponseTemplate::from_json(spec).unwrap_or_else(|e| panic!("{e}")))
         }),
+        tool_choice: None,
     }
 }
 

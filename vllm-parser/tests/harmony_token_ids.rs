@@ -112,6 +112,7 @@ fn harmony_parses_token_ids_when_the_text_skips_special_tokens() {
             chat_template_kwargs: case.config.chat_template_kwargs.clone(),
             prompt: String::new(),
             response_template: None,
+            tool_choice: None,
         };
         let got = common::parse(
             case.config.reasoning.as_deref(),

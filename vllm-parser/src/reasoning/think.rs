@@ -47,6 +47,11 @@ pub enum PromptRule {
     /// current assistant turn: the backward search stops at this marker
     /// (Poolside's `<assistant>`), so a `</think>` in earlier turns does not count.
     LastMarkerIsEndSince(&'static str),
+    /// The last start, end or turn-boundary marker is an end marker: vLLM's
+    /// parser-engine `is_reasoning_end`, whose backward scan stops at the
+    /// model's turn boundaries (Qwen3's `<|im_start|>` / `<|im_end|>`), so a
+    /// `</think>` in an earlier turn or in the user's text does not count.
+    LastMarkerIsEndBefore(&'static [&'static str]),
 }
 
 /// Reasoning switched by `chat_template_kwargs.reasoning_effort` (HY V3 / V4).
@@ -120,7 +125,7 @@ pub const QWEN3: ThinkFormat = ThinkFormat {
     thinking_flags: &["enable_thinking"],
     thinking_by_default: true,
     effort: None,
-    prompt_rule: PromptRule::LastMarkerIsEnd,
+    prompt_rule: PromptRule::LastMarkerIsEndBefore(&["<|im_start|>", "<|im_end|>"]),
     unclosed: Unclosed::Reasoning,
 };
 
@@ -322,6 +327,10 @@ fn prompt_closed_reasoning(format: &ThinkFormat, prompt: &str) -> bool {
         PromptRule::LastMarkerIsEnd => end > prompt.rfind(format.start),
         PromptRule::LastMarkerIsEndSince(turn) => {
             end > prompt.rfind(format.start) && end > prompt.rfind(turn)
+        }
+        PromptRule::LastMarkerIsEndBefore(boundaries) => {
+            let boundary = boundaries.iter().filter_map(|b| prompt.rfind(b)).max();
+            end > prompt.rfind(format.start) && end > boundary
         }
         PromptRule::Ignore => false,
     }

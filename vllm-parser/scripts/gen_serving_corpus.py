@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Generate ``tests/fixtures/serving/*.json``: whole requests replayed through
+vLLM 0.33.0's own serving code, for ``tests/serving.rs``.
+
+For every parser configuration of the parser corpora (``scripts/corpus/*.json``,
+the tokenizers and options ``gen_fixtures.py`` uses; one entry per distinct
+reasoning/tool/model), every request variant (tools with ``tool_choice``
+absent / ``none`` / ``required`` / named, no tools, ``parallel_tool_calls:
+false``, ``include_reasoning: false``) and every prompt scenario (the
+corpus' prompt end; a chat rendered with the tokenizer's template; a user
+message and an earlier turn quoting the reasoning markers; thinking turned off
+by ``enable_thinking=False``; ``continue_final_message``), this records what
+vLLM's serving layer does:
+
+* the request after ``Parser.adjust_request`` as ``OnlineRenderer`` calls it
+  (``set_prompt_token_ids`` first; ``should_adjust_request``):
+  ``skip_special_tokens``, ``spaces_between_special_tokens``, the structured
+  outputs kind (``json`` with its schema, or ``structural_tag``), or the error;
+* the message of the non-streaming path (``set_prompt_token_ids``, ``parse``,
+  ``assemble_chat_message_fields``, ``resolve_finish_reason``);
+* the message of the streaming path (``ChatStreamProcessor.step`` token by
+  token with the prompt's token ids, deltas merged as a client merges them).
+
+When vLLM's whole and streaming messages differ, ``expected`` follows the
+parser corpus' decision for that output (its ``follow``, as ``gen_fixtures.py``
+records it); where the corpus has none (the request variants and prompt
+scenarios added here, e.g. a legacy reasoning parser whose whole-text ``parse``
+ignores the prompt that streaming reads with ``is_reasoning_end``), ``follow``
+is ``"either"`` and both of vLLM's answers are accepted. Both are recorded.
+
+Run from the crate directory with the reference environment
+(``../shared/peers/setup.sh``)::
+
+    HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/gen_serving_corpus.py [family ...]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_fixtures as gf  # noqa: E402  (pins vLLM 0.33.0, offline tokenizers)
+
+from vllm.entrypoints.openai.chat_completion.message_assembly import (  # noqa: E402
+    assemble_chat_message_fields,
+)
+from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
+    ChatCompletionRequest,
+)
+from vllm.entrypoints.openai.chat_completion.stream_processor import (  # noqa: E402
+    ChatStreamProcessor,
+)
+from vllm.entrypoints.serve.utils.tool_calls_utils import (  # noqa: E402
+    resolve_finish_reason,
+)
+from vllm.parser.parser_manager import ParserManager  # noqa: E402
+
+OUT = gf.CRATE / "tests" / "fixtures" / "serving"
+MAX_OUTPUTS = 3
+
+VARIANTS = {
+    "auto": {},
+    "none": {"tool_choice": "none"},
+    "required": {"tool_choice": "required"},
+    "named": {"tool_choice": "NAMED"},
+    "no_tools": {"tools": None},
+    "single_call": {"parallel_tool_calls": False},
+    "hide_reasoning": {"include_reasoning": False},
+}
+
+SCENARIOS = {
+    "config": None,
+    "chat": {"messages": [{"role": "user", "content": "hi"}]},
+    "quoted": {
+        "messages": [
+            {"role": "user", "content": "What does </think> mean? <think>x</think>"},
+            {"role": "assistant", "content": "A tag </think> that ends reasoning."},
+            {"role": "user", "content": "And </think> here?"},
+        ]
+    },
+    "thinking_off": {
+        "messages": [{"role": "user", "content": "hi"}],
+        "kwargs": {"enable_thinking": False, "thinking": False},
+    },
+    "continue": {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "<think>partial"},
+        ],
+        "continue": True,
+    },
+}
+
+
+def render(tokenizer, config, scenario, tools):
+    """Prompt token ids and the kwargs the request carries."""
+    kwargs = dict(config["chat_template_kwargs"])
+    if scenario is None:
+        return tokenizer.encode(config["prompt"], add_special_tokens=False), kwargs
+    kwargs.update(scenario.get("kwargs", {}))
+    try:
+        ids = tokenizer.apply_chat_template(
+            scenario["messages"],
+            tools=tools or None,
+            add_generation_prompt=not scenario.get("continue"),
+            continue_final_message=bool(scenario.get("continue")),
+            tokenize=True,
+            **kwargs,
+        )
+        if hasattr(ids, "keys"):  # a BatchEncoding
+            ids = ids["input_ids"]
+        return list(ids), kwargs
+    except Exception:
+        return None, kwargs
+
+
+def request_body(tools, variant, kwargs):
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "chat_template_kwargs": kwargs,
+    }
+    spec = dict(VARIANTS[variant])
+    if spec.get("tools", True) is not None and tools:
+        body["tools"] = tools
+    spec.pop("tools", None)
+    if spec.get("tool_choice") == "NAMED":
+        spec["tool_choice"] = {"type": "function",
+                               "function": {"name": tools[0]["function"]["name"]}}
+    body.update(spec)
+    return body
+
+
+def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
+    """OnlineRenderer's adjust_request call on a fresh request."""
+    try:
+        request = ChatCompletionRequest.model_validate(body)
+    except Exception as e:  # noqa: BLE001
+        return None, {"invalid": str(e).splitlines()[0]}
+    parser = gf.make_parser(parser_cls, tokenizer, config, request)
+    should = (
+        parser_cls.always_adjust_request
+        or parser_cls.reasoning_parser_cls is not None
+        or request.tool_choice != "none"
+    )
+    try:
+        if should:
+            parser.set_prompt_token_ids(prompt_ids)
+            request = parser.adjust_request(request)
+    except Exception as e:  # noqa: BLE001
+        return None, {"error": str(e)}
+    so = request.structured_outputs
+    kind = None
+    if so is not None:
+        if so.structural_tag is not None:
+            kind = {"structural_tag": True}
+        elif so.json is not None:
+            kind = {"json": so.json if not isinstance(so.json, str) else json.loads(so.json)}
+    return request, {
+        "skip_special_tokens": request.skip_special_tokens,
+        "spaces_between_special_tokens": request.spaces_between_special_tokens,
+        "structured_outputs": kind,
+    }
+
+
+def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
+    request = ChatCompletionRequest.model_validate(body)
+    parser = gf.make_parser(parser_cls, tokenizer, config, request)
+    parser.set_prompt_token_ids(prompt_ids)
+    output_ids = tokenizer.encode(output, add_special_tokens=False)
+    reasoning, content, calls = parser.parse(
+        output, request, enable_auto_tools=True, model_output_token_ids=output_ids)
+    fields = assemble_chat_message_fields(
+        request, reasoning, content, calls, enable_auto_tools=True, parser_cls=parser_cls)
+    calls = [{"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
+             for tc in fields.tool_calls]
+    message = gf.normalise(fields.content, fields.reasoning, calls)
+    message["finish_reason"] = resolve_finish_reason("stop", request, bool(fields.tool_calls))
+    return message
+
+
+def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
+    request = ChatCompletionRequest.model_validate(body)
+    parser = gf.make_parser(parser_cls, tokenizer, config, request)
+    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True,
+                                    parser_cls=parser_cls)
+    content, reasoning, calls, finish = "", "", {}, None
+    for i, chunk in enumerate(chunks):
+        last = i + 1 == len(chunks)
+        step = processor.step(chunk["text"], list(chunk["ids"]), "stop" if last else None,
+                              prompt_ids)
+        finish = step.finish_reason or finish
+        delta = step.delta
+        if delta is None:
+            continue
+        content += delta.content or ""
+        reasoning += delta.reasoning or ""
+        for tc in delta.tool_calls or []:
+            call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
+            call["id"] = call["id"] or tc.id
+            if tc.function is not None:
+                call["name"] += tc.function.name or ""
+                call["arguments"] += tc.function.arguments or ""
+    message = gf.normalise(content, reasoning, [calls[k] for k in sorted(calls)])
+    if request.tool_choice in ("required",) or isinstance(request.tool_choice, dict) or (
+        request.tool_choice not in ("none", "auto", None)
+    ):
+        message["content"] = message["content"]
+    message["finish_reason"] = finish
+    return message
+
+
+def marker_vocab(tokenizer) -> dict:
+    """The tokenizer's added tokens (every special marker), text → id."""
+    return {t: i for t, i in tokenizer.get_added_vocab().items() if len(t) <= 64}
+
+
+def generate(family: str) -> int:
+    corpus = json.loads((gf.CORPUS / f"{family}.json").read_text())
+    seen, results = set(), []
+    for raw in corpus["configs"]:
+        config = gf.config_defaults(raw)
+        key = (config["tool"], config["reasoning"], config["model"], config["model_type"],
+               json.dumps(config["chat_template_kwargs"], sort_keys=True))
+        if key in seen or not (gf.REF / "models" / config["model"]).exists():
+            continue
+        seen.add(key)
+        if config["model_type"] == "gpt_oss":
+            continue  # HarmonyParser is chosen by model, not by these flags
+        if any(str(config[k] or "").startswith("cohere_command") for k in ("tool", "reasoning")):
+            gf.ensure_cohere_melody()
+        tokenizer = gf.tokenizer_for(config["model"], config["rename_tokens"],
+                                     config["response_template"])
+        try:
+            parser_cls = ParserManager.get_parser(
+                tool_parser_name=config["tool"], reasoning_parser_name=config["reasoning"],
+                enable_auto_tools=True, model_name=config["model"], tokenizer=tokenizer)
+        except Exception as e:  # noqa: BLE001
+            print(f"{family}: {key}: {e}", file=sys.stderr)
+            continue
+        tools = corpus.get("tools", [])
+        outputs = [c["output"] for c in corpus["cases"][:MAX_OUTPUTS]]
+        # The parser corpus' decision where vLLM's modes disagree.
+        decided = {c["output"]: config["follow"] or c.get("follow")
+                   for c in corpus["cases"][:MAX_OUTPUTS]}
+        if tools:
+            name = tools[0]["function"]["name"]
+            outputs.append(f'[{{"name": "{name}", "parameters": {{"a": 1}}}}]')
+            outputs.append('{"a": 1}')
+        vocab = marker_vocab(tokenizer)
+        for scenario_name, scenario in SCENARIOS.items():
+            prompt_ids, kwargs = render(tokenizer, config, scenario, tools)
+            if prompt_ids is None:
+                continue
+            variants = VARIANTS if scenario_name == "config" else ["auto"]
+            for variant in variants:
+                if not tools and variant not in ("auto", "hide_reasoning"):
+                    continue
+                body = request_body(tools, variant, kwargs)
+                request, adjustment = adjusted(parser_cls, tokenizer, config, body, prompt_ids)
+                case_outputs = outputs if request is not None else []
+                entry = {
+                    "config": config, "scenario": scenario_name, "variant": variant,
+                    "request": body, "prompt_token_ids": prompt_ids,
+                    "adjusted": adjustment, "cases": [],
+                }
+                for output in case_outputs:
+                    chunks = gf.token_chunks(tokenizer, output)
+                    if not chunks and output:
+                        continue
+                    try:
+                        whole = run_whole(parser_cls, tokenizer, config, body, prompt_ids, output)
+                        streaming = run_streaming(parser_cls, tokenizer, config, body,
+                                                  prompt_ids, chunks)
+                    except Exception as e:  # noqa: BLE001
+                        entry["cases"].append({"output": output, "raises": str(e)[:200]})
+                        continue
+                    follow = "whole"
+                    if whole != streaming:
+                        follow = decided.get(output) or "either"
+                    entry["cases"].append({
+                        "output": output, "chunks": chunks,
+                        "expected": streaming if follow == "streaming" else whole,
+                        "vllm_whole": whole, "vllm_streaming": streaming, "follow": follow,
+                    })
+                entry["vocab"] = vocab
+                results.append(entry)
+    OUT.mkdir(parents=True, exist_ok=True)
+    header = {"generated_by": "scripts/gen_serving_corpus.py",
+              "vllm_version": gf.VLLM_VERSION, "family": family}
+    with open(OUT / f"{family}.json", "w") as f:
+        f.write(json.dumps(header, ensure_ascii=False) + "\n")
+        for r in results:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(f"{family}: {len(results)} requests, "
+          f"{sum(len(r['cases']) for r in results)} outputs", file=sys.stderr)
+    return 0
+
+
+def main() -> int:
+    families = sys.argv[1:] or sorted(p.stem for p in gf.CORPUS.glob("*.json"))
+    return max((generate(f) for f in families), default=0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

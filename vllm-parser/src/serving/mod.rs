@@ -1,0 +1,573 @@
+//! vLLM 0.33.0's serving-layer rules around parsers, per request.
+//!
+//! A server builds one [`ServingParsers`] at start-up from its flags
+//! (`--reasoning-parser`, `--tool-call-parser`, `--enable-auto-tool-choice`)
+//! and, for every chat request:
+//!
+//! 1. before rendering, [`ServingParsers::adjust_request`]: vLLM's request
+//!    checks (a `tool_choice` the server cannot honour is a 400 with vLLM's
+//!    message) and every parser's `adjust_request` (`skip_special_tokens`,
+//!    structured outputs for a forced tool choice);
+//! 2. after rendering, one [`ChoiceParser`] per choice from
+//!    [`ServingParsers::choice_parser`] with the prompt's token ids: the parser
+//!    starts in the state vLLM starts it in (`set_prompt_token_ids` /
+//!    `is_reasoning_end`, read from the prompt's marker tokens);
+//! 3. every engine step, [`ChoiceParser::push`]; at the end
+//!    [`ChoiceParser::message`] and [`ChoiceParser::finish_reason`].
+//!
+//! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
+//! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
+//! `vllm/entrypoints/openai/chat_completion/{message_assembly,stream_processor}.py`.
+//!
+//! ```
+//! use vllm_parser::serving::{ServingParsers, ServingRequest, ToolChoice};
+//! use vllm_parser::{Event, Tool};
+//!
+//! // Start-up: Qwen3 with hermes tool calls; the tokenizer's ids for markers.
+//! let vocab = |token: &str| match token {
+//!     "<|im_start|>" => Some(1), "<|im_end|>" => Some(2),
+//!     "<think>" => Some(3), "</think>" => Some(4), _ => None,
+//! };
+//! let parsers = ServingParsers::new(Some("qwen3"), Some("hermes"), true, None, vocab)?;
+//!
+//! let tools = [Tool { name: "f".into(), description: None, parameters: serde_json::json!({}) }];
+//! let kwargs = serde_json::Map::new();
+//! let request = ServingRequest {
+//!     tools: Some(&tools),
+//!     tool_choice: None,
+//!     parallel_tool_calls: None,
+//!     include_reasoning: true,
+//!     chat_template_kwargs: &kwargs,
+//!     skip_special_tokens: None,
+//!     response_format_set: false,
+//!     strict_tools: false,
+//! };
+//! // Before rendering: hermes keeps special tokens when tools may be called.
+//! let adjusted = parsers.adjust_request(&request)?;
+//! assert_eq!(adjusted.skip_special_tokens, Some(false));
+//!
+//! // After rendering: the prompt `<|im_start|>user…<|im_end|><|im_start|>assistant…`.
+//! let prompt = [1, 100, 2, 1, 101];
+//! let mut choice = parsers.choice_parser(&request, &prompt, true)?;
+//! let mut events = Vec::new();
+//! for delta in ["<think>hm</think>", "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"] {
+//!     events.extend(choice.push(delta, &[], false));
+//! }
+//! events.extend(choice.push("", &[], true));
+//! let message = choice.message(&events);
+//! assert_eq!(message.reasoning.as_deref(), Some("hm"));
+//! assert_eq!(message.tool_calls[0].name, "f");
+//! assert_eq!(choice.finish_reason("stop"), "tool_calls");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod choice;
+mod ids;
+mod markers;
+mod required;
+mod tables;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::error::ParserError;
+use crate::parser::ParserOptions;
+use crate::registry;
+use crate::response_template::ResponseTemplate;
+use crate::tools::Tool;
+
+pub use choice::ChoiceParser;
+pub use ids::{random_hex, tool_call_id};
+
+/// The request's `tool_choice`, as the client gave it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// `"none"`: the output is content.
+    None,
+    /// `"auto"`: the tool parser finds calls.
+    Auto,
+    /// `"required"`: at least one call.
+    Required,
+    /// `{"type": "function", "function": {"name": …}}`: a call of this function.
+    Named(String),
+}
+
+impl ToolChoice {
+    /// Read the OpenAI JSON value (`"none"`, `"auto"`, `"required"` or a named
+    /// function object); `None` for anything else.
+    pub fn from_openai(value: &Value) -> Option<Self> {
+        match value {
+            Value::String(s) => match s.as_str() {
+                "none" => Some(Self::None),
+                "auto" => Some(Self::Auto),
+                "required" => Some(Self::Required),
+                _ => None,
+            },
+            Value::Object(o) => Some(Self::Named(
+                o.get("function")?.get("name")?.as_str()?.to_owned(),
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// What vLLM's serving layer knows about a chat request when it picks and
+/// adjusts parsers.
+#[derive(Debug, Clone)]
+pub struct ServingRequest<'a> {
+    /// `request.tools` (function tools), `None` when absent.
+    pub tools: Option<&'a [Tool]>,
+    /// `request.tool_choice`, `None` when absent: vLLM then uses `auto` when
+    /// the request has tools and `none` otherwise.
+    pub tool_choice: Option<ToolChoice>,
+    /// `request.parallel_tool_calls` (`Some(false)` keeps only the first call).
+    pub parallel_tool_calls: Option<bool>,
+    /// `request.include_reasoning` (`false` hides reasoning, logprobs and
+    /// token ids when the server has a parser).
+    pub include_reasoning: bool,
+    /// The server's default `chat_template_kwargs` merged with the request's.
+    pub chat_template_kwargs: &'a Map<String, Value>,
+    /// `request.skip_special_tokens` as the request gave it.
+    pub skip_special_tokens: Option<bool>,
+    /// Whether the request sets `response_format` or `structured_outputs`
+    /// (vLLM keeps a tool-choice-`auto` structural tag format-only then).
+    pub response_format_set: bool,
+    /// Whether any tool sets `function.strict: true` (a structural tag then
+    /// constrains `auto` calls too).
+    pub strict_tools: bool,
+}
+
+impl ServingRequest<'_> {
+    /// The `tool_choice` vLLM validates and parses with: the given one, else
+    /// `auto` with tools and `none` without.
+    pub fn effective_tool_choice(&self) -> ToolChoice {
+        match &self.tool_choice {
+            Some(choice) => choice.clone(),
+            None if self.has_tools() => ToolChoice::Auto,
+            None => ToolChoice::None,
+        }
+    }
+
+    /// Whether the request has tools (vLLM's `if request.tools`).
+    pub fn has_tools(&self) -> bool {
+        self.tools.is_some_and(|t| !t.is_empty())
+    }
+
+    fn forces_call(&self) -> bool {
+        matches!(
+            self.effective_tool_choice(),
+            ToolChoice::Required | ToolChoice::Named(_)
+        )
+    }
+}
+
+/// The structured-outputs constraint vLLM puts on a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StructuredOutputs {
+    /// `structured_outputs.json`: the JSON schema a forced tool choice holds
+    /// the output to (`get_json_schema_from_tools`).
+    Json(Value),
+    /// `structured_outputs.structural_tag`: vLLM builds xgrammar's structural
+    /// tag for this `structural_tag_model` (the tool parser's call format),
+    /// these tools and this `tool_choice`. Its JSON is not built by this crate
+    /// yet: a server sends the request unconstrained or builds it itself.
+    StructuralTag {
+        /// The tool parser's `structural_tag_model` (e.g. `"hermes"`).
+        model: &'static str,
+        /// Each call stops after the first (`parallel_tool_calls: false`).
+        single_call: bool,
+    },
+}
+
+/// What the parsers' `adjust_request` changed, to apply before sampling
+/// parameters are built. `None` fields are unchanged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestAdjustments {
+    /// The new `skip_special_tokens` (always `Some(false)` when set).
+    pub skip_special_tokens: Option<bool>,
+    /// The new `spaces_between_special_tokens` (response-template and Kimi K3
+    /// parsers set it to `false`).
+    pub spaces_between_special_tokens: Option<bool>,
+    /// The new structured-outputs constraint; when set, vLLM clears the
+    /// request's `response_format`.
+    pub structured_outputs: Option<StructuredOutputs>,
+}
+
+/// A request vLLM answers with 400 Bad Request: the exact message, and the
+/// parameter it names if any.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ServingError {
+    /// vLLM's message.
+    pub message: String,
+    /// The request parameter at fault (`"tool_choice"`), if vLLM names one.
+    pub param: Option<String>,
+}
+
+impl ServingError {
+    fn new(message: impl Into<String>, param: Option<&str>) -> Self {
+        Self {
+            message: message.into(),
+            param: param.map(str::to_owned),
+        }
+    }
+}
+
+/// A server's parsers, built once at start-up (cheap to clone, shareable).
+#[derive(Clone)]
+pub struct ServingParsers {
+    reasoning: Option<&'static str>,
+    /// The tool parser vLLM runs: only with `--enable-auto-tool-choice`.
+    tool: Option<&'static str>,
+    /// `--tool-call-parser` as given (validated, possibly unused).
+    configured_tool: Option<&'static str>,
+    enable_auto_tool_choice: bool,
+    response_template: Option<Arc<ResponseTemplate>>,
+    /// Marker token id → marker text, for the prompt's start state.
+    markers: Arc<HashMap<u32, &'static str>>,
+}
+
+impl std::fmt::Debug for ServingParsers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingParsers")
+            .field("reasoning", &self.reasoning)
+            .field("tool", &self.configured_tool)
+            .field("enable_auto_tool_choice", &self.enable_auto_tool_choice)
+            .finish_non_exhaustive()
+    }
+}
+
+const TEMPLATE_PARSERS: &[&str] = &["hf", "beam"];
+
+impl ServingParsers {
+    /// vLLM's start-up: resolve the names, apply its checks (auto tool choice
+    /// needs a tool parser; `hf`/`beam` need a response template and combine
+    /// only with themselves; the tokenizer has every token a parser needs),
+    /// and resolve the prompt markers' token ids once with `token_id` (the
+    /// tokenizer's vocabulary lookup).
+    ///
+    /// Without `enable_auto_tool_choice` vLLM selects no tool parser at all
+    /// (`ParserManager.get_tool_parser`): `tool` is then checked but unused.
+    pub fn new(
+        reasoning: Option<&str>,
+        tool: Option<&str>,
+        enable_auto_tool_choice: bool,
+        response_template: Option<Arc<ResponseTemplate>>,
+        token_id: impl Fn(&str) -> Option<u32>,
+    ) -> Result<Self, ParserError> {
+        if enable_auto_tool_choice && tool.is_none() {
+            return Err(ParserError::AutoToolChoiceWithoutParser);
+        }
+        let reasoning = reasoning
+            .map(registry::reasoning_entry)
+            .transpose()?
+            .map(|e| e.name);
+        let configured_tool = tool.map(registry::tool_entry).transpose()?.map(|e| e.name);
+        let active_tool = configured_tool.filter(|_| enable_auto_tool_choice);
+        // vLLM composes a response-template parser only with itself.
+        let template_of =
+            |name: Option<&'static str>| name.filter(|n| TEMPLATE_PARSERS.contains(n));
+        let parts: Vec<&'static str> = reasoning.into_iter().chain(active_tool).collect();
+        if parts.iter().any(|n| TEMPLATE_PARSERS.contains(n)) {
+            let kinds: std::collections::BTreeSet<Option<&str>> =
+                parts.iter().map(|n| template_of(Some(n))).collect();
+            if kinds.len() > 1 {
+                return Err(ParserError::CannotCombine {
+                    reasoning: reasoning.unwrap_or("").to_owned(),
+                    tool: configured_tool.unwrap_or("").to_owned(),
+                });
+            }
+            if response_template.is_none() {
+                return Err(ParserError::MissingResponseTemplate(parts[0].to_owned()));
+            }
+        }
+        registry::check_tokens(reasoning, active_tool, |t| token_id(t).is_some())?;
+        let markers = markers::PROMPT_MARKERS
+            .iter()
+            .filter_map(|m| token_id(m).map(|id| (id, *m)))
+            .collect();
+        Ok(Self {
+            reasoning,
+            tool: active_tool,
+            configured_tool,
+            enable_auto_tool_choice,
+            response_template,
+            markers: Arc::new(markers),
+        })
+    }
+
+    /// The reasoning parser's registered name.
+    pub fn reasoning(&self) -> Option<&'static str> {
+        self.reasoning
+    }
+
+    /// The tool parser's registered name (`--tool-call-parser`), even when
+    /// unused for want of `--enable-auto-tool-choice`.
+    pub fn tool(&self) -> Option<&'static str> {
+        self.configured_tool
+    }
+
+    /// The tool parser vLLM runs (only with `--enable-auto-tool-choice`).
+    pub fn active_tool(&self) -> Option<&'static str> {
+        self.tool
+    }
+
+    /// Whether the server parses output at all (vLLM's `parser_cls is not None`).
+    pub fn is_active(&self) -> bool {
+        self.reasoning.is_some() || self.tool.is_some()
+    }
+
+    /// vLLM's request checks and every parser's `adjust_request`, before
+    /// rendering. Errors are 400s with vLLM's exact message.
+    pub fn adjust_request(
+        &self,
+        request: &ServingRequest,
+    ) -> Result<RequestAdjustments, ServingError> {
+        let choice = request.effective_tool_choice();
+        // online_renderer: tool_choice without a tool parser.
+        if self.tool.is_none() && choice != ToolChoice::None {
+            return Err(match &choice {
+                ToolChoice::Auto if !self.enable_auto_tool_choice => ServingError::new(
+                    "\"auto\" tool choice requires --enable-auto-tool-choice and \
+                     --tool-call-parser to be set",
+                    None,
+                ),
+                ToolChoice::Named(name) => ServingError::new(
+                    format!(
+                        "tool_choice=function \"{name}\" requires --tool-call-parser to be set"
+                    ),
+                    None,
+                ),
+                _ => ServingError::new(
+                    "tool_choice=\"required\" requires --tool-call-parser to be set",
+                    None,
+                ),
+            });
+        }
+        let mut out = RequestAdjustments::default();
+        if !self.is_active() {
+            return Ok(out);
+        }
+        // `should_adjust_request`: a reasoning parser, or a tool choice.
+        if self.reasoning.is_none() && choice == ToolChoice::None {
+            return Ok(out);
+        }
+        let no_skip = |out: &mut RequestAdjustments| out.skip_special_tokens = Some(false);
+        if let Some(name) = self.reasoning {
+            if tables::REASONING_SKIP_ALWAYS.contains(&name) {
+                no_skip(&mut out);
+            }
+            if matches!(name, "hf" | "beam" | "kimi_k3") {
+                out.spaces_between_special_tokens = Some(false);
+            }
+        }
+        let Some(tool) = self.tool else {
+            return Ok(out);
+        };
+        let traits = tables::tool_traits(tool).ok_or_else(|| {
+            ServingError::new(format!("tool parser {tool:?} has no serving rules"), None)
+        })?;
+        if matches!(tool, "hf" | "beam" | "cohere_command3" | "cohere_command4") {
+            no_skip(&mut out);
+            if matches!(tool, "hf" | "beam") {
+                out.spaces_between_special_tokens = Some(false);
+            }
+        }
+        if tool == "k2_horizon" {
+            check_k2_horizon_format(request.chat_template_kwargs)?;
+        }
+        // DelegatingParser._apply_structural_tag.
+        let mut structural = false;
+        if let Some(model) = traits.structural_tag_model
+            && request.has_tools()
+            && choice != ToolChoice::None
+        {
+            let is_auto = choice == ToolChoice::Auto;
+            let single_call = request.parallel_tool_calls == Some(false);
+            let mut level = traits.default_strict_level;
+            if single_call && !(is_auto && request.response_format_set) {
+                level = level.max(1);
+            }
+            let applies = !(is_auto && level == 0 && !request.strict_tools);
+            if applies {
+                if !tables::SUPPORTED_STRUCTURAL_TAG_MODELS.contains(&model) {
+                    let mut supported = tables::SUPPORTED_STRUCTURAL_TAG_MODELS.to_vec();
+                    supported.sort_unstable();
+                    return Err(ServingError::new(
+                        format!(
+                            "Unknown format type: {model}, supported types: [{}]",
+                            supported
+                                .iter()
+                                .map(|s| format!("'{s}'"))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        None,
+                    ));
+                }
+                structural = true;
+                out.structured_outputs =
+                    Some(StructuredOutputs::StructuralTag { model, single_call });
+            }
+        }
+        // The tool parser's own adjust_request.
+        let forced = request.has_tools() && request.forces_call();
+        let json_path = match tool {
+            // These skip the base JSON schema for forced choices.
+            "gemma4" | "poolside_v1" | "muse" | "muse_glimmer" | "musespark1x" => !forced,
+            "kimi_k2" | "kimi_k3" | "mistral" | "k2_horizon" | "minimax_m3" => false,
+            _ => true,
+        };
+        if json_path
+            && request.has_tools()
+            && !structural
+            && traits.supports_required_and_named
+            && let Some(schema) = forced_tool_schema(request)
+        {
+            out.structured_outputs = Some(StructuredOutputs::Json(schema));
+        }
+        if tool == "kimi_k3" && matches!(choice, ToolChoice::Named(_)) && !structural {
+            return Err(ServingError::new(
+                "Named tool choice for Kimi K3 requires strict tool calling \
+                 (VLLM_ENFORCE_STRICT_TOOL_CALLING) so the XTML structural tag can force \
+                 the call. Otherwise use `tool_choice` set to \"auto\", \"required\", or \"none\".",
+                Some("tool_choice"),
+            ));
+        }
+        let tools_not_none = request.has_tools() && choice != ToolChoice::None;
+        match traits.skip {
+            tables::SkipRule::Keep => {}
+            tables::SkipRule::Always => no_skip(&mut out),
+            tables::SkipRule::ToolsNotNone if tools_not_none => no_skip(&mut out),
+            tables::SkipRule::Forced if forced => {
+                no_skip(&mut out);
+                out.spaces_between_special_tokens = Some(false);
+            }
+            _ => {}
+        }
+        // gemma4 / poolside: forced choices keep special tokens.
+        if matches!(tool, "gemma4" | "poolside_v1") && forced {
+            no_skip(&mut out);
+        }
+        if out.skip_special_tokens.is_some() && request.skip_special_tokens == Some(false) {
+            // Unchanged in effect; still reported as vLLM sets it.
+        }
+        Ok(out)
+    }
+
+    /// One choice's parser for `request`, started in vLLM's state for the
+    /// rendered prompt `prompt_token_ids`. `streaming` selects vLLM's
+    /// streaming rules where they differ from whole-text ones
+    /// (`tool_choice: required` streams calls as they appear).
+    pub fn choice_parser(
+        &self,
+        request: &ServingRequest,
+        prompt_token_ids: &[u32],
+        streaming: bool,
+    ) -> Result<ChoiceParser, ServingError> {
+        let options = ParserOptions {
+            tools: request.tools.map(<[Tool]>::to_vec).unwrap_or_default(),
+            chat_template_kwargs: request.chat_template_kwargs.clone(),
+            prompt: self.prompt_markers(prompt_token_ids),
+            response_template: self.response_template.clone(),
+            tool_choice: request.tool_choice.clone(),
+        };
+        ChoiceParser::new(self, request, options, streaming)
+    }
+
+    /// The prompt as its marker tokens in order (every other token becomes
+    /// U+0001): vLLM reads the start state from token ids, so a marker's text
+    /// inside ordinary tokens never counts, and the marker tokens (think tags,
+    /// turn boundaries) are all the parsers look at.
+    fn prompt_markers(&self, prompt_token_ids: &[u32]) -> String {
+        let mut text = String::new();
+        for id in prompt_token_ids {
+            match self.markers.get(id) {
+                Some(marker) => text.push_str(marker),
+                None => text.push('\u{1}'),
+            }
+        }
+        text
+    }
+}
+
+/// K2 Horizon's `_request_tool_format`: `tool_call_format` must be one it knows.
+fn check_k2_horizon_format(kwargs: &Map<String, Value>) -> Result<(), ServingError> {
+    match kwargs.get("tool_call_format") {
+        None => Ok(()),
+        Some(Value::String(s)) if matches!(s.as_str(), "json" | "xml" | "xml_typed") => Ok(()),
+        Some(other) => Err(ServingError::new(
+            format!(
+                "Unsupported tool_call_format {}. Supported values: json, xml, xml_typed.",
+                py_repr(other)
+            ),
+            None,
+        )),
+    }
+}
+
+/// vLLM's `get_json_schema_from_tools`: the JSON schema that holds the output
+/// to a forced tool choice (a named function's parameters, or for `required`
+/// an array of `{"name", "parameters"}`), `None` for `auto` and `none`.
+pub fn forced_tool_schema(request: &ServingRequest) -> Option<Value> {
+    let tools = request.tools?;
+    let params_or_empty = |p: &Value| match p {
+        Value::Object(o) if !o.is_empty() => p.clone(),
+        _ => serde_json::json!({"type": "object", "properties": {}}),
+    };
+    match request.tool_choice.as_ref()? {
+        ToolChoice::Named(name) => tools
+            .iter()
+            .find(|t| &t.name == name)
+            .map(|t| params_or_empty(&t.parameters)),
+        ToolChoice::Required => {
+            let mut defs = Map::new();
+            let schemas: Vec<Value> = tools
+                .iter()
+                .map(|t| {
+                    let mut params = params_or_empty(&t.parameters);
+                    // `_get_tool_schema_defs` pops each tool's `$defs` into
+                    // one top-level `$defs` (from the same dicts).
+                    if let Some(Value::Object(d)) =
+                        params.as_object_mut().and_then(|p| p.remove("$defs"))
+                    {
+                        defs.extend(d);
+                    }
+                    serde_json::json!({
+                        "properties": {
+                            "name": {"type": "string", "enum": [t.name]},
+                            "parameters": params,
+                        },
+                        "required": ["name", "parameters"],
+                    })
+                })
+                .collect();
+            let mut schema = serde_json::json!({
+                "type": "array",
+                "minItems": 1,
+                "items": {"type": "object", "anyOf": schemas},
+            });
+            if request.parallel_tool_calls == Some(false) {
+                schema["maxItems"] = Value::from(1);
+            }
+            if !defs.is_empty() {
+                schema["$defs"] = Value::Object(defs);
+            }
+            Some(schema)
+        }
+        ToolChoice::None | ToolChoice::Auto => None,
+    }
+}
+
+/// Python's `repr` of a JSON value, as vLLM's messages print it.
+fn py_repr(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        other => other.to_string(),
+    }
+}

@@ -1,0 +1,275 @@
+//! Whole requests replayed through `vllm_parser::serving` against what vLLM
+//! 0.33.0's serving code did with them (`scripts/gen_serving_corpus.py`,
+//! `tests/fixtures/serving/*.json`): the adjusted request, and the message and
+//! finish reason, whole and streamed at several chunkings.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use vllm_parser::Tool;
+use vllm_parser::response_template::ResponseTemplate;
+use vllm_parser::serving::{
+    ServingError, ServingParsers, ServingRequest, StructuredOutputs, ToolChoice,
+};
+
+fn entries() -> Vec<(String, Value)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/fixtures/serving exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for file in files {
+        let family = file.file_stem().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines().skip(1) {
+            out.push((family.clone(), serde_json::from_str(line).unwrap()));
+        }
+    }
+    out
+}
+
+/// A message as the corpus normalises it: `""` is `None`, blank content beside
+/// calls is `None`, ids only when the format makes them.
+fn normalise(message: &vllm_parser::ParsedMessage, finish_reason: &str) -> Value {
+    let calls: Vec<Value> = message
+        .tool_calls
+        .iter()
+        .map(|c| {
+            let mut call = serde_json::json!({"name": c.name, "arguments": c.arguments});
+            if let Some(id) = &c.id
+                && !id.starts_with("chatcmpl-tool-")
+            {
+                call["id"] = Value::from(id.clone());
+            }
+            call
+        })
+        .collect();
+    let mut content = message.content.clone().filter(|c| !c.is_empty());
+    if !calls.is_empty()
+        && content
+            .as_deref()
+            .is_some_and(vllm_parser::text::py_is_blank)
+    {
+        content = None;
+    }
+    serde_json::json!({
+        "content": content,
+        "reasoning": message.reasoning.clone().filter(|r| !r.is_empty()),
+        "tool_calls": calls,
+        "finish_reason": finish_reason,
+    })
+}
+
+/// Without random ids, for comparison.
+fn strip_random_ids(mut v: Value) -> Value {
+    if let Some(calls) = v.get_mut("tool_calls").and_then(Value::as_array_mut) {
+        for call in calls {
+            if let Some(obj) = call.as_object_mut()
+                && obj
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .is_some_and(is_random_id)
+            {
+                obj.remove("id");
+            }
+        }
+    }
+    v
+}
+
+fn is_random_id(id: &str) -> bool {
+    id.starts_with("chatcmpl-tool-")
+}
+
+fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Vec<(String, Vec<u32>)>)> {
+    let token: Vec<(String, Vec<u32>)> = chunks
+        .iter()
+        .map(|c| {
+            let ids = c["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i.as_u64().unwrap() as u32);
+            (c["text"].as_str().unwrap().to_owned(), ids.collect())
+        })
+        .collect();
+    let mut out = vec![("tokens".to_owned(), token)];
+    let chars: Vec<char> = output.chars().collect();
+    for size in [1, 3, 7] {
+        let pieces = chars
+            .chunks(size)
+            .map(|p| (p.iter().collect::<String>(), Vec::new()))
+            .collect();
+        out.push((format!("{size} chars"), pieces));
+    }
+    out.push(("whole stream".into(), vec![(output.to_owned(), Vec::new())]));
+    out
+}
+
+#[test]
+fn serving_corpus_matches_vllm() {
+    let entries = entries();
+    assert!(!entries.is_empty(), "no serving fixtures");
+    let mut failures: Vec<String> = Vec::new();
+    let mut checked = 0;
+    for (family, entry) in &entries {
+        let config = &entry["config"];
+        let label = format!(
+            "{family} [{}/{}] {} {}",
+            config["reasoning"].as_str().unwrap_or("-"),
+            config["tool"].as_str().unwrap_or("-"),
+            entry["scenario"].as_str().unwrap(),
+            entry["variant"].as_str().unwrap(),
+        );
+        let adjusted = &entry["adjusted"];
+        if adjusted.get("invalid").is_some() {
+            continue;
+        }
+        let vocab: HashMap<String, u32> = entry["vocab"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap() as u32))
+            .collect();
+        let template = config["response_template"]
+            .as_object()
+            .map(|_| Arc::new(ResponseTemplate::from_json(&config["response_template"]).unwrap()));
+        let parsers = match ServingParsers::new(
+            config["reasoning"].as_str(),
+            config["tool"].as_str(),
+            true,
+            template,
+            |t| vocab.get(t).copied(),
+        ) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push(format!("{label}: start-up refused: {e}"));
+                continue;
+            }
+        };
+        let body = &entry["request"];
+        let tools: Option<Vec<Tool>> = body["tools"]
+            .as_array()
+            .map(|t| t.iter().filter_map(Tool::from_openai).collect());
+        let kwargs: Map<String, Value> = body["chat_template_kwargs"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let request = ServingRequest {
+            tools: tools.as_deref(),
+            tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
+            parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
+            include_reasoning: body["include_reasoning"].as_bool().unwrap_or(true),
+            chat_template_kwargs: &kwargs,
+            skip_special_tokens: None,
+            response_format_set: false,
+            strict_tools: false,
+        };
+        let got = parsers.adjust_request(&request);
+        match (adjusted.get("error"), &got) {
+            (Some(message), Err(ServingError { message: ours, .. })) => {
+                if message.as_str() != Some(ours) {
+                    failures.push(format!("{label}: error {ours:?}, vLLM {message}"));
+                }
+                continue;
+            }
+            (Some(message), Ok(_)) => {
+                failures.push(format!("{label}: accepted, vLLM refused: {message}"));
+                continue;
+            }
+            (None, Err(e)) => {
+                failures.push(format!("{label}: refused ({e}), vLLM accepted"));
+                continue;
+            }
+            (None, Ok(ours)) => {
+                let skip = match adjusted["skip_special_tokens"].as_bool() {
+                    Some(false) => Some(false),
+                    _ => None,
+                };
+                let spaces = match adjusted["spaces_between_special_tokens"].as_bool() {
+                    Some(false) => Some(false),
+                    _ => None,
+                };
+                let so = &adjusted["structured_outputs"];
+                let so_ok = match (&ours.structured_outputs, so) {
+                    (None, Value::Null) => true,
+                    (Some(StructuredOutputs::Json(a)), b) => b.get("json") == Some(a),
+                    (Some(StructuredOutputs::StructuralTag { .. }), b) => {
+                        b.get("structural_tag").is_some()
+                    }
+                    _ => false,
+                };
+                if ours.skip_special_tokens != skip
+                    || ours.spaces_between_special_tokens != spaces
+                    || !so_ok
+                {
+                    failures.push(format!("{label}: adjusted {ours:?}, vLLM {adjusted}",));
+                }
+            }
+        }
+        let prompt: Vec<u32> = entry["prompt_token_ids"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() as u32)
+            .collect();
+        for case in entry["cases"].as_array().unwrap() {
+            let Some(expected) = case.get("expected") else {
+                continue;
+            };
+            let expected = strip_random_ids(expected.clone());
+            // Where vLLM's own modes disagree and no corpus decided, either answer.
+            let alternative = (case["follow"] == "either")
+                .then(|| strip_random_ids(case["vllm_streaming"].clone()));
+            let matches = |ours: &Value| *ours == expected || alternative.as_ref() == Some(ours);
+            let output = case["output"].as_str().unwrap();
+            checked += 1;
+            // Whole.
+            let mut parser = parsers.choice_parser(&request, &prompt, false).unwrap();
+            let events = parser.push(output, &[], true);
+            let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
+            if !matches(&whole) {
+                failures.push(format!(
+                    "{label} whole {output:?}:\n  ours  {whole}\n  vLLM  {expected} (follow {})",
+                    case["follow"]
+                ));
+                continue;
+            }
+            for (name, pieces) in chunkings(output, case["chunks"].as_array().unwrap()) {
+                let mut parser = parsers.choice_parser(&request, &prompt, true).unwrap();
+                let mut events = Vec::new();
+                let n = pieces.len();
+                for (i, (text, ids)) in pieces.iter().enumerate() {
+                    events.extend(parser.push(text, ids, i + 1 == n));
+                }
+                if n == 0 {
+                    events.extend(parser.push("", &[], true));
+                }
+                let streamed = normalise(&parser.message(&events), parser.finish_reason("stop"));
+                if !matches(&streamed) {
+                    failures.push(format!(
+                        "{label} streamed ({name}) {output:?}:\n  ours  {streamed}\n  vLLM  {expected}"
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    if !failures.is_empty() {
+        let shown: Vec<&String> = failures.iter().take(60).collect();
+        panic!(
+            "{} of the serving corpus differ from vLLM ({checked} outputs checked):\n{}",
+            failures.len(),
+            shown
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+}
