@@ -4,11 +4,17 @@
 //! (`tokens`), and the template on minijinja's interpreter alone (`text-interpreter`,
 //! the compiled fast path off). `scripts/bench_compare.sh` runs this next to
 //! `scripts/bench_transformers.py` and prints the ratios.
+//!
+//! With `VLLM_CHAT_LONG_PROMPTS=DIR` (as `scripts/bench_long_prompt.sh` sets it), also
+//! `long/{render,tokenize,tokenize-1thread}/<size>`: the Qwen3 renderer on
+//! `DIR/<size>.txt`, one user message — `render` (template + tokens, the library
+//! call behind `/v1/chat/completions/render`), `tokenize` (`encode(text, true)`, the
+//! call behind `/tokenize`), and the same on one thread.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use vllm_chat::openai::ChatCompletionRequest;
 use vllm_chat::{ChatRenderer, ModelFiles, RendererOptions};
@@ -83,5 +89,66 @@ fn bench(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bench);
+/// The long-prompt group (see the crate docs above); skipped without the env var.
+fn bench_long(c: &mut Criterion) {
+    let Some(dir) = std::env::var_os("VLLM_CHAT_LONG_PROMPTS") else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    let model = model_dir("qwen3");
+    let renderer = ChatRenderer::from_dir(&model).expect("renderer");
+    let files = ModelFiles::from_dir(&model).expect("model files");
+    let tokenizer = renderer.tokenizer().expect("tokenizer").clone();
+    let _ = std::fs::remove_dir_all(&model);
+    drop(files);
+    let one_thread = vllm_chat::tokenizer::SegmentEncoder::new(&tokenizer)
+        .with_parallelism(vllm_chat::tokenizer::ParallelEncoding::sequential());
+    let mut group = c.benchmark_group("long");
+    group.sample_size(20);
+    for size in ["1k", "32k", "300k"] {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("{size}.txt"))) else {
+            continue;
+        };
+        // A fresh first line per iteration: the segment cache must not answer.
+        let mut n = 0u64;
+        let mut fresh = move || {
+            n += 1;
+            format!("request {n}\n{text}")
+        };
+        group.bench_function(format!("render/{size}"), |b| {
+            b.iter_batched(
+                || {
+                    serde_json::from_value::<ChatCompletionRequest>(serde_json::json!({
+                        "model": "m",
+                        "messages": [{"role": "user", "content": fresh()}],
+                    }))
+                    .expect("request")
+                },
+                |request| renderer.render(&request).expect("render"),
+                BatchSize::LargeInput,
+            )
+        });
+        group.bench_function(format!("tokenize/{size}"), |b| {
+            b.iter_batched(
+                &mut fresh,
+                |text| renderer.encode(&text, true).expect("encode"),
+                BatchSize::LargeInput,
+            )
+        });
+        group.bench_function(format!("tokenize-1thread/{size}"), |b| {
+            b.iter_batched(
+                &mut fresh,
+                |text| {
+                    one_thread
+                        .encode_with(&tokenizer, &text, true)
+                        .expect("encode")
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_long);
 criterion_main!(benches);

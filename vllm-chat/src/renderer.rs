@@ -224,8 +224,8 @@ impl ChatRenderer {
             .as_ref()
             .ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
         let ids = match &self.segments {
-            Some(segments) if !add_special_tokens => segments.encode(tokenizer, text),
-            _ => tokenizer
+            Some(segments) => segments.encode_with(tokenizer, text, add_special_tokens),
+            None => tokenizer
                 .encode_fast(text, add_special_tokens)
                 .map(|e| e.get_ids().to_vec()),
         };

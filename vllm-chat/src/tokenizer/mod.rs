@@ -10,6 +10,9 @@
 //! pre-tokenizer runs unchanged. `tests/pretokenizer.rs` checks the scanner against
 //! Oniguruma on the parity prompts and on random multilingual text.
 
+mod bpe;
+mod parallel;
+
 use std::sync::OnceLock;
 
 use serde::{Deserialize, Deserializer};
@@ -46,7 +49,7 @@ pub struct FastPreTokenizer {
 
 /// The recognised patterns, which differ only in digit grouping.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Gpt4Split {
+pub(crate) struct Gpt4Split {
     max_digits: usize,
 }
 
@@ -54,6 +57,16 @@ impl FastPreTokenizer {
     /// True when the split runs on the scanner rather than on Oniguruma.
     pub fn is_accelerated(&self) -> bool {
         self.split.is_some()
+    }
+
+    /// The split, when the whole pre-tokenizer is the split then `ByteLevel` without
+    /// prefix space nor regex (bytes mapped one to one, no further cut).
+    fn byte_level_split(&self) -> Option<Gpt4Split> {
+        let [PreTokenizerWrapper::ByteLevel(byte_level)] = self.rest.as_slice() else {
+            return None;
+        };
+        let json = serde_json::to_value(byte_level).ok()?;
+        (json["add_prefix_space"] == false && json["use_regex"] == false).then_some(self.split?)
     }
 }
 
@@ -175,7 +188,7 @@ fn is_newline(c: char) -> bool {
 
 impl Gpt4Split {
     /// The end (byte offset) of the regex match that starts at `start` (never empty).
-    fn match_at(self, text: &str, start: usize) -> usize {
+    pub(crate) fn match_at(self, text: &str, start: usize) -> usize {
         let rest = &text[start..];
         let Some(c0) = rest.chars().next() else {
             return text.len();
@@ -291,8 +304,43 @@ fn ci_prefix(text: &str, suffix: &str) -> Option<usize> {
 const SEGMENT_CACHE_ENTRIES: usize = 4096;
 /// Longest segment (bytes) kept in the cache.
 const SEGMENT_CACHE_MAX_LEN: usize = 64 * 1024;
+/// Most bytes (text and ids) the cache holds before it is cleared.
+const SEGMENT_CACHE_MAX_BYTES: usize = 32 << 20;
 
-/// Encodes chat prompts segment by segment, caching the token ids of each segment.
+/// When a long segment is encoded on several threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParallelEncoding {
+    /// Segments shorter than this (bytes, after normalization) are encoded on the
+    /// calling thread alone; longer ones are cut into pieces of at least this size.
+    pub min_bytes: usize,
+    /// Most threads one segment uses, the calling thread included (1: never parallel).
+    pub max_threads: usize,
+}
+
+impl Default for ParallelEncoding {
+    /// 256 KiB (about 60k tokens, ~4 ms on one core) and every available core: below
+    /// that, starting threads costs more than it saves.
+    fn default() -> Self {
+        ParallelEncoding {
+            min_bytes: 256 * 1024,
+            max_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+impl ParallelEncoding {
+    /// Always on the calling thread.
+    pub fn sequential() -> Self {
+        ParallelEncoding {
+            min_bytes: usize::MAX,
+            max_threads: 1,
+        }
+    }
+}
+
+/// Encodes prompts: by cached segments between added tokens, and for byte-level BPE
+/// tokenizers with the Qwen2/Llama 3 split, without `tokenizers`' offset bookkeeping
+/// and on several threads for long segments.
 ///
 /// `tokenizers` first cuts the text at its non-normalized added tokens (`<|im_start|>`,
 /// `<|eot_id|>`, …; leftmost-longest, as `AddedVocabulary` does) and then normalizes,
@@ -300,24 +348,42 @@ const SEGMENT_CACHE_MAX_LEN: usize = 64 * 1024;
 /// prompt are the concatenation of the ids of its pieces, and a piece that recurs
 /// across requests (a system prompt, a tool list, earlier turns) is encoded once.
 /// Used only when no such added token strips or single-word-matches (which would move
-/// the cut points) and without added special tokens (BOS/EOS); otherwise the whole
-/// text is encoded as usual.
-pub(crate) struct SegmentEncoder {
+/// the cut points); otherwise the whole text is encoded by `tokenizers`.
+///
+/// Each piece is then encoded by `bpe::ByteLevelBpe` when the tokenizer's pipeline is
+/// one it reproduces exactly (Qwen2/Qwen3, Llama 3: NFC or no normalizer, the split,
+/// byte-level BPE), else by `tokenizers`. A piece of at least
+/// [`ParallelEncoding::min_bytes`] is cut at pre-token boundaries (see the `parallel`
+/// module) and its parts encoded on scoped threads; ids equal the sequential ones.
+/// `tests/tokenizer_exact.rs` checks all of it against `tokenizers::Tokenizer::encode`.
+pub struct SegmentEncoder {
     splitter: Option<(aho_corasick::AhoCorasick, Vec<u32>)>,
-    cache: std::sync::Mutex<std::collections::HashMap<Box<str>, std::sync::Arc<[u32]>>>,
+    fast: Option<bpe::ByteLevelBpe>,
+    parallel: ParallelEncoding,
+    cache: std::sync::Mutex<SegmentCache>,
+}
+
+/// Segment → ids, with the bytes it holds.
+#[derive(Default)]
+struct SegmentCache {
+    map: std::collections::HashMap<Box<str>, std::sync::Arc<[u32]>>,
+    bytes: usize,
 }
 
 impl std::fmt::Debug for SegmentEncoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SegmentEncoder")
             .field("enabled", &self.splitter.is_some())
+            .field("fast", &self.fast.is_some())
+            .field("parallel", &self.parallel)
             .finish()
     }
 }
 
 impl SegmentEncoder {
-    /// Prepares the cut points of `tokenizer`; disabled when they would not be exact.
-    pub(crate) fn new(tokenizer: &Tokenizer) -> Self {
+    /// Prepares the cut points of `tokenizer`, disabled when they would not be exact,
+    /// and the ids-only encoder when its pipeline allows; default parallelism.
+    pub fn new(tokenizer: &Tokenizer) -> Self {
         let added = tokenizer.get_added_tokens_decoder();
         let mut pairs: Vec<(&str, u32)> = added
             .iter()
@@ -338,34 +404,82 @@ impl SegmentEncoder {
         } else {
             None
         };
+        // Without a splitter the fast path would see added tokens as text.
+        let fast = if splitter.is_some() || added.is_empty() {
+            bpe::ByteLevelBpe::new(tokenizer)
+        } else {
+            None
+        };
         SegmentEncoder {
             splitter,
+            fast,
+            parallel: ParallelEncoding::default(),
             cache: Default::default(),
         }
     }
 
+    /// The same, encoding long segments as `parallel` says.
+    pub fn with_parallelism(mut self, parallel: ParallelEncoding) -> Self {
+        self.parallel = parallel;
+        self
+    }
+
     /// True when prompts are encoded by cached segments.
-    pub(crate) fn is_enabled(&self) -> bool {
+    pub fn is_enabled(&self) -> bool {
         self.splitter.is_some()
     }
 
+    /// True when segments are encoded by the ids-only byte-level BPE rather than by
+    /// `tokenizers`.
+    pub fn is_fast(&self) -> bool {
+        self.fast.is_some()
+    }
+
     /// Token ids of `text` without added special tokens.
-    pub(crate) fn encode(&self, tokenizer: &Tokenizer, text: &str) -> tokenizers::Result<Vec<u32>> {
-        let Some((matcher, ids)) = &self.splitter else {
-            return Ok(tokenizer.encode_fast(text, false)?.get_ids().to_vec());
+    pub fn encode(&self, tokenizer: &Tokenizer, text: &str) -> tokenizers::Result<Vec<u32>> {
+        self.encode_with(tokenizer, text, false)
+    }
+
+    /// Token ids of `text`, as `tokenizer.encode_fast(text, add_special_tokens)`.
+    pub fn encode_with(
+        &self,
+        tokenizer: &Tokenizer,
+        text: &str,
+        add_special_tokens: bool,
+    ) -> tokenizers::Result<Vec<u32>> {
+        let specials = match &self.fast {
+            Some(fast) if add_special_tokens => fast.specials(),
+            _ if add_special_tokens => None,
+            _ => Some((&[][..], &[][..])),
         };
-        let mut out = Vec::with_capacity(text.len() / 3);
-        let mut last = 0;
-        for m in matcher.find_iter(text) {
-            if m.start() > last {
-                self.encode_segment(tokenizer, &text[last..m.start()], &mut out)?;
+        let Some((before, after)) = specials else {
+            return Ok(tokenizer
+                .encode_fast(text, add_special_tokens)?
+                .get_ids()
+                .to_vec());
+        };
+        let mut out = Vec::with_capacity(text.len() / 4 + before.len() + after.len());
+        out.extend_from_slice(before);
+        match &self.splitter {
+            Some((matcher, ids)) => {
+                let mut last = 0;
+                for m in matcher.find_iter(text) {
+                    if m.start() > last {
+                        self.encode_segment(tokenizer, &text[last..m.start()], &mut out)?;
+                    }
+                    out.push(ids[m.pattern().as_usize()]);
+                    last = m.end();
+                }
+                if last < text.len() {
+                    self.encode_segment(tokenizer, &text[last..], &mut out)?;
+                }
             }
-            out.push(ids[m.pattern().as_usize()]);
-            last = m.end();
+            None if self.fast.is_some() => self.encode_segment(tokenizer, text, &mut out)?,
+            None => {
+                out.extend_from_slice(tokenizer.encode_fast(text, false)?.get_ids());
+            }
         }
-        if last < text.len() {
-            self.encode_segment(tokenizer, &text[last..], &mut out)?;
-        }
+        out.extend_from_slice(after);
         Ok(out)
     }
 
@@ -375,20 +489,36 @@ impl SegmentEncoder {
         segment: &str,
         out: &mut Vec<u32>,
     ) -> tokenizers::Result<()> {
-        let cached = self.cache.lock().ok().and_then(|c| c.get(segment).cloned());
-        if let Some(ids) = cached {
-            out.extend_from_slice(&ids);
-            return Ok(());
-        }
-        let ids: std::sync::Arc<[u32]> = tokenizer.encode_fast(segment, false)?.get_ids().into();
-        out.extend_from_slice(&ids);
-        if segment.len() <= SEGMENT_CACHE_MAX_LEN
-            && let Ok(mut cache) = self.cache.lock()
-        {
-            if cache.len() >= SEGMENT_CACHE_ENTRIES {
-                cache.clear();
+        let cacheable = segment.len() <= SEGMENT_CACHE_MAX_LEN;
+        if cacheable {
+            let cached = self
+                .cache
+                .lock()
+                .ok()
+                .and_then(|c| c.map.get(segment).cloned());
+            if let Some(ids) = cached {
+                out.extend_from_slice(&ids);
+                return Ok(());
             }
-            cache.insert(segment.into(), ids);
+        }
+        let before = out.len();
+        match &self.fast {
+            Some(fast) => {
+                let normalized = fast.normalize(tokenizer, segment);
+                parallel::encode(fast, &normalized, self.parallel, out);
+            }
+            None => out.extend_from_slice(tokenizer.encode_fast(segment, false)?.get_ids()),
+        }
+        if cacheable && let Ok(mut cache) = self.cache.lock() {
+            let size = segment.len() + 4 * (out.len() - before);
+            if cache.map.len() >= SEGMENT_CACHE_ENTRIES
+                || cache.bytes + size > SEGMENT_CACHE_MAX_BYTES
+            {
+                cache.map.clear();
+                cache.bytes = 0;
+            }
+            cache.bytes += size;
+            cache.map.insert(segment.into(), out[before..].into());
         }
         Ok(())
     }

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Long-prompt latency, side by side in one run (docs/performance.md, "Long prompts"):
+# render (`/v1/chat/completions/render`) and `/tokenize` at 1k / 32k / 300k Qwen3
+# tokens — our `render` example and library call vs `vllm-rs render` vs HF
+# (`tokenizers` Python binding for tokenize, transformers' apply_chat_template for
+# render) — as medians and ratios. Each request carries a fresh first line so that
+# no cache answers it. Token ids are compared across all three before timing.
+#
+#   REF=$HOME/.cache/vllm-reference vllm-chat/scripts/bench_long_prompt.sh
+#
+# Env: REF (reference env, default ~/.cache/vllm-reference), CARGO_TARGET_DIR,
+# REPS_SCALE (multiplies the repetition counts, default 1), SKIP_LIB=1 (no cargo bench).
+set -euo pipefail
+
+REF=${REF:-$HOME/.cache/vllm-reference}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PY=$REF/venv-light/bin/python
+VLLM_RS=$REF/vllm_src/vllm/vllm-rs
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+export HF_HUB_OFFLINE=1
+[ -x "$PY" ] || { echo "missing $PY (run the reference setup)" >&2; exit 1; }
+[ -x "$VLLM_RS" ] || { echo "missing $VLLM_RS" >&2; exit 1; }
+
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# A plain model directory (vllm-rs reads tokenizer.json, not .gz).
+mkdir -p "$WORK/qwen3" "$WORK/prompts"
+for f in "$ROOT"/testdata/models/qwen3/*; do
+    case $f in
+        *.gz) gunzip -c "$f" > "$WORK/qwen3/$(basename "${f%.gz}")" ;;
+        *) cp "$f" "$WORK/qwen3/" ;;
+    esac
+done
+
+"$PY" - "$WORK/qwen3" "$WORK/prompts" <<'EOF'
+# Prompts of ~1k, 32k and 300k Qwen3 tokens: prose with code, numbers and newlines.
+import random, sys
+from tokenizers import Tokenizer
+model, out = sys.argv[1], sys.argv[2]
+tok = Tokenizer.from_file(f"{model}/tokenizer.json")
+rng = random.Random(18)
+words = ("the of and to in is that for it as was with be by on not he this are or his from at which "
+         "but have an they you were her she there been one all we their has would when if so no will "
+         "model token prompt latency context window attention cache request server response stream "
+         "Rust Python tokenizer encoding parallel thread núcleo café naïve 東京 数据 Привет").split()
+parts = []
+while sum(map(len, parts)) < 1_600_000:
+    r = rng.random()
+    if r < 0.03:
+        parts.append("\n\n")
+    elif r < 0.05:
+        parts.append(f"\n```python\ndef f{rng.randrange(999)}(x):\n    return x * {rng.randrange(10**6)}\n```\n")
+    elif r < 0.08:
+        parts.append(f" {rng.randrange(10**rng.randrange(1, 8))}")
+    elif r < 0.10:
+        parts.append(rng.choice([",", ".", ";", ":", "!", "?", " -", " (see above)"]))
+    else:
+        parts.append(" " + rng.choice(words))
+text = "".join(parts)
+ratio = len(tok.encode(text[:200_000], add_special_tokens=False).ids) / 200_000
+for name, want in (("1k", 1_000), ("32k", 32_000), ("300k", 300_000)):
+    end = int(want / ratio)
+    while True:
+        got = len(tok.encode(text[:end], add_special_tokens=False).ids)
+        if abs(got - want) <= want * 0.01:
+            break
+        end = int(end * want / got)
+    with open(f"{out}/{name}.txt", "w") as f:
+        f.write(text[:end])
+    print(f"prompt {name}: {got} tokens, {end} chars", file=sys.stderr)
+EOF
+
+(cd "$ROOT" && nice -n 10 cargo build --release --example render -p vllm-examples -q)
+LIB_OUT=$WORK/lib.txt
+: > "$LIB_OUT"
+if [ "${SKIP_LIB:-0}" != 1 ]; then
+    (cd "$ROOT" && VLLM_CHAT_LONG_PROMPTS=$WORK/prompts cargo bench -p vllm-chat --bench render -- \
+        --warm-up-time 1 --measurement-time 5 long/ 2>/dev/null | tee "$LIB_OUT" | grep -E "^long/|time:" >&2) || true
+fi
+
+"$TARGET/release/examples/render" "$WORK/qwen3" --port 18101 --served-model-name qwen3 >"$WORK/ours.log" 2>&1 &
+PIDS+=($!)
+"$VLLM_RS" render "$WORK/qwen3" --port 18102 --served-model-name qwen3 >"$WORK/vllm-rs.log" 2>&1 &
+PIDS+=($!)
+
+"$PY" - "$WORK" "$LIB_OUT" "${REPS_SCALE:-1}" <<'EOF'
+import http.client, json, os, re, statistics, sys, time
+work, lib_out, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
+from tokenizers import Tokenizer
+from transformers import AutoTokenizer
+model = f"{work}/qwen3"
+tok = Tokenizer.from_file(f"{model}/tokenizer.json")
+hf = AutoTokenizer.from_pretrained(model)
+servers = {"ours": 18101, "vllm-rs": 18102}
+
+def wait(port):
+    for _ in range(600):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            c.request("GET", "/health"); r = c.getresponse(); r.read()
+            if r.status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    sys.exit(f"server on {port} did not start")
+for p in servers.values():
+    wait(p)
+conns = {k: http.client.HTTPConnection("127.0.0.1", p, timeout=120) for k, p in servers.items()}
+
+def post(name, path, body):
+    data = json.dumps(body).encode()
+    t = time.perf_counter()
+    conns[name].request("POST", path, data, {"Content-Type": "application/json"})
+    r = conns[name].getresponse(); out = r.read()
+    dt = time.perf_counter() - t
+    if r.status != 200:
+        sys.exit(f"{name} {path}: {r.status} {out[:300]!r}")
+    return dt, json.loads(out)
+
+def ids_of(v):
+    if isinstance(v, dict):
+        for k in ("token_ids", "tokens", "prompt_token_ids"):
+            if isinstance(v.get(k), list) and (not v[k] or isinstance(v[k][0], int)):
+                return v[k]
+        for x in v.values():
+            r = ids_of(x)
+            if r is not None:
+                return r
+    if isinstance(v, list):
+        for x in v:
+            r = ids_of(x)
+            if r is not None:
+                return r
+    return None
+
+lib = {}
+cur = None
+for line in open(lib_out):
+    m = re.match(r"^(long/\S+)", line)
+    if m:
+        cur = m.group(1)
+    m = re.search(r"time:\s+\[\S+ \S+ (\S+) (\S+) \S+ \S+\]", line)
+    if m and cur:
+        lib[cur] = float(m.group(1)) * {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1}[m.group(2)]
+        cur = None
+
+reps = {"1k": 200, "32k": 30, "300k": 10}
+rows = []
+for size in ("1k", "32k", "300k"):
+    text = open(f"{work}/prompts/{size}.txt").read()
+    n = max(3, int(reps[size] * scale))
+    msgs = lambda i: [{"role": "user", "content": f"request {i}\n{text}"}]
+    # Same ids everywhere first.
+    want = hf.apply_chat_template(msgs(0), tokenize=True, add_generation_prompt=False, return_dict=False)
+    for name in servers:
+        _, r = post(name, "/v1/chat/completions/render", {"model": "qwen3", "messages": msgs(0)})
+        got = ids_of(r)
+        assert got == want, f"{name} render ids differ at {size} ({len(got or [])} vs {len(want)})"
+        _, r = post(name, "/tokenize", {"model": "qwen3", "prompt": f"request 0\n{text}"})
+        assert ids_of(r) == tok.encode(f"request 0\n{text}").ids, f"{name} /tokenize ids differ at {size}"
+    times = {k: [] for k in ("ours render", "vllm-rs render", "ours tokenize", "vllm-rs tokenize", "hf render", "hf tokenize")}
+    for i in range(1, n + 1):
+        for name in servers:  # interleaved, so drift hits both alike
+            times[f"{name} render"].append(post(name, "/v1/chat/completions/render", {"model": "qwen3", "messages": msgs(i)})[0])
+            times[f"{name} tokenize"].append(post(name, "/tokenize", {"model": "qwen3", "prompt": f"request {i}\n{text}"})[0])
+        t = time.perf_counter(); hf.apply_chat_template(msgs(i), tokenize=True, add_generation_prompt=False, return_dict=False)
+        times["hf render"].append(time.perf_counter() - t)
+        t = time.perf_counter(); tok.encode(f"request {i}\n{text}")
+        times["hf tokenize"].append(time.perf_counter() - t)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    rows.append((size, len(want), med))
+
+def ms(s):
+    return f"{s * 1e3:.2f}" if s is not None else "–"
+print(f"\nload average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; medians (ms)\n")
+print("| tokens | what | ours HTTP | ours library | vllm-rs HTTP | HF | vllm-rs / ours HTTP | HF / ours HTTP |")
+print("|---|---|---|---|---|---|---|---|")
+for size, count, m in rows:
+    for what, lib_key in (("render", "render"), ("tokenize", "tokenize")):
+        o, v, h = m[f"ours {what}"], m[f"vllm-rs {what}"], m[f"hf {what}"]
+        print(f"| {size} ({count}) | {what} | {ms(o)} | {ms(lib.get(f'long/{lib_key}/{size}'))} | {ms(v)} | {ms(h)} | {v / o:.2f}x | {h / o:.2f}x |")
+one = {s: lib.get(f"long/tokenize-1thread/{s}") for s in ("1k", "32k", "300k")}
+if any(one.values()):
+    print("\nlibrary tokenize on one thread (ms): " + ", ".join(f"{s} {ms(v)}" for s, v in one.items()))
+EOF
