@@ -104,9 +104,10 @@ async fn main() -> anyhow::Result<()> {
         ..Default::default()
     };
     let api = ModelApi {
-        model: Model::load(&args.model_dir, options)?,
+        model: std::sync::Arc::new(Model::load(&args.model_dir, options)?),
         served_model_name,
         model_root,
+        offload: Default::default(),
     };
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()

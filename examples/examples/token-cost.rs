@@ -26,11 +26,11 @@ use clap::Parser;
 use serde_json::{Value, json};
 use vllm_chat::RendererOptions;
 use vllm_chat::openai::{ChatChunkChoice, ChatLogprobs, DeltaMessage, Emit};
+use vllm_chat::pipeline::ChatDeltaFrames;
+use vllm_chat::pipeline::generation;
+use vllm_chat::pipeline::logprobs;
 use vllm_client::protocol::LogprobsLists;
 use vllm_detok::{DecodeOptions, IncrementalDecoder, LogprobText, Tokenizer};
-use vllm_examples::serve::chat_frames::ChatDeltaFrames;
-use vllm_examples::serve::generation;
-use vllm_examples::serve::logprobs;
 use vllm_examples::serve::model::{Model, default_model_dir};
 
 /// The allocator `serve` runs with (see `examples/examples/serve.rs`).

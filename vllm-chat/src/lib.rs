@@ -11,12 +11,17 @@
 //! - [`openai`] holds the request, response and stream-chunk types.
 //! - [`render_mode`] answers vLLM's `/v1/chat/completions/render` and
 //!   `/v1/completions/render` (render once, route by tokens, send tokens to engines).
+//! - `pipeline` (feature `pipeline`) is the whole request path in front of vLLM
+//!   engines: request → render → engine → detokenize → parse → typed response or
+//!   chunks, as vLLM's server answers; a server adds only HTTP.
 #![deny(missing_docs)]
 
 mod error;
 mod kwargs;
 mod model;
 pub mod openai;
+#[cfg(feature = "pipeline")]
+pub mod pipeline;
 mod preprocess;
 mod python;
 pub mod render_mode;

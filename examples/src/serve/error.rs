@@ -1,122 +1,31 @@
-//! Errors as vLLM's OpenAI server sends them: `{"error": {"message", "type", "param",
-//! "code"}}` with the matching HTTP status.
+//! The pipeline's [`ApiError`] as an axum response: vLLM's status and body.
 
+use axum::Json;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use vllm_chat::RenderError;
-use vllm_chat::openai::{ErrorInfo, ErrorResponse};
-use vllm_client::ClientError;
+use serde::Serialize;
+pub use vllm_chat::pipeline::{ApiError, ENGINE_DEAD_CLIENT_MESSAGE};
 
-/// What vLLM 0.33 tells API clients when its engine died (`EngineDeadError.CLIENT_MESSAGE`;
-/// the cause goes to the server log, not to clients).
-pub const ENGINE_DEAD_CLIENT_MESSAGE: &str =
-    "The server had an error while processing your request.";
-
-/// An error answer of the API.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ApiError {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// vLLM's error type (`BadRequestError`, `NotFoundError`, …).
-    pub kind: &'static str,
-    /// What went wrong.
-    pub message: String,
-    /// The request field at fault, when known.
-    pub param: Option<String>,
+/// An error answer: the status and JSON body of `error`.
+pub fn error_response(error: &ApiError) -> Response {
+    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        error.to_json(),
+    )
+        .into_response()
 }
 
-impl ApiError {
-    /// A 400 `BadRequestError` (vLLM's `VLLMValidationError`).
-    pub fn bad_request(message: impl Into<String>, param: Option<&str>) -> Self {
-        Self {
-            status: StatusCode::BAD_REQUEST,
-            kind: "BadRequestError",
-            message: message.into(),
-            param: param.map(str::to_owned),
-        }
-    }
-
-    /// A 500 `InternalServerError`.
-    pub fn internal(message: impl Into<String>) -> Self {
-        Self {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            kind: "InternalServerError",
-            message: message.into(),
-            param: None,
-        }
-    }
-
-    /// The error for a request the engine link refused or lost: what vLLM answers for
-    /// `EngineDeadError` (500, its client message) once the engine is dead, 503 while
-    /// the server shuts down, 400 for a request the client rejects.
-    pub fn from_client(error: &ClientError) -> Self {
-        match error {
-            ClientError::EngineDead(_) => Self::internal(ENGINE_DEAD_CLIENT_MESSAGE),
-            ClientError::Shutdown => Self {
-                status: StatusCode::SERVICE_UNAVAILABLE,
-                kind: "ServiceUnavailableError",
-                message: error.to_string(),
-                param: None,
-            },
-            ClientError::InvalidRequest(_) | ClientError::DuplicateRequestId(_) => {
-                Self::bad_request(error.to_string(), None)
-            }
-            _ => Self::internal(error.to_string()),
-        }
-    }
-
-    /// The body.
-    pub fn body(&self) -> ErrorResponse {
-        ErrorResponse {
-            error: ErrorInfo {
-                message: self.message.clone(),
-                kind: self.kind.to_owned(),
-                param: self.param.clone(),
-                code: self.status.as_u16(),
-            },
-        }
-    }
-
-    /// The body as JSON text (for an SSE `data:` line).
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.body()).unwrap_or_default()
+/// `value` as a JSON 200, or the error's answer.
+pub fn json_or_error<T: Serialize>(result: Result<T, ApiError>) -> Response {
+    match result {
+        Ok(value) => Json(value).into_response(),
+        Err(error) => error_response(&error),
     }
 }
 
-impl From<RenderError> for ApiError {
-    fn from(error: RenderError) -> Self {
-        let body = ErrorResponse::from_render_error(&error);
-        let status =
-            StatusCode::from_u16(body.error.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let kind = match status {
-            StatusCode::NOT_FOUND => "NotFoundError",
-            StatusCode::BAD_REQUEST => "BadRequestError",
-            _ => "InternalServerError",
-        };
-        Self {
-            status,
-            kind,
-            message: body.error.message,
-            param: body.error.param,
-        }
-    }
-}
-
-impl From<serde_json::Error> for ApiError {
-    /// A body that is not JSON, or not the expected shape: 400, as vLLM answers a
-    /// request that fails validation.
-    fn from(error: serde_json::Error) -> Self {
-        Self::bad_request(format!("Invalid request body: {error}"), None)
-    }
-}
-
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        (
-            self.status,
-            [(header::CONTENT_TYPE, "application/json")],
-            self.to_json(),
-        )
-            .into_response()
-    }
+/// The handler's response, or the error's answer.
+pub fn or_error(result: Result<Response, ApiError>) -> Response {
+    result.unwrap_or_else(|error| error_response(&error))
 }

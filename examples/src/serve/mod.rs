@@ -8,30 +8,22 @@
 //!
 //! Layout: [`cli`] parses vLLM's flags into a [`ServeConfig`]; [`Server::bind`] loads
 //! the [`model`], connects the [`engine`]s (or starts embedded mock engines) and binds
-//! the HTTP socket; the handlers live in [`chat`], [`completions`], [`generate`] and
-//! [`tokens`]; each request runs one [`generation::Generation`] (engine stream →
-//! decoder), and chat answers go through a [`parse::ChoiceParser`]. Errors have
-//! vLLM's shape ([`error`]); streams are server-sent events ([`sse`]).
+//! the HTTP socket. Everything between the HTTP body and the answer is vllm-chat's
+//! request pipeline (`vllm_chat::pipeline`, feature `pipeline`): the handlers in
+//! [`generation`] parse the body, call the pipeline and frame its answer as JSON or
+//! server-sent events ([`sse`]); [`tokens`] serves the engine-free endpoints. Errors
+//! have vLLM's shape ([`error`]).
 //!
 //! Engine failure: a request whose engine died gets an error event on its open stream,
 //! and new requests get vLLM's 500 for a dead engine (`/health` answers 503). A client that disconnects drops its
 //! response body, which drops the engine stream and aborts the engine request.
 
-pub mod chat;
-pub mod chat_frames;
 pub mod cli;
-pub mod completions;
 pub mod engine;
 pub mod error;
-pub mod generate;
 pub mod generation;
-pub mod ids;
-pub mod logprobs;
 pub mod model;
-pub mod parse;
-pub mod required;
 pub mod routing;
-pub mod sampling;
 pub mod sse;
 pub mod state;
 pub mod tokens;
@@ -49,15 +41,14 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value};
 use vllm_chat::RendererOptions;
+use vllm_chat::pipeline::{ApiError, Offload, ParserSettings, Pipeline, PipelineConfig};
 use vllm_client::mock::MockEngineHandle;
 use vllm_client::{ClientError, EngineCoreClient};
 use vllm_parser::registry;
 use vllm_parser::response_template::ResponseTemplate;
 
 use engine::EngineSource;
-use error::ApiError;
 use model::Model;
-use parse::ParserSettings;
 use state::{AppState, ModelApi};
 
 /// A `--tool-call-parser` / `--reasoning-parser` value.
@@ -214,7 +205,7 @@ impl Server {
             max_model_len: config.max_model_len,
             ..RendererOptions::default()
         };
-        let model = Model::load(&config.model_dir, options)?;
+        let model = Arc::new(Model::load(&config.model_dir, options)?);
         let parsers = config.parser_settings(&model)?;
         let engines = engine::connect(
             &config.engine,
@@ -229,15 +220,21 @@ impl Server {
             .with_context(|| format!("binding {addr}"))?;
         let api = Arc::new(ModelApi {
             model,
-            served_model_name: config.served_model_name,
+            served_model_name: config.served_model_name.clone(),
             model_root: config.model_dir.display().to_string(),
+            offload: Offload::default(),
         });
-        let state = AppState {
-            api,
-            client: engines.client,
-            parsers,
-            max_logprobs: config.max_logprobs,
-        };
+        let pipeline = Pipeline::new(
+            api.model.clone(),
+            engines.client,
+            PipelineConfig {
+                served_model_name: api.served_model_name.clone(),
+                parsers,
+                max_logprobs: config.max_logprobs,
+                offload: api.offload.clone(),
+            },
+        );
+        let state = AppState { api, pipeline };
         Ok(Self {
             state,
             listener,
@@ -254,7 +251,7 @@ impl Server {
 
     /// The engine link.
     pub fn client(&self) -> &EngineCoreClient {
-        &self.state.client
+        self.state.pipeline.client()
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in flight
@@ -265,7 +262,7 @@ impl Server {
             .with_graceful_shutdown(shutdown)
             .await
             .context("HTTP server failed")?;
-        self.state.client.shutdown();
+        self.state.pipeline.client().shutdown();
         for mock in self.mocks {
             let _ = mock.shutdown().await;
         }
@@ -276,7 +273,7 @@ impl Server {
     /// embedded mock engines and a handle that stops the server.
     pub fn spawn(self) -> RunningServer {
         let addr = self.local_addr();
-        let client = self.state.client.clone();
+        let client = self.state.pipeline.client().clone();
         let router = router(self.state.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -345,9 +342,9 @@ fn nodelay(
 /// Every route.
 pub fn router(state: AppState) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(chat::create))
-        .route("/v1/completions", post(completions::create))
-        .route("/inference/v1/generate", post(generate::generate))
+        .route("/v1/chat/completions", post(generation::chat))
+        .route("/v1/completions", post(generation::completions))
+        .route("/inference/v1/generate", post(generation::generate))
         .merge(tokens::routes())
         .route("/health", get(health))
         .with_state(state)
@@ -355,19 +352,18 @@ pub fn router(state: AppState) -> Router {
 
 /// `GET /health`: 200 while the engines answer, 503 (empty, as vLLM) once they are dead.
 async fn health(State(state): State<AppState>) -> Response {
-    let probe = state.client.call_utility("is_sleeping", Vec::new());
+    let probe = state
+        .pipeline
+        .client()
+        .call_utility("is_sleeping", Vec::new());
     match tokio::time::timeout(Duration::from_secs(10), probe).await {
         Ok(Err(ClientError::EngineDead(_) | ClientError::Shutdown)) => {
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
         Ok(_) => StatusCode::OK.into_response(),
-        Err(_) => ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            kind: "ServiceUnavailableError",
-            message: "the engines did not answer within 10 s".into(),
-            param: None,
-        }
-        .into_response(),
+        Err(_) => error::error_response(&ApiError::unavailable(
+            "the engines did not answer within 10 s",
+        )),
     }
 }
 

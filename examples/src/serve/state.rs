@@ -3,21 +3,20 @@
 use std::sync::Arc;
 
 use axum::extract::FromRef;
-use vllm_client::EngineCoreClient;
-
-use super::model::Model;
-use super::parse::ParserSettings;
+use vllm_chat::pipeline::{Model, Offload, Pipeline};
 
 /// The model as the API presents it: what the engine-free endpoints need
 /// (`/tokenize`, `/detokenize`, `/v1/models`, the render endpoints). A render-only
 /// server (no engines) serves [`super::tokens::routes`] with just this.
 pub struct ModelApi {
     /// The model: renderer, tokenizer, EOS.
-    pub model: Model,
+    pub model: Arc<Model>,
     /// `--served-model-name`.
     pub served_model_name: String,
     /// The model directory, as `/v1/models` reports it (`root`).
     pub model_root: String,
+    /// Where large renders and tokenizations run (off the async workers).
+    pub offload: Offload,
 }
 
 impl std::fmt::Debug for ModelApi {
@@ -32,30 +31,17 @@ impl std::fmt::Debug for ModelApi {
 impl ModelApi {
     /// The model's context length.
     pub fn max_model_len(&self) -> u64 {
-        self.model.renderer.max_model_len()
+        self.model.max_model_len()
     }
 }
 
 /// The server's shared state (cheap to clone: shared parts are reference-counted).
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct AppState {
     /// The model and its names.
     pub api: Arc<ModelApi>,
-    /// The engine link (one or several data-parallel engines).
-    pub client: EngineCoreClient,
-    /// Parsers in use.
-    pub parsers: ParserSettings,
-    /// `--max-logprobs`.
-    pub max_logprobs: i64,
-}
-
-impl std::fmt::Debug for AppState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AppState")
-            .field("api", &self.api)
-            .field("parsers", &self.parsers)
-            .finish_non_exhaustive()
-    }
+    /// The request pipeline (model, engines, settings).
+    pub pipeline: Pipeline,
 }
 
 impl FromRef<AppState> for Arc<ModelApi> {

@@ -6,15 +6,15 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::FromRef;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
+use vllm_chat::pipeline::{ApiError, ids};
 
-use super::error::ApiError;
-use super::ids;
+use super::error::json_or_error;
 use super::state::ModelApi;
 
 /// The engine-free routes, for any router state that holds an `Arc<ModelApi>`.
@@ -45,9 +45,10 @@ where
 ///     ..Default::default()
 /// };
 /// let api = ModelApi {
-///     model: Model::load(&default_model_dir(), options)?,
+///     model: Arc::new(Model::load(&default_model_dir(), options)?),
 ///     served_model_name: "qwen3".into(),
 ///     model_root: default_model_dir().display().to_string(),
+///     offload: Default::default(),
 /// };
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8100").await?;
 /// axum::serve(listener, vllm_examples::serve::tokens::render_router(Arc::new(api))).await?;
@@ -62,8 +63,20 @@ pub fn render_router(api: Arc<ModelApi>) -> Router {
 
 /// `POST /tokenize`: a completion-style `{"prompt"}` or chat-style `{"messages"}` body.
 pub async fn tokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
-    tokenize_body(&state, &body)
-        .map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+    json_or_error(offloaded(state, body, tokenize_body).await)
+}
+
+/// `handle(state, body)` on the model's [`Offload`](vllm_chat::pipeline::Offload):
+/// off the async workers when the body is large.
+async fn offloaded<T: Send + 'static>(
+    state: Arc<ModelApi>,
+    body: Bytes,
+    handle: fn(&ModelApi, &Bytes) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let offload = state.offload.clone();
+    offload
+        .run(body.len(), move || handle(&state, &body))
+        .await?
 }
 
 fn tokenize_body(state: &ModelApi, body: &Bytes) -> Result<Value, ApiError> {
@@ -132,20 +145,12 @@ pub async fn detokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Resp
             .map_err(|e| ApiError::bad_request(e.to_string(), Some("tokens")))?;
         Ok(json!({ "prompt": prompt }))
     })();
-    result.map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+    json_or_error(result)
 }
 
 /// A request naming another model than the served one is a 404, as in vLLM.
-pub fn check_model(state: &ModelApi, model: Option<&Value>) -> Result<(), ApiError> {
-    match model.and_then(Value::as_str) {
-        Some(name) if name != state.served_model_name => Err(ApiError {
-            status: axum::http::StatusCode::NOT_FOUND,
-            kind: "NotFoundError",
-            message: format!("The model `{name}` does not exist."),
-            param: Some("model".into()),
-        }),
-        _ => Ok(()),
-    }
+fn check_model(state: &ModelApi, model: Option<&Value>) -> Result<(), ApiError> {
+    vllm_chat::pipeline::check_model(&state.served_model_name, model)
 }
 
 /// `GET /v1/models`: vLLM's `ModelList` with the one served model.
@@ -181,18 +186,22 @@ pub async fn models(State(state): State<Arc<ModelApi>>) -> Json<Value> {
 
 /// `POST /v1/chat/completions/render`: vLLM's `GenerateRequest` for a chat request.
 pub async fn render_chat(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
-    let result = (|| {
-        let request: ChatCompletionRequest = serde_json::from_slice(&body)?;
-        Ok::<_, ApiError>(state.model.renderer.render_chat(&request)?)
-    })();
-    result.map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+    json_or_error(
+        offloaded(state, body, |state, body| {
+            let request: ChatCompletionRequest = serde_json::from_slice(body)?;
+            Ok(state.model.renderer.render_chat(&request)?)
+        })
+        .await,
+    )
 }
 
 /// `POST /v1/completions/render`: one `GenerateRequest` per prompt.
 pub async fn render_completion(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
-    let result = (|| {
-        let request: CompletionRequest = serde_json::from_slice(&body)?;
-        Ok::<_, ApiError>(state.model.renderer.render_completion(&request)?)
-    })();
-    result.map_or_else(IntoResponse::into_response, |v| Json(v).into_response())
+    json_or_error(
+        offloaded(state, body, |state, body| {
+            let request: CompletionRequest = serde_json::from_slice(body)?;
+            Ok(state.model.renderer.render_completion(&request)?)
+        })
+        .await,
+    )
 }

@@ -7,8 +7,8 @@
 //! type and adds what vLLM's input processor adds: the EOS token and the extra EOS ids
 //! of `generation_config.json`.
 
+use crate::render_mode;
 use serde_json::Value as Json;
-use vllm_chat::render_mode;
 use vllm_client::Map;
 use vllm_client::Value;
 use vllm_client::protocol::{RequestOutputKind, SamplingParams, StructuredOutputsParams};

@@ -6,7 +6,7 @@
 //! `logprobs + 1` candidates), offsets counted in characters from the start of the
 //! choice's text.
 
-use vllm_chat::openai::{
+use crate::openai::{
     ChatLogprobEntry, ChatLogprobs, ChatTopLogprob, CompletionLogprobs as CompletionLists,
     TopLogprobMap,
 };

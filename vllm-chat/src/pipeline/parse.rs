@@ -20,11 +20,11 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
-use vllm_chat::openai::{
+use crate::openai::{
     ChatCompletionRequest, DeltaFunctionCall, DeltaMessage, DeltaToolCall, Emit, ToolChoice,
     ToolChoiceMode,
 };
+use serde_json::{Map, Value};
 use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::{Event, MessageBuilder, MessageParser, ParsedMessage, ParserOptions, registry};
 
@@ -149,6 +149,7 @@ impl ChoiceParser {
             chat_template_kwargs,
             prompt: prompt_end,
             response_template: settings.response_template.clone(),
+            ..ParserOptions::default()
         };
         let mode = match (settings.tool, request.effective_tool_choice()) {
             (None, _) | (_, ToolChoice::Mode(ToolChoiceMode::None)) => ToolMode::Content,

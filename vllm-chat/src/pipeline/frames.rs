@@ -8,11 +8,11 @@
 //! large share of a one-token chunk's cost. The bytes equal those of
 //! [`ChatCompletionChunk::delta`] serialized by [`sse::frame`](super::sse::frame) (tested).
 
+use crate::openai::{ChatChunkChoice, Emit, Usage};
 use serde::Serialize;
-use vllm_chat::openai::{ChatChunkChoice, Emit, Usage};
 
 #[cfg(doc)]
-use vllm_chat::openai::ChatCompletionChunk;
+use crate::openai::ChatCompletionChunk;
 
 /// Writes one stream's content-chunk frames.
 #[derive(Debug, Clone)]
@@ -85,12 +85,12 @@ impl ChatDeltaFrames {
 
 #[cfg(test)]
 mod tests {
-    use vllm_chat::openai::{
+    use crate::openai::{
         ChatCompletionChunk, ChatLogprobEntry, ChatLogprobs, ChatTopLogprob, DeltaMessage,
     };
 
     use super::*;
-    use crate::serve::sse;
+    use crate::pipeline::sse;
 
     fn choices() -> Vec<ChatChunkChoice> {
         let text = |t: &str| DeltaMessage {
@@ -121,10 +121,7 @@ mod tests {
                 if let Some(usage) = &usage {
                     chunk.usage = Emit::value(usage.clone());
                 }
-                assert_eq!(
-                    frames.frame(&choice, usage.as_ref()),
-                    sse::frame(&chunk, &[])
-                );
+                assert_eq!(frames.frame(&choice, usage.as_ref()), sse::frame(&chunk));
             }
         }
     }

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Sends a fixed battery of requests to a running server and prints its answers with
+ids and timestamps normalized, one block per request, so that two builds (or two
+servers) can be diffed byte for byte:
+
+    python3 examples/scripts/serve_answers.py http://127.0.0.1:8000 > new.txt
+    diff old.txt new.txt
+
+Run the servers with the embedded mock engine at full speed
+(`--mock-tokens-per-second 0`) and the same flags. Standard library only.
+"""
+import json
+import re
+import sys
+import urllib.error
+import urllib.request
+
+BASE = sys.argv[1].rstrip("/") if len(sys.argv) > 1 else "http://127.0.0.1:8000"
+MSG = [{"role": "user", "content": "Hello there!"}]
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}]
+SO = {"include_usage": True, "continuous_usage_stats": True}
+
+CASES = [
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "stream": True}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "stream": True, "stream_options": SO,
+                              "logprobs": True, "top_logprobs": 2, "return_token_ids": True}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "logprobs": True, "top_logprobs": 3,
+                              "return_token_ids": True, "return_tokens_as_token_ids": True}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "stop": ["mock"], "stream": True}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "stop": ["mock"],
+                              "include_stop_str_in_output": True}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "max_tokens": 3, "stream": True,
+                              "stream_options": {"include_usage": True}}),
+    ("/v1/chat/completions", {"model": "qwen3", "echo": True, "add_generation_prompt": False,
+                              "messages": MSG + [{"role": "assistant", "content": "Sure"}], "stream": True}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "tools": TOOLS}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "tools": TOOLS, "tool_choice": "required"}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "n": 2}),
+    ("/v1/chat/completions", {"model": "qwen3", "messages": MSG, "temperature": -1}),
+    ("/v1/chat/completions", {"model": "other", "messages": MSG}),
+    ("/v1/chat/completions", "not json"),
+    ("/v1/completions", {"model": "qwen3", "prompt": "Once upon a time"}),
+    ("/v1/completions", {"model": "qwen3", "prompt": "Once upon a time", "stream": True,
+                         "stream_options": SO, "logprobs": 2, "echo": True, "return_token_ids": True}),
+    ("/v1/completions", {"model": "qwen3", "prompt": [1, 2, 3], "logprobs": 1, "echo": True}),
+    ("/v1/completions", {"model": "qwen3", "prompt": "x", "stop": ["engine"], "stream": True}),
+    ("/v1/completions", {"model": "qwen3", "prompt": ["a", "b"]}),
+    ("/inference/v1/generate", {"token_ids": [9707, 0], "sampling_params": {"max_tokens": 5}}),
+    ("/inference/v1/generate", {"token_ids": [9707], "sampling_params": {"max_tokens": 4, "logprobs": 2},
+                                "stream": True, "return_token_ids": True, "stream_options": SO}),
+    ("/inference/v1/generate", {"token_ids": [9707], "sampling_params": {"max_tokens": 6, "logprobs": 1},
+                                "output_mode": "text"}),
+    ("/inference/v1/generate", {"token_ids": [9707], "sampling_params": {"max_tokens": 6, "stop": ["am"]},
+                                "output_mode": "text", "stream": True,
+                                "stream_options": {"include_usage": True}}),
+    ("/inference/v1/generate", {"token_ids": [], "sampling_params": {}}),
+    ("/tokenize", {"model": "qwen3", "prompt": "Hello world", "return_token_strs": True}),
+    ("/tokenize", {"model": "qwen3", "messages": MSG}),
+    ("/detokenize", {"model": "qwen3", "tokens": [9707, 1879]}),
+    ("/v1/chat/completions/render", {"model": "qwen3", "messages": MSG}),
+    ("/v1/completions/render", {"model": "qwen3", "prompt": "Hi"}),
+]
+
+NORMALIZE = [
+    (re.compile(r'(chatcmpl|cmpl|chatcmpl-tool|modelperm)-[0-9a-f]{32}'), r"\1-ID"),
+    (re.compile(r'"request_id":\s*"[0-9a-f]{32}"'), '"request_id":"ID"'),
+    (re.compile(r'"created":\s*\d+'), '"created":0'),
+]
+
+
+def normalize(text):
+    for pattern, repl in NORMALIZE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+for path, body in CASES:
+    data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    req = urllib.request.Request(BASE + path, data=data,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            status, ctype, text = resp.status, resp.headers.get("content-type"), resp.read().decode()
+    except urllib.error.HTTPError as e:
+        status, ctype, text = e.code, e.headers.get("content-type"), e.read().decode()
+    print(f"### {path} {json.dumps(body)[:120]}")
+    print(f"{status} {ctype}")
+    print(normalize(text))

@@ -1,0 +1,565 @@
+//! vLLM's tokens-in endpoint (`POST /inference/v1/generate`): a client that rendered a
+//! request itself (e.g. with render mode) sends prompt token ids and resolved sampling
+//! parameters; the answer carries token ids (`output_mode: "tokens"`, the default) or
+//! also text (`"text"`). `"derender"` is not supported.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use vllm_client::protocol::EngineCoreRequest;
+
+use super::error::ApiError;
+use super::generation::{Candidate, Generation, PositionLogprobs};
+use super::{Pipeline, ids, logprobs, sampling, sse};
+use crate::openai::{ChatLogprobs, StopParam, StreamOptions, Usage};
+use crate::render_mode;
+
+/// vLLM's `SamplingParams` as JSON, with its defaults.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct WireSamplingParams {
+    n: u32,
+    presence_penalty: f64,
+    frequency_penalty: f64,
+    repetition_penalty: f64,
+    temperature: f64,
+    top_p: f64,
+    top_k: i64,
+    min_p: f64,
+    seed: Option<i64>,
+    stop: Option<StopParam>,
+    stop_token_ids: Option<Vec<u32>>,
+    ignore_eos: bool,
+    max_tokens: Option<i64>,
+    min_tokens: i64,
+    logprobs: Option<i64>,
+    prompt_logprobs: Option<i64>,
+    skip_special_tokens: bool,
+    spaces_between_special_tokens: bool,
+    include_stop_str_in_output: bool,
+    structured_outputs: Option<render_mode::StructuredOutputsParams>,
+    logit_bias: Option<Map<String, Value>>,
+    allowed_token_ids: Option<Vec<u32>>,
+    extra_args: Option<Map<String, Value>>,
+    bad_words: Option<Vec<String>>,
+}
+
+impl Default for WireSamplingParams {
+    fn default() -> Self {
+        Self {
+            n: 1,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
+            repetition_penalty: 1.0,
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            min_p: 0.0,
+            seed: None,
+            stop: None,
+            stop_token_ids: None,
+            ignore_eos: false,
+            max_tokens: Some(16),
+            min_tokens: 0,
+            logprobs: None,
+            prompt_logprobs: None,
+            skip_special_tokens: true,
+            spaces_between_special_tokens: true,
+            include_stop_str_in_output: false,
+            structured_outputs: None,
+            logit_bias: None,
+            allowed_token_ids: None,
+            extra_args: None,
+            bad_words: None,
+        }
+    }
+}
+
+impl WireSamplingParams {
+    fn resolve(self, stream: bool, room: i64) -> render_mode::SamplingParams {
+        render_mode::SamplingParams {
+            n: self.n,
+            presence_penalty: self.presence_penalty,
+            frequency_penalty: self.frequency_penalty,
+            repetition_penalty: self.repetition_penalty,
+            temperature: self.temperature,
+            top_p: Some(self.top_p),
+            top_k: self.top_k,
+            min_p: Some(self.min_p),
+            seed: self.seed,
+            stop: self
+                .stop
+                .as_ref()
+                .map(StopParam::to_vec)
+                .unwrap_or_default(),
+            stop_token_ids: self.stop_token_ids.unwrap_or_default(),
+            ignore_eos: self.ignore_eos,
+            max_tokens: self.max_tokens.map_or(room, |m| m.min(room)),
+            min_tokens: self.min_tokens,
+            logprobs: self.logprobs,
+            prompt_logprobs: self.prompt_logprobs,
+            skip_special_tokens: self.skip_special_tokens,
+            spaces_between_special_tokens: self.spaces_between_special_tokens,
+            include_stop_str_in_output: self.include_stop_str_in_output,
+            output_kind: if stream { 1 } else { 2 },
+            structured_outputs: self.structured_outputs,
+            logit_bias: self.logit_bias,
+            allowed_token_ids: self.allowed_token_ids,
+            extra_args: self.extra_args,
+            bad_words: self.bad_words.unwrap_or_default(),
+            ..render_mode::SamplingParams::default()
+        }
+    }
+}
+
+/// A tokens-in request (vLLM's `GenerateRequest` of `/inference/v1/generate`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokensRequest {
+    /// The request id (random when absent).
+    #[serde(default)]
+    pub request_id: Option<String>,
+    /// The prompt's token ids.
+    pub token_ids: Vec<u32>,
+    /// vLLM's sampling parameters, resolved by the client.
+    #[serde(default)]
+    pub sampling_params: WireSamplingParams,
+    /// The model name (checked against the served one).
+    #[serde(default)]
+    pub model: Option<Value>,
+    /// Return the prompt's token ids in the answer.
+    #[serde(default)]
+    pub return_token_ids: Option<bool>,
+    /// `tokens` (default) or `text`.
+    #[serde(default = "tokens_mode")]
+    pub output_mode: String,
+    /// Stream the answer.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// `include_usage`, `continuous_usage_stats`.
+    #[serde(default)]
+    pub stream_options: Option<StreamOptions>,
+    /// Prefix-cache salt.
+    #[serde(default)]
+    pub cache_salt: Option<String>,
+    /// Scheduling priority.
+    #[serde(default)]
+    pub priority: i64,
+}
+
+fn tokens_mode() -> String {
+    "tokens".into()
+}
+
+/// One candidate of `GenerateLogProbs` (tokens mode).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenLogprob {
+    /// The token id.
+    pub token_id: u32,
+    /// Its log probability.
+    pub logprob: f64,
+    /// Its rank.
+    pub rank: i64,
+}
+
+/// One position of `GenerateLogProbs` (tokens mode).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenLogprobEntry {
+    /// The sampled token.
+    #[serde(flatten)]
+    pub sampled: TokenLogprob,
+    /// The candidates, in the engine's order.
+    pub top_logprobs: Vec<TokenLogprob>,
+}
+
+/// Logprobs of a tokens-in answer: token ids in tokens mode, chat-style texts in
+/// text mode.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum GenerateLogprobs {
+    /// `{"content": [{"token_id", "logprob", "rank", "top_logprobs"}]}`.
+    Tokens {
+        /// The positions.
+        content: Vec<TokenLogprobEntry>,
+    },
+    /// Chat logprobs with every candidate.
+    Text(ChatLogprobs),
+}
+
+/// A choice of a tokens-in answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GenerateChoice {
+    /// Always 0.
+    pub index: u32,
+    /// Text mode, streamed: the new text (written before the finish reason).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// `stop`, `length`, `abort`, or null mid-stream.
+    pub finish_reason: Option<&'static str>,
+    /// The stop string or token id.
+    pub stop_reason: Option<Value>,
+    /// The new token ids.
+    pub token_ids: Vec<u32>,
+    /// Always null.
+    pub routed_experts: Option<Value>,
+    /// Always null.
+    pub sampling_mask: Option<Value>,
+    /// Always null.
+    pub weight_versions: Option<Value>,
+    /// Text mode, whole answer: the text (written after `weight_versions`).
+    #[serde(rename = "text", skip_serializing_if = "Option::is_none")]
+    pub full_text: Option<String>,
+    /// The logprobs, when requested.
+    pub logprobs: Option<GenerateLogprobs>,
+}
+
+/// The whole answer of a tokens-in request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GenerateResponse {
+    /// The request id.
+    pub request_id: String,
+    /// Served model name.
+    pub model: String,
+    /// Unix seconds.
+    pub created: u64,
+    /// Token counts (details written as null).
+    pub usage: Usage,
+    /// Always null.
+    pub prompt_logprobs: Option<Value>,
+    /// Always null.
+    pub prompt_token_id_logprobs: Option<Value>,
+    /// The prompt's token ids with `return_token_ids`.
+    pub prompt_token_ids: Option<Vec<u32>>,
+    /// Always null.
+    pub mm_placeholders: Option<Value>,
+    /// Always null.
+    pub metrics: Option<Value>,
+    /// Always null.
+    pub kv_transfer_params: Option<Value>,
+    /// Always null.
+    pub ec_transfer_params: Option<Value>,
+    /// `tokens` or `text`.
+    pub output_mode: &'static str,
+    /// The one choice.
+    pub choices: Vec<GenerateChoice>,
+}
+
+/// A chunk of a streamed tokens-in answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GenerateChunk {
+    /// The request id.
+    pub request_id: String,
+    /// Continuous usage stats (null otherwise); the final usage chunk's counts.
+    pub usage: Option<Usage>,
+    /// The prompt's token ids, on the first chunk with `return_token_ids`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_token_ids: Option<Vec<u32>>,
+    /// Null on the first chunk with `return_token_ids`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mm_placeholders: Option<Option<Value>>,
+    /// `tokens` or `text`.
+    pub output_mode: &'static str,
+    /// The choice (none in the final usage chunk).
+    pub choices: Vec<GenerateChoice>,
+}
+
+/// A tokens-in request accepted and sent to the engine. Dropping it aborts the
+/// engine request.
+pub struct AcceptedGenerate {
+    request_id: String,
+    model: String,
+    text_mode: bool,
+    stream: bool,
+    return_token_ids: bool,
+    prompt_token_ids: Vec<u32>,
+    include_usage: bool,
+    continuous_usage: bool,
+    generation: Generation,
+}
+
+impl std::fmt::Debug for AcceptedGenerate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcceptedGenerate")
+            .field("request_id", &self.request_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Pipeline {
+    /// Accepts a tokens-in request: checks it as vLLM does and sends it to the engines.
+    pub async fn generate(&self, request: TokensRequest) -> Result<AcceptedGenerate, ApiError> {
+        self.check_model(request.model.as_ref())?;
+        let text_mode = match request.output_mode.as_str() {
+            "tokens" => false,
+            "text" => true,
+            other => {
+                return Err(ApiError::bad_request(
+                    format!("output_mode {other:?} is not supported by this server"),
+                    Some("output_mode"),
+                ));
+            }
+        };
+        if request.token_ids.is_empty() {
+            return Err(ApiError::bad_request(
+                "token_ids must not be empty",
+                Some("token_ids"),
+            ));
+        }
+        if request.sampling_params.n > 1 {
+            return Err(ApiError::bad_request(
+                "n > 1 is not supported by this server.",
+                Some("n"),
+            ));
+        }
+        let max_model_len = i64::try_from(self.model.max_model_len()).unwrap_or(i64::MAX);
+        let prompt_len = request.token_ids.len() as i64;
+        if prompt_len > max_model_len {
+            return Err(ApiError::bad_request(
+                format!(
+                    "Input length ({prompt_len}) exceeds model's maximum context length ({max_model_len})."
+                ),
+                Some("token_ids"),
+            ));
+        }
+        let stream = request.stream == Some(true);
+        let resolved = request
+            .sampling_params
+            .resolve(stream, max_model_len - prompt_len);
+        let params = sampling::engine_params(&resolved, &self.model, self.config.max_logprobs)?;
+        let request_id = request.request_id.unwrap_or_else(ids::random_hex);
+        let mut engine_request = EngineCoreRequest::new(
+            ids::engine_request_id(&request_id),
+            request.token_ids.clone(),
+            params,
+        );
+        engine_request.external_req_id = Some(request_id.clone());
+        engine_request.priority = request.priority;
+        engine_request.cache_salt = request.cache_salt;
+        let generation = Generation::start(&self.client, &self.model, engine_request).await?;
+        let options = request.stream_options.unwrap_or_default();
+        let include_usage = options.include_usage == Some(true);
+        Ok(AcceptedGenerate {
+            request_id,
+            model: self.config.served_model_name.clone(),
+            text_mode,
+            stream,
+            return_token_ids: request.return_token_ids == Some(true),
+            prompt_token_ids: request.token_ids,
+            include_usage,
+            continuous_usage: include_usage && options.continuous_usage_stats == Some(true),
+            generation,
+        })
+    }
+}
+
+/// `GenerateLogProbs`: token ids, logprobs and ranks (tokens mode), or chat logprobs
+/// with every candidate (text mode).
+fn step_logprobs(
+    positions: Option<Vec<PositionLogprobs>>,
+    text_mode: bool,
+) -> Option<GenerateLogprobs> {
+    let positions = positions?;
+    if text_mode {
+        return Some(GenerateLogprobs::Text(logprobs::chat(positions, Some(-1))));
+    }
+    let entry = |c: &Candidate| TokenLogprob {
+        token_id: c.id,
+        logprob: c.logprob,
+        rank: c.rank,
+    };
+    let content = positions
+        .iter()
+        .map(|p| TokenLogprobEntry {
+            sampled: entry(&p.sampled),
+            top_logprobs: p.candidates.iter().map(entry).collect(),
+        })
+        .collect();
+    Some(GenerateLogprobs::Tokens { content })
+}
+
+impl AcceptedGenerate {
+    fn mode(&self) -> &'static str {
+        if self.text_mode { "text" } else { "tokens" }
+    }
+
+    fn usage(&self, details: bool) -> Usage {
+        let g = &self.generation;
+        let mut usage = Usage::new(g.num_prompt_tokens as u64, g.num_output_tokens as u64);
+        if details {
+            usage.prompt_tokens_details = crate::openai::Emit::null();
+        }
+        usage
+    }
+}
+
+impl super::Accepted for AcceptedGenerate {
+    type Response = GenerateResponse;
+    type Stream = GenerateStream;
+
+    fn is_stream(&self) -> bool {
+        self.stream
+    }
+
+    async fn response(mut self) -> Result<GenerateResponse, ApiError> {
+        let mut token_ids = Vec::new();
+        let mut text = String::new();
+        let mut positions = Vec::new();
+        let mut wants_logprobs = false;
+        let mut finish = None;
+        while let Some(step) = self.generation.next().await {
+            let step = step.map_err(|e| e.0)?;
+            token_ids.extend_from_slice(&step.token_ids);
+            text.push_str(&step.text);
+            if let Some(p) = step.logprobs {
+                wants_logprobs = true;
+                positions.extend(p);
+            }
+            if step.finish.is_some() {
+                finish = step.finish;
+                break;
+            }
+        }
+        let finish =
+            finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
+        let choice = GenerateChoice {
+            index: 0,
+            text: None,
+            finish_reason: Some(finish.reason),
+            stop_reason: finish.stop_reason,
+            token_ids,
+            routed_experts: None,
+            sampling_mask: None,
+            weight_versions: None,
+            full_text: self.text_mode.then_some(text),
+            logprobs: step_logprobs(wants_logprobs.then_some(positions), self.text_mode),
+        };
+        Ok(GenerateResponse {
+            usage: self.usage(true),
+            output_mode: self.mode(),
+            request_id: self.request_id,
+            model: self.model,
+            created: ids::now_secs(),
+            prompt_logprobs: None,
+            prompt_token_id_logprobs: None,
+            prompt_token_ids: self.return_token_ids.then_some(self.prompt_token_ids),
+            mm_placeholders: None,
+            metrics: None,
+            kv_transfer_params: None,
+            ec_transfer_params: None,
+            choices: vec![choice],
+        })
+    }
+
+    fn into_stream(self) -> GenerateStream {
+        GenerateStream {
+            prompt_sent: !self.return_token_ids,
+            pending_usage: None,
+            done: false,
+            accepted: self,
+        }
+    }
+}
+
+/// One event of a tokens-in stream.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GenerateEvent {
+    /// A chunk.
+    Chunk(GenerateChunk),
+    /// The request failed mid-stream.
+    Error(ApiError),
+}
+
+/// The chunks of a streamed tokens-in answer. Dropping it aborts the engine request.
+pub struct GenerateStream {
+    accepted: AcceptedGenerate,
+    prompt_sent: bool,
+    pending_usage: Option<GenerateChunk>,
+    done: bool,
+}
+
+impl std::fmt::Debug for GenerateStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GenerateStream")
+            .field("request_id", &self.accepted.request_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GenerateStream {
+    /// The next event, `None` after the last.
+    pub async fn next(&mut self) -> Option<GenerateEvent> {
+        if let Some(chunk) = self.pending_usage.take() {
+            return Some(GenerateEvent::Chunk(chunk));
+        }
+        while !self.done {
+            let mut step = match self.accepted.generation.next().await {
+                None => break,
+                Some(Ok(step)) => step,
+                Some(Err(error)) => {
+                    self.done = true;
+                    return Some(GenerateEvent::Error(error.0));
+                }
+            };
+            let a = &self.accepted;
+            let finished = step.finish.is_some();
+            // Terminal outputs always go out; text mode also sends text held back
+            // for stop strings, which can arrive without tokens.
+            let has_text = a.text_mode && !step.text.is_empty();
+            if step.token_ids.is_empty() && !finished && !has_text {
+                continue;
+            }
+            let finish = step.finish.take();
+            let choice = GenerateChoice {
+                index: 0,
+                text: a.text_mode.then(|| std::mem::take(&mut step.text)),
+                finish_reason: finish.as_ref().map(|f| f.reason),
+                stop_reason: finish.and_then(|f| f.stop_reason),
+                token_ids: std::mem::take(&mut step.token_ids),
+                routed_experts: None,
+                sampling_mask: None,
+                weight_versions: None,
+                full_text: None,
+                logprobs: step_logprobs(step.logprobs.take(), a.text_mode),
+            };
+            let prompt = (!std::mem::replace(&mut self.prompt_sent, true))
+                .then(|| a.prompt_token_ids.clone());
+            let chunk = GenerateChunk {
+                request_id: a.request_id.clone(),
+                usage: a.continuous_usage.then(|| a.usage(true)),
+                mm_placeholders: prompt.is_some().then_some(None),
+                prompt_token_ids: prompt,
+                output_mode: a.mode(),
+                choices: vec![choice],
+            };
+            if finished {
+                self.done = true;
+                if a.include_usage {
+                    self.pending_usage = Some(GenerateChunk {
+                        request_id: a.request_id.clone(),
+                        usage: Some(a.usage(false)),
+                        prompt_token_ids: None,
+                        mm_placeholders: None,
+                        output_mode: a.mode(),
+                        choices: Vec::new(),
+                    });
+                }
+            }
+            return Some(GenerateEvent::Chunk(chunk));
+        }
+        self.done = true;
+        None
+    }
+}
+
+impl sse::EventStream for GenerateStream {
+    type Event = GenerateEvent;
+
+    async fn next_event(&mut self) -> Option<GenerateEvent> {
+        self.next().await
+    }
+
+    fn sse_frame(&self, event: &GenerateEvent) -> String {
+        match event {
+            GenerateEvent::Chunk(chunk) => sse::frame(chunk),
+            GenerateEvent::Error(error) => sse::error_frame(error),
+        }
+    }
+}

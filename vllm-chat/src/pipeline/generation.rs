@@ -1,0 +1,323 @@
+//! One request's generation: the engine's output stream turned into text steps.
+//!
+//! [`Generation`] owns the engine stream and the request's [`IncrementalDecoder`]. Each
+//! engine output becomes a [`Step`]: the released text, the tokens it covers, their
+//! logprobs with token text, and the finish when it is the last. A stop string found by
+//! the decoder aborts the engine request at once and finishes the step with
+//! `finish_reason = "stop"` and the string as `stop_reason`, as vLLM's output processor
+//! does. Dropping a `Generation` drops the stream, which aborts the engine request: a
+//! client that disconnects mid-stream frees its engine slot.
+
+use futures::{FutureExt, StreamExt};
+use serde_json::Value;
+use vllm_client::protocol::{EngineCoreOutput, FinishReason, LogprobsLists, StopReason};
+use vllm_client::{EngineCoreClient, OutputStream};
+use vllm_detok::{DecodeOptions, FinishKind, IncrementalDecoder, LogprobText};
+
+use super::error::ApiError;
+use super::model::Model;
+
+/// Why and how a request finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Finish {
+    /// `stop`, `length`, `abort`, … (before the chat layer's `tool_calls`).
+    pub reason: &'static str,
+    /// The stop string or stop token id, `None` for EOS and other reasons.
+    pub stop_reason: Option<Value>,
+}
+
+/// A token with its logprob and text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Token id.
+    pub id: u32,
+    /// Log probability, clamped at -9999 as vLLM does.
+    pub logprob: f64,
+    /// The token's text (vLLM's `decoded_token`).
+    pub text: String,
+    /// Its rank among the model's candidates (1 = most likely).
+    pub rank: i64,
+}
+
+/// One output position's logprobs: the sampled token and the candidates in the
+/// engine's order (sampled first, then the top-k, each id once).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositionLogprobs {
+    /// The sampled token.
+    pub sampled: Candidate,
+    /// vLLM's logprob dict for the position, in order.
+    pub candidates: Vec<Candidate>,
+}
+
+/// What one engine output contributes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Step {
+    /// Newly released text.
+    pub text: String,
+    /// The tokens of this step (after a stop string, only those kept).
+    pub token_ids: Vec<u32>,
+    /// Their logprobs, when requested.
+    pub logprobs: Option<Vec<PositionLogprobs>>,
+    /// Set on the last step.
+    pub finish: Option<Finish>,
+}
+
+impl Step {
+    /// Appends a later step of the same request.
+    fn merge(&mut self, next: Step) {
+        self.text.push_str(&next.text);
+        self.token_ids.extend(next.token_ids);
+        if let Some(more) = next.logprobs {
+            self.logprobs.get_or_insert_default().extend(more);
+        }
+        self.finish = next.finish;
+    }
+}
+
+/// Why a generation failed mid-way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerationError(pub ApiError);
+
+/// One request in flight on an engine.
+pub struct Generation {
+    client: EngineCoreClient,
+    stream: Option<OutputStream>,
+    decoder: IncrementalDecoder,
+    logprob_text: Option<LogprobText>,
+    /// An error met while merging outputs, reported by the next call.
+    pending_error: Option<GenerationError>,
+    /// Output tokens so far (vLLM's `num_output_tokens`).
+    pub num_output_tokens: usize,
+    /// Prompt tokens.
+    pub num_prompt_tokens: usize,
+}
+
+impl std::fmt::Debug for Generation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generation")
+            .field("num_output_tokens", &self.num_output_tokens)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Generation {
+    /// Sends `request` to the engines and prepares its decoder.
+    pub async fn start(
+        client: &EngineCoreClient,
+        model: &Model,
+        request: vllm_client::protocol::EngineCoreRequest,
+    ) -> Result<Self, ApiError> {
+        let prompt = request.prompt_token_ids.clone().unwrap_or_default();
+        let params = request.sampling_params.clone().unwrap_or_default();
+        let options = DecodeOptions {
+            skip_special_tokens: params.skip_special_tokens,
+            spaces_between_special_tokens: params.spaces_between_special_tokens,
+            stop: params.stop.clone(),
+            include_stop_str_in_output: params.include_stop_str_in_output,
+            min_tokens: usize::try_from(params.min_tokens).unwrap_or(0),
+        };
+        let decoder = IncrementalDecoder::new(model.tokenizer.clone(), &prompt, options)
+            .map_err(|e| ApiError::bad_request(e.to_string(), None))?;
+        let logprob_text = params
+            .logprobs
+            .is_some()
+            .then(|| LogprobText::new(model.tokenizer.clone()));
+        let stream = client
+            .generate(request)
+            .await
+            .map_err(|e| ApiError::from_client(&e))?;
+        Ok(Self {
+            client: client.clone(),
+            stream: Some(stream),
+            decoder,
+            logprob_text,
+            pending_error: None,
+            num_output_tokens: 0,
+            num_prompt_tokens: prompt.len(),
+        })
+    }
+
+    /// The next step, or `None` after the finishing step.
+    ///
+    /// Outputs that arrived while the caller was busy are merged into one step, as
+    /// vLLM's `RequestOutputCollector` merges delta outputs for a consumer that lags:
+    /// under load a chunk carries several tokens instead of queueing many small ones.
+    pub async fn next(&mut self) -> Option<Result<Step, GenerationError>> {
+        if let Some(error) = self.pending_error.take() {
+            return Some(Err(error));
+        }
+        let stream = self.stream.as_mut()?;
+        // Take what is queued right now (cheap), then decode it: outputs that arrive
+        // while decoding wait for the next step, so merging never delays a chunk.
+        let mut items = vec![stream.next().await];
+        while let Some(Some(Ok(last))) = items.last() {
+            if last.finished() {
+                break;
+            }
+            match stream.next().now_or_never() {
+                Some(item) => items.push(item),
+                None => break,
+            }
+        }
+        let mut items = items.into_iter();
+        let mut step = match self.absorb(items.next().flatten()) {
+            Ok(step) => step,
+            Err(error) => return Some(Err(error)),
+        };
+        for item in items {
+            match self.absorb(item) {
+                Ok(next) => step.merge(next),
+                Err(error) => {
+                    self.pending_error = Some(error);
+                    break;
+                }
+            }
+            if step.finish.is_some() {
+                break;
+            }
+        }
+        Some(Ok(step))
+    }
+
+    /// One item of the engine stream as a step; errors end the generation.
+    fn absorb(
+        &mut self,
+        item: Option<Result<EngineCoreOutput, vllm_client::ClientError>>,
+    ) -> Result<Step, GenerationError> {
+        let result = match item {
+            Some(Ok(output)) => self.step(output),
+            Some(Err(error)) => Err(GenerationError(ApiError::from_client(&error))),
+            None => Err(GenerationError(ApiError::internal(
+                "the engine stream ended without a finish reason",
+            ))),
+        };
+        if result.is_err() {
+            self.stream = None;
+        }
+        result
+    }
+
+    /// Turns one engine output into a step.
+    fn step(&mut self, output: EngineCoreOutput) -> Result<Step, GenerationError> {
+        if let Some(error) = &output.error {
+            return Err(GenerationError(ApiError::internal(format!(
+                "{}: {}",
+                error.code, error.message
+            ))));
+        }
+        if output.finish_reason == Some(FinishReason::Error) {
+            return Err(GenerationError(ApiError::internal(
+                "the engine failed to process the request",
+            )));
+        }
+        let mut step = Step::default();
+        let ids = &output.new_token_ids;
+        let detok_error = |e: vllm_detok::Error| GenerationError(ApiError::internal(e.to_string()));
+        let mut kept = ids.len();
+        match output.finish_reason {
+            None => {
+                let stop = self
+                    .decoder
+                    .push_into(ids, &mut step.text)
+                    .map_err(detok_error)?;
+                if let Some(stop) = stop {
+                    // A stop string ends the request here: the engine keeps generating
+                    // until told, so abort it.
+                    kept = stop.tokens_kept.min(ids.len());
+                    if let Some(stream) = self.stream.take() {
+                        self.client.abort(&[stream.request_id()]);
+                    }
+                    step.finish = Some(Finish {
+                        reason: "stop",
+                        stop_reason: Some(Value::String(stop.stop)),
+                    });
+                }
+            }
+            Some(reason) => {
+                let kind = match reason {
+                    FinishReason::Stop => FinishKind::StopToken,
+                    FinishReason::Length | FinishReason::Repetition => FinishKind::Length,
+                    FinishReason::Abort | FinishReason::Error => FinishKind::Abort,
+                };
+                let stop = self
+                    .decoder
+                    .finish_into(ids, kind, &mut step.text)
+                    .map_err(detok_error)?;
+                self.stream = None;
+                step.finish = Some(match stop {
+                    Some(stop) => {
+                        kept = stop.tokens_kept.min(ids.len());
+                        Finish {
+                            reason: "stop",
+                            stop_reason: Some(Value::String(stop.stop)),
+                        }
+                    }
+                    None => Finish {
+                        reason: reason.as_str(),
+                        stop_reason: output.stop_reason.as_ref().map(|r| match r {
+                            StopReason::Token(t) => Value::from(*t),
+                            StopReason::Text(s) => Value::String(s.clone()),
+                        }),
+                    },
+                });
+            }
+        }
+        step.token_ids = ids[..kept].to_vec();
+        self.num_output_tokens += kept;
+        if let (Some(texts), Some(lists)) = (&mut self.logprob_text, &output.new_logprobs) {
+            step.logprobs = Some(positions(texts, lists, kept).map_err(detok_error)?);
+        }
+        Ok(step)
+    }
+}
+
+/// The logprobs of the first `rows` positions of an engine step: token texts from
+/// `texts` (which advances its context by each sampled token), candidates in the engine's
+/// order with an id seen twice keeping its first place, as vLLM's logprob dict does.
+pub fn positions(
+    texts: &mut LogprobText,
+    lists: &LogprobsLists,
+    rows: usize,
+) -> Result<Vec<PositionLogprobs>, vllm_detok::Error> {
+    let cols = lists.cols();
+    let mut out = Vec::with_capacity(rows);
+    let mut ids = Vec::with_capacity(cols);
+    for row in 0..rows.min(lists.rows()) {
+        // Column 0 is the sampled token with its own rank; column c is the c-th best.
+        let sampled_rank = lists.rank(row).map_or(1, i64::from);
+        ids.clear();
+        ids.extend((0..cols).filter_map(|col| {
+            let (id, _) = lists.entry(row, col)?;
+            Some(u32::try_from(id).unwrap_or(0))
+        }));
+        let token_texts = texts.position(&ids)?;
+        let mut candidates: Vec<Candidate> = Vec::with_capacity(ids.len());
+        let entries = (0..cols).filter_map(|col| lists.entry(row, col).map(|e| (col, e)));
+        for ((col, (_, logprob)), (&id, text)) in entries.zip(ids.iter().zip(token_texts)) {
+            let logprob = f64::from(logprob).max(-9999.0);
+            let rank = if col == 0 { sampled_rank } else { col as i64 };
+            match candidates.iter_mut().find(|c| c.id == id) {
+                Some(existing) => {
+                    existing.logprob = logprob;
+                    existing.text = text.into_owned();
+                    existing.rank = rank;
+                }
+                None => candidates.push(Candidate {
+                    id,
+                    logprob,
+                    text: text.into_owned(),
+                    rank,
+                }),
+            }
+        }
+        if let Some(mut sampled) = candidates.first().cloned() {
+            // The sampled entry itself keeps the engine's rank for it.
+            sampled.rank = sampled_rank;
+            out.push(PositionLogprobs {
+                sampled,
+                candidates,
+            });
+        }
+    }
+    Ok(out)
+}

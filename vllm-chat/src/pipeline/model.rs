@@ -1,0 +1,161 @@
+//! The model a pipeline serves: its directory's tokenizer, chat templates and
+//! generation defaults, loaded once and shared by every request.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use vllm_detok::{HfTokenizer, Tokenizer};
+
+use crate::{ChatRenderer, ModelFiles, RenderError, RendererOptions};
+
+/// Why a model directory could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    /// A file of the directory is unreadable or malformed.
+    #[error("reading model directory {dir}: {source}")]
+    Files {
+        /// The directory.
+        dir: PathBuf,
+        /// What failed.
+        source: RenderError,
+    },
+    /// No HF tokenizer in the directory.
+    #[error(
+        "no tokenizer in {dir}: looked for tokenizer.json and tokenizer.json.gz \
+         (HF `tokenizers` format; Mistral tekken/SentencePiece directories need \
+         `--tokenizer-mode mistral`, not supported by this loader yet)"
+    )]
+    NoTokenizer {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// `tokenizer.json.gz` could not be read or decompressed.
+    #[error("reading {path}: {source}")]
+    Gzip {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The tokenizer or templates could not be built.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// The detokenizer could not read the tokenizer.
+    #[error(transparent)]
+    Detok(#[from] vllm_detok::Error),
+}
+
+/// A loaded model: what the frontend needs, no weights.
+pub struct Model {
+    /// Renders chat requests and tokenizes prompts.
+    pub renderer: ChatRenderer,
+    /// The detokenizer's view of the same tokenizer.
+    pub tokenizer: Arc<dyn Tokenizer>,
+    /// The tokenizer's EOS token (`tokenizer_config.json`'s `eos_token`).
+    pub eos_token_id: Option<u32>,
+    /// `generation_config.json`'s other EOS ids, which vLLM adds to the stop tokens.
+    pub extra_eos_token_ids: Vec<u32>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("eos_token_id", &self.eos_token_id)
+            .field("extra_eos_token_ids", &self.extra_eos_token_ids)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model {
+    /// Loads `dir`. A gzip-compressed `tokenizer.json.gz` (as this repository vendors
+    /// its tokenizers) is read when there is no `tokenizer.json`.
+    pub fn load(dir: &Path, options: RendererOptions) -> Result<Self, ModelError> {
+        let mut files = ModelFiles::from_dir(dir).map_err(|source| ModelError::Files {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        if files.tokenizer_json.is_none() {
+            let path = dir.join("tokenizer.json.gz");
+            if !path.exists() {
+                return Err(ModelError::NoTokenizer {
+                    dir: dir.to_owned(),
+                });
+            }
+            files.tokenizer_json = Some(read_gzip(&path)?);
+        }
+        Self::from_files(files, options)
+    }
+
+    /// Builds the model from files already read (`files.tokenizer_json` must be set).
+    pub fn from_files(files: ModelFiles, options: RendererOptions) -> Result<Self, ModelError> {
+        let tokenizer_json = files.tokenizer_json.clone().unwrap_or_default();
+        let renderer = ChatRenderer::new(files, options)?;
+        let hf = renderer
+            .tokenizer()
+            .ok_or_else(|| ModelError::NoTokenizer {
+                dir: PathBuf::new(),
+            })?;
+        let eos_token_id = renderer
+            .model_files()
+            .special_tokens
+            .iter()
+            .find(|(key, _)| key == "eos_token")
+            .and_then(|(_, token)| hf.token_to_id(token));
+        let extra_eos_token_ids = renderer
+            .model_files()
+            .generation_config
+            .as_ref()
+            .and_then(|config| config.get("eos_token_id"))
+            .map(token_ids)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|id| Some(*id) != eos_token_id)
+            .collect();
+        Ok(Self {
+            renderer,
+            tokenizer: Arc::new(HfTokenizer::from_bytes(&tokenizer_json)?),
+            eos_token_id,
+            extra_eos_token_ids,
+        })
+    }
+
+    /// Tokenizes `text` without special tokens.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>, RenderError> {
+        self.renderer.encode(text, false)
+    }
+
+    /// The model's context length.
+    pub fn max_model_len(&self) -> u64 {
+        self.renderer.max_model_len()
+    }
+}
+
+/// An int or a list of ints.
+fn token_ids(value: &Value) -> Vec<u32> {
+    match value {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|v| v.as_u64().and_then(|id| u32::try_from(id).ok()))
+            .collect(),
+        v => v
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .into_iter()
+            .collect(),
+    }
+}
+
+fn read_gzip(path: &Path) -> Result<Vec<u8>, ModelError> {
+    let gzip = |source| ModelError::Gzip {
+        path: path.to_owned(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(gzip)?;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .map_err(gzip)?;
+    Ok(bytes)
+}
