@@ -18,6 +18,8 @@
 //! dials (see docs/running-with-vllm.md).
 
 use std::path::Path;
+
+use anyhow::Context;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -30,7 +32,7 @@ use futures::StreamExt;
 use vllm_chat::RendererOptions;
 use vllm_chat::openai::ChatCompletionRequest;
 use vllm_chat::pipeline::{
-    Accepted, ApiError, EventStream, Model, ParserSettings, Pipeline, PipelineConfig, Routing,
+    Accepted, ApiError, EventStream, Model, Pipeline, PipelineConfig, Routing, ServingParsers,
 };
 use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
 use vllm_client::{ClientConfig, EngineCoreClient};
@@ -57,15 +59,14 @@ async fn main() -> anyhow::Result<()> {
 
     // 3. The pipeline, with vLLM's `--reasoning-parser qwen3 --tool-call-parser hermes
     //    --enable-auto-tool-choice`.
-    let config = PipelineConfig {
-        parsers: ParserSettings {
-            reasoning: Some("qwen3"),
-            tool: Some("hermes"),
-            enable_auto_tool_choice: true,
-            response_template: None,
-        },
-        ..PipelineConfig::new("qwen3")
-    };
+    let tokenizer = model
+        .renderer
+        .tokenizer()
+        .context("the model has no tokenizer")?;
+    let parsers = ServingParsers::new(Some("qwen3"), Some("hermes"), true, None, |token| {
+        tokenizer.token_to_id(token)
+    })?;
+    let config = PipelineConfig::new("qwen3", parsers);
     let pipeline = Pipeline::new(model, client, config);
 
     // 4. HTTP: one route.

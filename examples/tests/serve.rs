@@ -559,11 +559,23 @@ fn tool_choice_none_and_named() {
         assert!(body["choices"][0]["message"].get("tool_calls").is_none());
         assert_eq!(body["choices"][0]["finish_reason"], "stop");
 
-        // A named function: the output is taken as its arguments (the engine would be
-        // held to the schema), and OpenAI reports `stop`.
+        // A named function with hermes (a parser with a structural tag): vLLM parses
+        // the output in hermes' own format, and OpenAI reports `stop`.
         let named = json!({"type": "function", "function": {"name": "get_weather"}});
         let request = json!({"messages": messages, "tools": weather_tool(), "tool_choice": named});
-        let (_, body) = post(addr, "/v1/chat/completions", request.clone()).await;
+        let (_, body) = post(addr, "/v1/chat/completions", request).await;
+        let choice = &body["choices"][0];
+        assert_eq!(choice["finish_reason"], "stop", "{body}");
+        assert_eq!(
+            choice["message"]["tool_calls"][0]["function"]["arguments"],
+            "{\"city\": \"Paris\"}"
+        );
+
+        // With a parser held to a JSON schema (pythonic): the output is taken as the
+        // function's arguments, streamed as it comes.
+        let schema_server = required();
+        let request = json!({"messages": messages, "tools": weather_tool(), "tool_choice": named});
+        let (_, body) = post(schema_server, "/v1/chat/completions", request.clone()).await;
         let choice = &body["choices"][0];
         assert_eq!(choice["finish_reason"], "stop");
         assert_eq!(choice["message"]["content"], "");
@@ -573,12 +585,12 @@ fn tool_choice_none_and_named() {
         );
         assert_eq!(
             choice["message"]["tool_calls"][0]["function"]["arguments"],
-            TOOL_TEXT
+            REQUIRED_TEXT
         );
 
         let mut streamed = request;
         streamed["stream"] = json!(true);
-        let events = stream_all(addr, "/v1/chat/completions", streamed).await;
+        let events = stream_all(schema_server, "/v1/chat/completions", streamed).await;
         let calls: Vec<Value> = events
             .iter()
             .filter_map(|e| {
@@ -593,7 +605,7 @@ fn tool_choice_none_and_named() {
             .iter()
             .filter_map(|c| c["function"]["arguments"].as_str())
             .collect();
-        assert_eq!(arguments, TOOL_TEXT);
+        assert_eq!(arguments, REQUIRED_TEXT);
 
         // A named function that is not among the tools is a 400.
         let wrong = json!({"type": "function", "function": {"name": "nope"}});
@@ -785,18 +797,19 @@ fn bad_json_and_bad_parameters_are_clear_400s() {
             body["error"]["message"],
             "tool_choice=\"required\" requires --tool-call-parser to be set"
         );
+        // Tools without tool_choice mean `auto` (vLLM's request validator), which
+        // needs --enable-auto-tool-choice.
         let (status, body) = post(
             addr,
             "/v1/chat/completions",
             json!({"messages": hi(), "tools": weather_tool()}),
         )
         .await;
+        assert_error(status, &body, StatusCode::BAD_REQUEST, None);
         assert_eq!(
-            status,
-            StatusCode::OK,
-            "tools without tool_choice are fine: {body}"
+            body["error"]["message"],
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
         );
-        assert_eq!(body["choices"][0]["message"]["content"], PLAIN_TEXT);
         let (status, body) = post(
             addr,
             "/v1/chat/completions",

@@ -41,7 +41,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value};
 use vllm_chat::RendererOptions;
-use vllm_chat::pipeline::{ApiError, Offload, ParserSettings, Pipeline, PipelineConfig};
+use vllm_chat::pipeline::{ApiError, Offload, Pipeline, PipelineConfig, ServingParsers};
 use vllm_client::mock::MockEngineHandle;
 use vllm_client::{ClientError, EngineCoreClient};
 use vllm_parser::registry;
@@ -120,8 +120,8 @@ impl ServeConfig {
         }
     }
 
-    /// The registered parser names the choices resolve to.
-    fn parser_settings(&self, model: &Model) -> Result<ParserSettings> {
+    /// The parsers the choices resolve to, with vLLM's start-up checks.
+    fn parsers(&self, model: &Model) -> Result<ServingParsers> {
         let auto_name = self
             .model_dir
             .file_name()
@@ -134,35 +134,21 @@ impl ServeConfig {
         let tool = match &self.tool_call_parser {
             ParserChoice::None => None,
             ParserChoice::Auto => Some(auto()?.0),
-            ParserChoice::Named(name) => Some(registry::tool_entry(name)?.name),
+            ParserChoice::Named(name) => Some(name.as_str()),
         };
         let reasoning = match &self.reasoning_parser {
             ParserChoice::None => None,
             ParserChoice::Auto => auto()?.1,
-            ParserChoice::Named(name) => Some(registry::reasoning_entry(name)?.name),
+            ParserChoice::Named(name) => Some(name.as_str()),
         };
-        anyhow::ensure!(
-            tool.is_some() || !self.enable_auto_tool_choice,
-            "--enable-auto-tool-choice requires --tool-call-parser"
-        );
         let tokenizer = model.renderer.tokenizer().context("no tokenizer")?;
-        registry::check_tokens(reasoning, tool, |token| {
-            tokenizer.token_to_id(token).is_some()
-        })?;
-        let response_template = read_response_template(&self.model_dir)?;
-        anyhow::ensure!(
-            response_template.is_some()
-                || ![reasoning, tool]
-                    .iter()
-                    .any(|name| matches!(name, Some("hf" | "beam"))),
-            "the `hf` and `beam` parsers need a `response_template` in the model's tokenizer_config.json"
-        );
-        Ok(ParserSettings {
+        Ok(ServingParsers::new(
             reasoning,
             tool,
-            enable_auto_tool_choice: self.enable_auto_tool_choice,
-            response_template,
-        })
+            self.enable_auto_tool_choice,
+            read_response_template(&self.model_dir)?,
+            |token| tokenizer.token_to_id(token),
+        )?)
     }
 }
 
@@ -206,7 +192,7 @@ impl Server {
             ..RendererOptions::default()
         };
         let model = Arc::new(Model::load(&config.model_dir, options)?);
-        let parsers = config.parser_settings(&model)?;
+        let parsers = config.parsers(&model)?;
         let engines = engine::connect(
             &config.engine,
             config.data_parallel_size.max(1),

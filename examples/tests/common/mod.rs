@@ -108,13 +108,17 @@ pub fn tools() -> SocketAddr {
 pub const REQUIRED_TEXT: &str =
     "[{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}}]";
 
-/// A shared server with `--tool-call-parser hermes` answering [`REQUIRED_TEXT`].
+/// A shared server with `--tool-call-parser pythonic --enable-auto-tool-choice`
+/// answering [`REQUIRED_TEXT`]. vLLM 0.33 holds `required` and named choices to a JSON
+/// schema (and reads the output as JSON) only for parsers without a structural tag,
+/// such as `pythonic`; `hermes` gets xgrammar's structural tag and its own format.
 pub fn required() -> SocketAddr {
     static SERVER: OnceLock<RunningServer> = OnceLock::new();
     SERVER
         .get_or_init(|| {
             start(ServeConfig {
-                tool_call_parser: ParserChoice::Named("hermes".into()),
+                tool_call_parser: ParserChoice::Named("pythonic".into()),
+                enable_auto_tool_choice: true,
                 ..config(REQUIRED_TEXT)
             })
         })

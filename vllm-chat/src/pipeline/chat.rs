@@ -7,16 +7,17 @@ use std::collections::VecDeque;
 
 use vllm_client::protocol::EngineCoreRequest;
 use vllm_parser::Event;
+use vllm_parser::serving::{ChoiceParser, ServingError, StructuredOutputs};
 
 use super::error::ApiError;
 use super::frames::ChatDeltaFrames;
 use super::generation::{Finish, Generation, PositionLogprobs, Step};
-use super::parse::{ChoiceParser, delta_message, forced_tool_schema};
+use super::parse::{delta_message, parser_tools, serving_request};
 use super::{Pipeline, Routing, ids, logprobs, sampling, sse};
 use crate::openai::{
     ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
     ChatCompletionResponse, ChatLogprobs, ContentPart, DeltaMessage, Emit, FunctionCall,
-    MessageContent, ResponseMessage, ToolCall, ToolChoice, ToolChoiceMode, Usage,
+    MessageContent, ResponseMessage, ToolCall, Usage,
 };
 use crate::render_mode::StructuredOutputsParams;
 
@@ -81,27 +82,6 @@ fn chat_logprobs(
     }
 }
 
-/// vLLM refuses a tool choice it cannot honour without a tool parser.
-fn check_tool_choice_without_parser(
-    request: &ChatCompletionRequest,
-    auto_enabled: bool,
-) -> Result<(), ApiError> {
-    let message = match &request.tool_choice {
-        Some(ToolChoice::Mode(ToolChoiceMode::Auto)) if !auto_enabled => {
-            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set".to_owned()
-        }
-        Some(ToolChoice::Mode(ToolChoiceMode::Required)) => {
-            "tool_choice=\"required\" requires --tool-call-parser to be set".to_owned()
-        }
-        Some(ToolChoice::Named(named)) => format!(
-            "tool_choice=function \"{}\" requires --tool-call-parser to be set",
-            named.function.name
-        ),
-        _ => return Ok(()),
-    };
-    Err(ApiError::bad_request(message, None))
-}
-
 /// About how many bytes of text rendering `request` reads: its messages' text and a
 /// request template (what makes a render expensive).
 fn input_size(request: &ChatCompletionRequest) -> usize {
@@ -123,8 +103,10 @@ fn input_size(request: &ChatCompletionRequest) -> usize {
     messages + request.chat_template.as_ref().map_or(0, String::len)
 }
 
-/// How many prompt tokens reasoning parsers see (the end of the rendered prompt).
-const PROMPT_TAIL_TOKENS: usize = 32;
+/// A 400 with the message of vLLM's parser rules.
+fn serving_error(error: ServingError) -> ApiError {
+    ApiError::bad_request(error.message, error.param.as_deref())
+}
 
 impl Pipeline {
     /// Accepts a chat request: checks it as vLLM does, renders it, and sends it to the
@@ -141,16 +123,23 @@ impl Pipeline {
             ));
         }
         let parsers = &self.config.parsers;
-        if parsers.tool.is_none() {
-            check_tool_choice_without_parser(&request, parsers.enable_auto_tool_choice)?;
+        // vLLM's request checks and the parsers' `adjust_request`, before rendering.
+        let tools = parser_tools(&request);
+        let mut kwargs = self
+            .model
+            .renderer
+            .options()
+            .default_chat_template_kwargs
+            .clone();
+        kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
+        let adjustments = parsers
+            .adjust_request(&serving_request(&request, &tools, &kwargs))
+            .map_err(serving_error)?;
+        if let Some(skip) = adjustments.skip_special_tokens {
+            request.skip_special_tokens = Some(skip);
         }
-        // Hermes' `adjust_request`: tool-call tags are special tokens in some models, so
-        // they must reach the parser.
-        if matches!(parsers.tool, Some("hermes" | "qwen3_json"))
-            && request.tools.as_ref().is_some_and(|t| !t.is_empty())
-            && request.effective_tool_choice() != ToolChoice::Mode(ToolChoiceMode::None)
-        {
-            request.skip_special_tokens = Some(false);
+        if let Some(spaces) = adjustments.spaces_between_special_tokens {
+            request.spaces_between_special_tokens = spaces;
         }
         let model = self.model.clone();
         let (request, rendered) = self
@@ -163,12 +152,11 @@ impl Pipeline {
             .await?;
         let mut generate = rendered?;
         let model = &self.model;
-        // A forced tool choice holds the engine to the tool's JSON schema: the tool
-        // parser's `adjust_request`, which vLLM applies after validating the request
-        // (`render_chat` maps `response_format` itself).
-        if parsers.tool.is_some()
-            && let Some(schema) = forced_tool_schema(&request)
-        {
+        // A forced tool choice holds the engine to the tool's JSON schema (applied
+        // after validation, as vLLM does; `render_chat` maps `response_format`).
+        // A structural tag (xgrammar's builtin tool formats) is not built yet: such a
+        // request is parsed as vLLM parses it but the engine is not constrained.
+        if let Some(StructuredOutputs::Json(schema)) = adjustments.structured_outputs {
             generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
                 json: Some(schema),
                 ..StructuredOutputsParams::default()
@@ -186,15 +174,20 @@ impl Pipeline {
         engine_request.priority = request.priority;
         engine_request.cache_salt = request.cache_salt.clone();
         engine_request.data_parallel_rank = routing.data_parallel_rank;
+        // The parser starts in vLLM's state for the rendered prompt.
         let kwargs = generate
             .parse_context
             .as_ref()
             .map(|c| c.chat_template_kwargs.clone())
             .unwrap_or_default();
-        let tail = &prompt_token_ids[prompt_token_ids.len().saturating_sub(PROMPT_TAIL_TOKENS)..];
-        let prompt_end = model.tokenizer.decode(tail, false).unwrap_or_default();
         let streaming = request.stream == Some(true);
-        let parser = ChoiceParser::new(parsers, &request, kwargs, prompt_end, streaming)?;
+        let parser = parsers
+            .choice_parser(
+                &serving_request(&request, &tools, &kwargs),
+                &prompt_token_ids,
+                streaming,
+            )
+            .map_err(serving_error)?;
         let generation = Generation::start(&self.client, model, engine_request).await?;
         Ok(AcceptedChat {
             echo: echo_text(&request),
@@ -210,11 +203,7 @@ impl Pipeline {
 
 /// vLLM's `resolve_finish_reason`.
 fn finish_reason(finish: &Finish, parser: &ChoiceParser) -> String {
-    if parser.tools_called() && finish.reason == "stop" && !parser.named_tool_forced() {
-        "tool_calls".into()
-    } else {
-        finish.reason.into()
-    }
+    parser.finish_reason(finish.reason).to_owned()
 }
 
 impl AcceptedChat {

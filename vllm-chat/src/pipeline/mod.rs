@@ -36,7 +36,6 @@ pub mod logprobs;
 mod model;
 mod offload;
 mod parse;
-mod required;
 pub mod sampling;
 pub mod sse;
 
@@ -56,8 +55,8 @@ pub use generate::{
 };
 pub use model::{Model, ModelError};
 pub use offload::Offload;
-pub use parse::{ChoiceParser, ParserSettings};
 pub use sse::EventStream;
+pub use vllm_parser::serving::{ChoiceParser, ServingParsers};
 
 /// A request accepted and sent to the engine ([`AcceptedChat`], [`AcceptedCompletion`],
 /// [`AcceptedGenerate`]): answer it whole or as a stream. Dropping it aborts the engine
@@ -84,8 +83,8 @@ pub struct PipelineConfig {
     /// The model name of the API (`--served-model-name`).
     pub served_model_name: String,
     /// Parsers in use (`--reasoning-parser`, `--tool-call-parser`,
-    /// `--enable-auto-tool-choice`).
-    pub parsers: ParserSettings,
+    /// `--enable-auto-tool-choice`), with vLLM's serving rules around them.
+    pub parsers: ServingParsers,
     /// `--max-logprobs`: the largest `logprobs` / `top_logprobs` a request may ask for.
     pub max_logprobs: i64,
     /// Where rendering and tokenization of large requests run.
@@ -93,12 +92,12 @@ pub struct PipelineConfig {
 }
 
 impl PipelineConfig {
-    /// vLLM's defaults for `served_model_name`: no parsers, `--max-logprobs 20`; large
-    /// renders on the blocking pool ([`Offload::default`]).
-    pub fn new(served_model_name: impl Into<String>) -> Self {
+    /// vLLM's defaults for `served_model_name` with `parsers`: `--max-logprobs 20`;
+    /// large renders on the blocking pool ([`Offload::default`]).
+    pub fn new(served_model_name: impl Into<String>, parsers: ServingParsers) -> Self {
         Self {
             served_model_name: served_model_name.into(),
-            parsers: ParserSettings::default(),
+            parsers,
             max_logprobs: 20,
             offload: Offload::default(),
         }
