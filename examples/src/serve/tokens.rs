@@ -9,10 +9,10 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
-use vllm_chat::pipeline::{ApiError, ids};
+use vllm_chat::pipeline::ApiError;
+use vllm_chat::pipeline::tokens::{self, TokenizeResponse};
 
 use super::error::json_or_error;
 use super::state::ModelApi;
@@ -79,109 +79,27 @@ async fn offloaded<T: Send + 'static>(
         .await?
 }
 
-fn tokenize_body(state: &ModelApi, body: &Bytes) -> Result<Value, ApiError> {
-    let value: Value = serde_json::from_slice(body)?;
-    check_model(state, value.get("model"))?;
-    let return_token_strs = value
-        .get("return_token_strs")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let renderer = &state.model.renderer;
-    let tokens = if value.get("messages").is_some() {
-        let request: ChatCompletionRequest = serde_json::from_value(value)?;
-        renderer.render(&request)?.token_ids
-    } else {
-        let prompt = value.get("prompt").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::bad_request(
-                "`prompt` (a string) or `messages` is required",
-                Some("prompt"),
-            )
-        })?;
-        let add_special_tokens = value
-            .get("add_special_tokens")
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
-        renderer.encode(prompt, add_special_tokens)?
-    };
-    let token_strs = return_token_strs.then(|| {
-        tokens
-            .iter()
-            .map(|&t| state.model.tokenizer.token_piece(t).unwrap_or_default())
-            .collect::<Vec<_>>()
-    });
-    Ok(json!({
-        "count": tokens.len(),
-        "max_model_len": state.max_model_len(),
-        "tokens": tokens,
-        "token_strs": token_strs,
-    }))
+fn tokenize_body(state: &ModelApi, body: &Bytes) -> Result<TokenizeResponse, ApiError> {
+    tokens::tokenize(&state.model, &state.served_model_name, body)
 }
 
 /// `POST /detokenize`.
 pub async fn detokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Response {
-    #[derive(Deserialize)]
-    struct Request {
-        #[serde(default)]
-        model: Option<Value>,
-        tokens: Vec<u32>,
-    }
-    let result = (|| {
-        let request: Request = serde_json::from_slice(&body)?;
-        check_model(&state, request.model.as_ref())?;
-        if let Some(bad) = request
-            .tokens
-            .iter()
-            .find(|&&t| t as usize >= state.model.tokenizer.vocab_size())
-        {
-            return Err(ApiError::bad_request(
-                format!("Token id {bad} is out of vocabulary"),
-                Some("tokens"),
-            ));
-        }
-        let prompt = state
-            .model
-            .tokenizer
-            .decode(&request.tokens, false)
-            .map_err(|e| ApiError::bad_request(e.to_string(), Some("tokens")))?;
-        Ok(json!({ "prompt": prompt }))
-    })();
-    json_or_error(result)
-}
-
-/// A request naming another model than the served one is a 404, as in vLLM.
-fn check_model(state: &ModelApi, model: Option<&Value>) -> Result<(), ApiError> {
-    vllm_chat::pipeline::check_model(&state.served_model_name, model)
+    json_or_error(
+        offloaded(state, body, |state, body| {
+            tokens::detokenize(&state.model, &state.served_model_name, body)
+        })
+        .await,
+    )
 }
 
 /// `GET /v1/models`: vLLM's `ModelList` with the one served model.
 pub async fn models(State(state): State<Arc<ModelApi>>) -> Json<Value> {
-    let created = ids::now_secs();
-    Json(json!({
-        "object": "list",
-        "data": [{
-            "id": state.served_model_name,
-            "object": "model",
-            "created": created,
-            "owned_by": "vllm",
-            "root": state.model_root,
-            "parent": null,
-            "max_model_len": state.max_model_len(),
-            "permission": [{
-                "id": format!("modelperm-{}", ids::random_hex()),
-                "object": "model_permission",
-                "created": created,
-                "allow_create_engine": false,
-                "allow_sampling": true,
-                "allow_logprobs": true,
-                "allow_search_indices": false,
-                "allow_view": true,
-                "allow_fine_tuning": false,
-                "organization": "*",
-                "group": null,
-                "is_blocking": false,
-            }],
-        }]
-    }))
+    Json(tokens::model_list(
+        &state.served_model_name,
+        &state.model_root,
+        state.max_model_len(),
+    ))
 }
 
 /// `POST /v1/chat/completions/render`: vLLM's `GenerateRequest` for a chat request.

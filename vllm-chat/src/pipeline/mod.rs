@@ -38,6 +38,7 @@ mod offload;
 mod parse;
 pub mod sampling;
 pub mod sse;
+pub mod tokens;
 
 use std::sync::Arc;
 
