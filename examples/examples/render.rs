@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p vllm-examples --example render -- /models/Qwen3-8B --port 8100
-//! curl -s localhost:8100/v1/chat/completions/render -d '{"messages":[{"role":"user","content":"Hi"}]}'
+//! curl -s localhost:8100/v1/chat/completions/render -H 'content-type: application/json' -d '{"messages":[{"role":"user","content":"Hi"}]}'
 //! ```
 //!
 //! Endpoints: `POST /v1/chat/completions/render`, `POST /v1/completions/render`,

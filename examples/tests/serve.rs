@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use hyper::StatusCode;
+use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
 
 /// Token ids of `text` as the server tokenizes it.
@@ -839,5 +839,48 @@ fn unknown_model_is_a_404() {
             assert_error(status, &body, StatusCode::NOT_FOUND, None);
             assert_eq!(body["error"]["type"], "NotFoundError");
         }
+    });
+}
+
+#[test]
+fn json_endpoints_refuse_other_content_types_as_vllm_does() {
+    run(async {
+        let addr = plain();
+        let body = json!({"messages": hi()}).to_string();
+        let expected = json!({"error": {
+            "message": "1 validation error:\n  Unsupported Media Type: Only 'application/json' is allowed",
+            "type": "Bad Request", "param": null, "code": 400}});
+        for path in [
+            "/v1/chat/completions",
+            "/tokenize",
+            "/v1/chat/completions/render",
+        ] {
+            for content_type in ["text/plain", "application/x-www-form-urlencoded", ""] {
+                let response = send_with(
+                    addr,
+                    Method::POST,
+                    path,
+                    Some(body.clone()),
+                    &[("content-type", content_type)],
+                )
+                .await;
+                assert_eq!(
+                    response.status,
+                    StatusCode::BAD_REQUEST,
+                    "{path} {content_type}"
+                );
+                assert_eq!(response.json().await, expected, "{path} {content_type}");
+            }
+        }
+        // Parameters and case do not matter.
+        let response = send_with(
+            addr,
+            Method::POST,
+            "/tokenize",
+            Some(json!({"prompt": "hi"}).to_string()),
+            &[("content-type", "Application/JSON; charset=utf-8")],
+        )
+        .await;
+        assert_eq!(response.status, StatusCode::OK);
     });
 }

@@ -6,6 +6,24 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 pub use vllm_chat::pipeline::{ApiError, ENGINE_DEAD_CLIENT_MESSAGE};
 
+/// Middleware for JSON endpoints: a POST whose body is not declared
+/// `application/json` gets vLLM's 400 (`validate_json_request`) and never reaches
+/// the handler.
+pub async fn require_json(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if request.method() == axum::http::Method::POST {
+        let content_type = request.headers().get(header::CONTENT_TYPE);
+        if let Err(error) =
+            vllm_chat::pipeline::check_content_type(content_type.map(|v| v.as_bytes()))
+        {
+            return error_response(&error);
+        }
+    }
+    next.run(request).await
+}
+
 /// An error answer: the status and JSON body of `error`.
 pub fn error_response(error: &ApiError) -> Response {
     let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

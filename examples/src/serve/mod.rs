@@ -331,6 +331,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/chat/completions", post(generation::chat))
         .route("/v1/completions", post(generation::completions))
         .route("/inference/v1/generate", post(generation::generate))
+        .layer(axum::middleware::from_fn(error::require_json))
         .merge(tokens::routes())
         .route("/health", get(health))
         .with_state(state)

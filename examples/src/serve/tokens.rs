@@ -29,6 +29,7 @@ where
         .route("/tokenize", post(tokenize))
         .route("/detokenize", post(detokenize))
         .route("/v1/models", get(models))
+        .layer(axum::middleware::from_fn(super::error::require_json))
 }
 
 /// A whole engine-free render server (`vllm-rs render` / `vllm launch render`): the

@@ -169,8 +169,13 @@ pub async fn send_with(
     let mut request = Request::builder()
         .method(method)
         .uri(path)
-        .header("host", addr.to_string())
-        .header("content-type", "application/json");
+        .header("host", addr.to_string());
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+    {
+        request = request.header("content-type", "application/json");
+    }
     for (name, value) in headers {
         request = request.header(*name, *value);
     }

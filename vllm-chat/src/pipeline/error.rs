@@ -38,6 +38,24 @@ impl ApiError {
         }
     }
 
+    /// A 400 as vLLM's request-validation handler writes it (`RequestValidationError`:
+    /// type `Bad Request`, the message prefixed with the error count).
+    pub fn validation(errors: &[&str]) -> Self {
+        let label = if errors.len() == 1 { "error" } else { "errors" };
+        let mut message = format!("{} validation {label}:\n", errors.len());
+        for error in errors {
+            message.push_str("  ");
+            message.push_str(error);
+            message.push('\n');
+        }
+        Self {
+            status: 400,
+            kind: "Bad Request",
+            message: message.trim_end().to_owned(),
+            param: None,
+        }
+    }
+
     /// A 404 `NotFoundError`.
     pub fn not_found(message: impl Into<String>, param: Option<&str>) -> Self {
         Self {

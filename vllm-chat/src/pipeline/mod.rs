@@ -162,6 +162,22 @@ impl Pipeline {
     }
 }
 
+/// vLLM's `validate_json_request`, which guards every JSON endpoint: the body must be
+/// declared `application/json` (parameters allowed). Without the check a web page could
+/// make a browser post a generation request as `text/plain`, which needs no CORS
+/// preflight.
+pub fn check_content_type(content_type: Option<&[u8]>) -> Result<(), ApiError> {
+    let value = content_type.unwrap_or_default();
+    let media_type = value.split(|&b| b == b';').next().unwrap_or_default();
+    if media_type.eq_ignore_ascii_case(b"application/json") {
+        Ok(())
+    } else {
+        Err(ApiError::validation(&[
+            "Unsupported Media Type: Only 'application/json' is allowed",
+        ]))
+    }
+}
+
 /// A request naming a model other than `served` is a 404, as in vLLM.
 pub fn check_model(served: &str, model: Option<&Value>) -> Result<(), ApiError> {
     match model.and_then(Value::as_str) {
