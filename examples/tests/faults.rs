@@ -230,3 +230,89 @@ fn shutdown_is_graceful_for_requests_in_flight() {
         );
     });
 }
+
+#[test]
+fn a_shutdown_deadline_aborts_requests_still_running() {
+    let server = start(ServeConfig {
+        shutdown_timeout: Some(Duration::from_millis(300)),
+        ..slow(1)
+    });
+    let addr = server.addr;
+    run(async move {
+        let response = send(
+            addr,
+            Method::POST,
+            "/v1/chat/completions",
+            Some(chat(true).to_string()),
+        )
+        .await;
+        let mut events = response.events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        // 1,000 tokens at 20/s would take 50 s; the deadline ends the stream.
+        let started = std::time::Instant::now();
+        let stopping = tokio::spawn(server.stop());
+        let mut last = None;
+        while let Some(event) = events.next().await {
+            if let Event::Data(v) = event {
+                last = Some(v);
+            }
+        }
+        stopping.await.unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let last = last.expect("frames before the abort");
+        assert!(
+            last.get("error").is_some(),
+            "the stream ends with an error event: {last}"
+        );
+    });
+}
+
+#[test]
+fn idle_and_slow_connections_are_closed_and_connections_are_capped() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start(ServeConfig {
+        http: vllm_examples::serve::http::HttpLimits {
+            keep_alive_timeout: Duration::from_millis(500),
+            max_connections: 3,
+        },
+        ..slow(1)
+    });
+    let addr = server.addr;
+    run(async move {
+        let closed_within = |mut tcp: tokio::net::TcpStream, limit: Duration| async move {
+            let mut buf = [0u8; 256];
+            let read = tokio::time::timeout(limit, async {
+                loop {
+                    match tcp.read(&mut buf).await {
+                        Ok(0) | Err(_) => return true,
+                        Ok(_) => {}
+                    }
+                }
+            });
+            read.await.unwrap_or(false)
+        };
+        // Idle: never sends a byte.
+        let idle = tokio::net::TcpStream::connect(addr).await.unwrap();
+        // Slowloris: a header that never ends.
+        let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+        slow.write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+            .await
+            .unwrap();
+        let third = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Over the cap of 3: closed at once.
+        let fourth = tokio::net::TcpStream::connect(addr).await.unwrap();
+        assert!(closed_within(fourth, Duration::from_millis(300)).await);
+        for tcp in [idle, slow, third] {
+            assert!(closed_within(tcp, Duration::from_secs(3)).await);
+        }
+        // Slots are free again: requests are served.
+        let (status, _) = post(addr, "/tokenize", json!({"prompt": "x"})).await;
+        assert_eq!(status, StatusCode::OK);
+    });
+    run(server.stop());
+}

@@ -8,6 +8,7 @@ use clap::Parser;
 use serde_json::{Map, Value};
 
 use super::engine::{DEFAULT_MOCK_TEXT, EngineSource, MockSettings};
+use super::http::HttpLimits;
 use super::model::default_model_dir;
 use super::{ParserChoice, ServeConfig};
 
@@ -67,6 +68,21 @@ pub struct Args {
     /// How long to wait for the engines at start-up.
     #[arg(long, default_value_t = 600)]
     pub engine_ready_timeout_secs: u64,
+    /// Seconds a connection may take to send a request's headers, and may sit idle
+    /// between requests, before the server closes it.
+    #[arg(long, env = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", default_value_t = 5)]
+    pub http_timeout_keep_alive: u64,
+    /// Open connections beyond this many are closed at once.
+    #[arg(long, default_value_t = 8192)]
+    pub max_connections: usize,
+    /// Seconds to let requests in flight finish on SIGINT/SIGTERM before aborting
+    /// them (0, vLLM's default: abort at once). A second signal aborts at once.
+    #[arg(long, default_value_t = 0)]
+    pub shutdown_timeout: u64,
+    /// Threads that render and tokenize large requests at the same time (default:
+    /// one per core); more wait for a free thread.
+    #[arg(long)]
+    pub renderer_num_workers: Option<usize>,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -146,6 +162,12 @@ impl Args {
             data_parallel_size: self.data_parallel_size,
             engine,
             engine_ready_timeout: Duration::from_secs(self.engine_ready_timeout_secs),
+            http: HttpLimits {
+                keep_alive_timeout: Duration::from_secs(self.http_timeout_keep_alive.max(1)),
+                max_connections: self.max_connections,
+            },
+            shutdown_timeout: Some(Duration::from_secs(self.shutdown_timeout)),
+            renderer_num_workers: self.renderer_num_workers,
         })
     }
 }

@@ -22,6 +22,7 @@ pub mod cli;
 pub mod engine;
 pub mod error;
 pub mod generation;
+pub mod http;
 pub mod model;
 pub mod routing;
 pub mod sse;
@@ -48,6 +49,7 @@ use vllm_parser::registry;
 use vllm_parser::response_template::ResponseTemplate;
 
 use engine::EngineSource;
+use http::{Drain, HttpLimits};
 use model::Model;
 use state::{AppState, ModelApi};
 
@@ -95,6 +97,14 @@ pub struct ServeConfig {
     pub engine: EngineSource,
     /// `--engine-ready-timeout-secs`.
     pub engine_ready_timeout: Duration,
+    /// `--http-timeout-keep-alive`, `--max-connections`.
+    pub http: HttpLimits,
+    /// `--shutdown-timeout`: how long a stopping server waits for requests in flight
+    /// before aborting them (`None`: as long as they take).
+    pub shutdown_timeout: Option<Duration>,
+    /// `--renderer-num-workers`: threads that render and tokenize large requests at
+    /// the same time (`None`: one per core).
+    pub renderer_num_workers: Option<usize>,
 }
 
 impl ServeConfig {
@@ -117,6 +127,9 @@ impl ServeConfig {
             data_parallel_size: 1,
             engine: EngineSource::Embedded(engine::MockSettings::default()),
             engine_ready_timeout: Duration::from_secs(600),
+            http: HttpLimits::default(),
+            shutdown_timeout: None,
+            renderer_num_workers: None,
         }
     }
 
@@ -170,6 +183,8 @@ pub struct Server {
     state: AppState,
     listener: tokio::net::TcpListener,
     mocks: Vec<MockEngineHandle>,
+    http: HttpLimits,
+    drain: Drain,
 }
 
 impl std::fmt::Debug for Server {
@@ -208,7 +223,13 @@ impl Server {
             model,
             served_model_name: config.served_model_name.clone(),
             model_root: config.model_dir.display().to_string(),
-            offload: Offload::default(),
+            offload: match config.renderer_num_workers {
+                Some(workers) => Offload::new(
+                    workers,
+                    vllm_chat::pipeline::offload_defaults::INLINE_BELOW_BYTES,
+                ),
+                None => Offload::default(),
+            },
         });
         let pipeline = Pipeline::new(
             api.model.clone(),
@@ -225,6 +246,8 @@ impl Server {
             state,
             listener,
             mocks: engines.mocks,
+            http: config.http,
+            drain: config.shutdown_timeout.map_or(Drain::Unbounded, Drain::For),
         })
     }
 
@@ -240,14 +263,22 @@ impl Server {
         self.state.pipeline.client()
     }
 
-    /// Serves until `shutdown` completes, then finishes the requests in flight
-    /// (graceful shutdown) and stops the engines' link.
+    /// Serves until `shutdown` completes, then lets the requests in flight finish
+    /// within `--shutdown-timeout` (a second SIGINT/SIGTERM cuts that short), aborts
+    /// the rest and stops the engines' link.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         let router = router(self.state.clone());
-        axum::serve(nodelay(self.listener), router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .context("HTTP server failed")?;
+        let client = self.state.pipeline.client().clone();
+        http::serve(
+            self.listener,
+            router,
+            self.http,
+            shutdown,
+            self.drain,
+            shutdown_signal(),
+            move || client.shutdown(),
+        )
+        .await;
         self.state.pipeline.client().shutdown();
         for mock in self.mocks {
             let _ = mock.shutdown().await;
@@ -262,13 +293,18 @@ impl Server {
         let client = self.state.pipeline.client().clone();
         let router = router(self.state.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(nodelay(self.listener), router)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
-        });
+        let aborting = client.clone();
+        let task = tokio::spawn(http::serve(
+            self.listener,
+            router,
+            self.http,
+            async {
+                let _ = stopped.await;
+            },
+            self.drain,
+            std::future::pending(),
+            move || aborting.shutdown(),
+        ));
         RunningServer {
             addr,
             client,
@@ -308,21 +344,6 @@ impl RunningServer {
         let _ = (&mut self.task).await;
         self.client.shutdown();
     }
-}
-
-/// Sets `TCP_NODELAY` on every connection: SSE frames are small writes, and Nagle's
-/// algorithm would hold each one back until the previous is acknowledged (up to the
-/// client's 40 ms delayed ACK).
-fn nodelay(
-    listener: tokio::net::TcpListener,
-) -> axum::serve::TapIo<tokio::net::TcpListener, fn(&mut tokio::net::TcpStream)> {
-    use axum::serve::ListenerExt;
-    fn set(tcp: &mut tokio::net::TcpStream) {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY: {e}");
-        }
-    }
-    listener.tap_io(set as fn(&mut tokio::net::TcpStream))
 }
 
 /// Every route.

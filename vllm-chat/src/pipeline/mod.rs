@@ -55,7 +55,7 @@ pub use generate::{
     WireSamplingParams,
 };
 pub use model::{Model, ModelError};
-pub use offload::Offload;
+pub use offload::{Offload, defaults as offload_defaults};
 pub use sse::EventStream;
 pub use vllm_parser::serving::{ChoiceParser, ServingParsers};
 
