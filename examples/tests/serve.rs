@@ -884,3 +884,63 @@ fn json_endpoints_refuse_other_content_types_as_vllm_does() {
         assert_eq!(response.status, StatusCode::OK);
     });
 }
+
+#[test]
+fn token_ids_outside_the_vocabulary_never_reach_the_engine() {
+    run(async {
+        let addr = plain();
+        // Qwen3's config.json: vocab_size 151936.
+        let cases = [
+            (
+                "/v1/chat/completions",
+                json!({"messages": hi(), "stop_token_ids": [5, 151936]}),
+                "token_id(s) [151936] in stop_token_ids contain out-of-vocab token ids. Vocabulary size: 151936 (parameter=stop_token_ids, value=[151936])",
+                Value::from("stop_token_ids"),
+            ),
+            (
+                "/v1/chat/completions",
+                json!({"messages": hi(), "logit_bias": {"-1": 1, "7": 2, "999999": 3}}),
+                "token_id(s) [-1, 999999] in logit_bias contain out-of-vocab token ids. Vocabulary size: 151936 (parameter=logit_bias, value=[-1, 999999])",
+                Value::from("logit_bias"),
+            ),
+            (
+                "/v1/completions",
+                json!({"prompt": "x", "allowed_token_ids": []}),
+                "allowed_token_ids is not None and empty! (parameter=allowed_token_ids, value=[])",
+                Value::from("allowed_token_ids"),
+            ),
+            (
+                "/v1/completions",
+                json!({"prompt": "x", "allowed_token_ids": [1, 200000]}),
+                "allowed_token_ids contains out-of-vocab token id! (parameter=allowed_token_ids, value=[200000])",
+                Value::from("allowed_token_ids"),
+            ),
+            (
+                "/v1/completions",
+                json!({"prompt": [9707, 4000000000u64]}),
+                "Token id 4000000000 is out of vocabulary",
+                Value::Null,
+            ),
+            (
+                "/inference/v1/generate",
+                json!({"token_ids": [9707, 151936], "sampling_params": {"max_tokens": 2}}),
+                "Token id 151936 is out of vocabulary",
+                Value::Null,
+            ),
+        ];
+        for (path, body, message, param) in cases {
+            let (status, answer) = post(addr, path, body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {answer}");
+            assert_eq!(answer["error"]["message"], message, "{path}");
+            assert_eq!(answer["error"]["param"], param, "{path}");
+        }
+        // The model's own last ids are fine, beyond the tokenizer's (which ends at 151668).
+        let (status, _) = post(
+            addr,
+            "/inference/v1/generate",
+            json!({"token_ids": [151668, 151935], "sampling_params": {"max_tokens": 1, "stop_token_ids": [151935]}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+    });
+}

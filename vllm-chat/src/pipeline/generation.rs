@@ -108,6 +108,7 @@ impl Generation {
         request: vllm_client::protocol::EngineCoreRequest,
     ) -> Result<Self, ApiError> {
         let prompt = request.prompt_token_ids.clone().unwrap_or_default();
+        model.check_prompt_token_ids(&prompt)?;
         let params = request.sampling_params.clone().unwrap_or_default();
         let options = DecodeOptions {
             skip_special_tokens: params.skip_special_tokens,

@@ -57,6 +57,13 @@ pub struct Model {
     pub eos_token_id: Option<u32>,
     /// `generation_config.json`'s other EOS ids, which vLLM adds to the stop tokens.
     pub extra_eos_token_ids: Vec<u32>,
+    /// The model's vocabulary size (`config.json`'s `vocab_size`, else the
+    /// tokenizer's): the width of the logits, which `logit_bias`, `stop_token_ids` and
+    /// `allowed_token_ids` index (vLLM's `get_vocab_size`).
+    pub vocab_size: u64,
+    /// The largest token id a prompt may hold: the larger of the model's and the
+    /// tokenizer's last id (vLLM's `validate_token_ids`).
+    pub max_token_id: u64,
 }
 
 impl std::fmt::Debug for Model {
@@ -113,17 +120,51 @@ impl Model {
             .into_iter()
             .filter(|id| Some(*id) != eos_token_id)
             .collect();
+        let tokenizer_size = hf.get_vocab_size(true) as u64;
+        // The tokenizer's `max_token_id`: its largest id, or its base vocabulary size - 1.
+        let tokenizer_max = hf
+            .get_vocab(true)
+            .values()
+            .copied()
+            .max()
+            .map_or(0, u64::from)
+            .max((hf.get_vocab_size(false) as u64).saturating_sub(1));
+        let config = renderer.model_files().config.as_ref();
+        let vocab_size = config
+            .and_then(|c| {
+                c.get("vocab_size")
+                    .or_else(|| c.get("text_config")?.get("vocab_size"))
+            })
+            .and_then(Value::as_u64)
+            .unwrap_or(tokenizer_size);
+        let max_token_id = vocab_size.saturating_sub(1).max(tokenizer_max);
         Ok(Self {
             renderer,
             tokenizer: Arc::new(HfTokenizer::from_bytes(&tokenizer_json)?),
             eos_token_id,
             extra_eos_token_ids,
+            vocab_size,
+            max_token_id,
         })
     }
 
     /// Tokenizes `text` without special tokens.
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, RenderError> {
         self.renderer.encode(text, false)
+    }
+
+    /// vLLM's `validate_token_ids`: every id of a prompt within the vocabulary.
+    pub fn check_prompt_token_ids(&self, token_ids: &[u32]) -> Result<(), super::ApiError> {
+        match token_ids
+            .iter()
+            .find(|&&id| u64::from(id) > self.max_token_id)
+        {
+            Some(id) => Err(super::ApiError::bad_request(
+                format!("Token id {id} is out of vocabulary"),
+                None,
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The model's context length.

@@ -21,9 +21,15 @@ fn invalid(message: String, param: &str) -> ApiError {
 }
 
 /// vLLM's `SamplingParams._verify_args` (vllm-chat's [`render_mode::SamplingParams::verify`],
-/// also applied by render mode) and the server's `verify_logprobs`, on resolved
-/// parameters: `/inference/v1/generate` takes its parameters without render mode.
-fn verify(p: &render_mode::SamplingParams, max_logprobs: i64) -> Result<(), ApiError> {
+/// also applied by render mode), then `SamplingParams.verify`'s logprob and vocabulary
+/// checks, on resolved parameters: `/inference/v1/generate` takes its parameters without
+/// render mode. Token ids outside the model's vocabulary would index past the engine's
+/// logits, so they never reach it.
+fn verify(
+    p: &render_mode::SamplingParams,
+    max_logprobs: i64,
+    vocab_size: u64,
+) -> Result<(), ApiError> {
     p.verify()?;
     if let Some(l) = p.logprobs {
         let requested = if l == -1 { max_logprobs } else { l };
@@ -46,7 +52,67 @@ fn verify(p: &render_mode::SamplingParams, max_logprobs: i64) -> Result<(), ApiE
             ));
         }
     }
+    let out_of_vocab = |id: i64| id < 0 || id as u64 >= vocab_size;
+    let logit_bias_ids: Vec<i64> = p
+        .logit_bias
+        .iter()
+        .flatten()
+        .filter_map(|(key, _)| key.parse::<i64>().ok())
+        .filter(|&id| out_of_vocab(id))
+        .collect();
+    if !logit_bias_ids.is_empty() {
+        return Err(vocab_error("logit_bias", &logit_bias_ids, vocab_size));
+    }
+    let stop_ids: Vec<i64> = p
+        .stop_token_ids
+        .iter()
+        .map(|&id| i64::from(id))
+        .filter(|&id| out_of_vocab(id))
+        .collect();
+    if !stop_ids.is_empty() {
+        return Err(vocab_error("stop_token_ids", &stop_ids, vocab_size));
+    }
+    if let Some(allowed) = &p.allowed_token_ids {
+        if allowed.is_empty() {
+            return Err(invalid(
+                "allowed_token_ids is not None and empty! (parameter=allowed_token_ids, value=[])"
+                    .into(),
+                "allowed_token_ids",
+            ));
+        }
+        let bad: Vec<i64> = allowed
+            .iter()
+            .map(|&id| i64::from(id))
+            .filter(|&id| out_of_vocab(id))
+            .collect();
+        if !bad.is_empty() {
+            return Err(invalid(
+                format!(
+                    "allowed_token_ids contains out-of-vocab token id! (parameter=allowed_token_ids, value={})",
+                    py_list(&bad)
+                ),
+                "allowed_token_ids",
+            ));
+        }
+    }
     Ok(())
+}
+
+/// vLLM's `_validate_logit_bias` / `_validate_stop_token_ids` error.
+fn vocab_error(param: &str, ids: &[i64], vocab_size: u64) -> ApiError {
+    let ids = py_list(ids);
+    invalid(
+        format!(
+            "token_id(s) {ids} in {param} contain out-of-vocab token ids. Vocabulary size: {vocab_size} (parameter={param}, value={ids})"
+        ),
+        param,
+    )
+}
+
+/// A Python list of ints as `repr` writes it.
+fn py_list(ids: &[i64]) -> String {
+    let items: Vec<String> = ids.iter().map(i64::to_string).collect();
+    format!("[{}]", items.join(", "))
 }
 
 fn json_to_wire(value: &Json) -> Value {
@@ -95,7 +161,7 @@ pub fn engine_params(
     model: &Model,
     max_logprobs: i64,
 ) -> Result<SamplingParams, ApiError> {
-    verify(p, max_logprobs)?;
+    verify(p, max_logprobs, model.vocab_size)?;
     let mut sp = SamplingParams {
         n: i64::from(p.n),
         presence_penalty: p.presence_penalty,
