@@ -22,8 +22,8 @@ use crate::openai::{
 use crate::render_mode::StructuredOutputsParams;
 
 /// A chat request accepted and sent to the engine: answer it with
-/// [`response`](Self::response) or [`into_stream`](Self::into_stream) (the request's
-/// `stream` says which one vLLM would use: [`is_stream`](Self::is_stream)). Dropping it
+/// [`response`](super::Accepted::response) or [`into_stream`](super::Accepted::into_stream) (the request's
+/// `stream` says which one vLLM would use: [`is_stream`](super::Accepted::is_stream)). Dropping it
 /// aborts the engine request.
 pub struct AcceptedChat {
     request: ChatCompletionRequest,

@@ -13,7 +13,7 @@ use crate::openai::{
 };
 
 /// A completion request accepted and sent to the engine: answer it with
-/// [`response`](Self::response) or [`into_stream`](Self::into_stream). Dropping it
+/// [`response`](super::Accepted::response) or [`into_stream`](super::Accepted::into_stream). Dropping it
 /// aborts the engine request.
 pub struct AcceptedCompletion {
     request: CompletionRequest,
@@ -205,6 +205,9 @@ impl super::Accepted for AcceptedCompletion {
 }
 
 /// One event of a completion stream.
+// Chunks are nearly every event: boxing them would cost an allocation per chunk to
+// save a few bytes on the one error event of a stream.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq)]
 pub enum CompletionEvent {
     /// A chunk (content, then the final usage chunk with `include_usage`).
