@@ -50,7 +50,8 @@ words = ("the of and to in is that for it as was with be by on not he this are o
          "model token prompt latency context window attention cache request server response stream "
          "Rust Python tokenizer encoding parallel thread núcleo café naïve 東京 数据 Привет").split()
 parts = []
-while sum(map(len, parts)) < 1_600_000:
+size = 0
+while size < 1_600_000:
     r = rng.random()
     if r < 0.03:
         parts.append("\n\n")
@@ -62,6 +63,7 @@ while sum(map(len, parts)) < 1_600_000:
         parts.append(rng.choice([",", ".", ";", ":", "!", "?", " -", " (see above)"]))
     else:
         parts.append(" " + rng.choice(words))
+    size += len(parts[-1])
 text = "".join(parts)
 ratio = len(tok.encode(text[:200_000], add_special_tokens=False).ids) / 200_000
 for name, want in (("1k", 1_000), ("32k", 32_000), ("300k", 300_000)):
@@ -84,9 +86,9 @@ if [ "${SKIP_LIB:-0}" != 1 ]; then
         --warm-up-time 1 --measurement-time 5 long/ 2>/dev/null | tee "$LIB_OUT" | grep -E "^long/|time:" >&2) || true
 fi
 
-"$TARGET/release/examples/render" "$WORK/qwen3" --port 18101 --served-model-name qwen3 >"$WORK/ours.log" 2>&1 &
+"$TARGET/release/examples/render" "$WORK/qwen3" --port 18101 --served-model-name qwen3 --max-model-len 1000000 >"$WORK/ours.log" 2>&1 &
 PIDS+=($!)
-"$VLLM_RS" render "$WORK/qwen3" --port 18102 --served-model-name qwen3 >"$WORK/vllm-rs.log" 2>&1 &
+"$VLLM_RS" render "$WORK/qwen3" --port 18102 --served-model-name qwen3 --max-model-len 1000000 >"$WORK/vllm-rs.log" 2>&1 &
 PIDS+=($!)
 
 "$PY" - "$WORK" "$LIB_OUT" "${REPS_SCALE:-1}" <<'EOF'
@@ -157,34 +159,41 @@ for size in ("1k", "32k", "300k"):
     text = open(f"{work}/prompts/{size}.txt").read()
     n = max(3, int(reps[size] * scale))
     msgs = lambda i: [{"role": "user", "content": f"request {i}\n{text}"}]
+    render = lambda i: ("/v1/chat/completions/render", {"model": "qwen3", "messages": msgs(i)})
+    complete = lambda i: ("/v1/completions/render", {"model": "qwen3", "prompt": f"request {i}\n{text}"})
+    tokenize = lambda i: ("/tokenize", {"model": "qwen3", "prompt": f"request {i}\n{text}"})
+    # `vllm-rs render` has no /tokenize: its tokenize-only call is /v1/completions/render.
+    calls = {"ours render": render, "vllm-rs render": render,
+             "ours tokenize": tokenize, "ours completions": complete, "vllm-rs completions": complete}
     # Same ids everywhere first.
-    want = hf.apply_chat_template(msgs(0), tokenize=True, add_generation_prompt=False, return_dict=False)
-    for name in servers:
-        _, r = post(name, "/v1/chat/completions/render", {"model": "qwen3", "messages": msgs(0)})
-        got = ids_of(r)
-        assert got == want, f"{name} render ids differ at {size} ({len(got or [])} vs {len(want)})"
-        _, r = post(name, "/tokenize", {"model": "qwen3", "prompt": f"request 0\n{text}"})
-        assert ids_of(r) == tok.encode(f"request 0\n{text}").ids, f"{name} /tokenize ids differ at {size}"
-    times = {k: [] for k in ("ours render", "vllm-rs render", "ours tokenize", "vllm-rs tokenize", "hf render", "hf tokenize")}
+    want = {"render": hf.apply_chat_template(msgs(0), tokenize=True, add_generation_prompt=True, return_dict=False),
+            "tokenize": tok.encode(f"request 0\n{text}").ids}
+    want["completions"] = want["tokenize"]
+    for key, call in calls.items():
+        got = ids_of(post(key.split()[0], *call(0))[1])
+        assert got == want[key.split()[1]], f"{key}: ids differ at {size} ({len(got or [])} vs {len(want[key.split()[1]])})"
+    times = {k: [] for k in [*calls, "hf render", "hf tokenize"]}
     for i in range(1, n + 1):
-        for name in servers:  # interleaved, so drift hits both alike
-            times[f"{name} render"].append(post(name, "/v1/chat/completions/render", {"model": "qwen3", "messages": msgs(i)})[0])
-            times[f"{name} tokenize"].append(post(name, "/tokenize", {"model": "qwen3", "prompt": f"request {i}\n{text}"})[0])
-        t = time.perf_counter(); hf.apply_chat_template(msgs(i), tokenize=True, add_generation_prompt=False, return_dict=False)
+        for key, call in calls.items():  # interleaved, so drift hits all alike
+            times[key].append(post(key.split()[0], *call(i))[0])
+        t = time.perf_counter(); hf.apply_chat_template(msgs(i), tokenize=True, add_generation_prompt=True, return_dict=False)
         times["hf render"].append(time.perf_counter() - t)
         t = time.perf_counter(); tok.encode(f"request {i}\n{text}")
         times["hf tokenize"].append(time.perf_counter() - t)
     med = {k: statistics.median(v) for k, v in times.items()}
-    rows.append((size, len(want), med))
+    rows.append((size, len(want["render"]), med))
 
 def ms(s):
     return f"{s * 1e3:.2f}" if s is not None else "–"
 print(f"\nload average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; medians (ms)\n")
-print("| tokens | what | ours HTTP | ours library | vllm-rs HTTP | HF | vllm-rs / ours HTTP | HF / ours HTTP |")
+print("| tokens | what | ours HTTP | ours library | vllm-rs HTTP | HF | vllm-rs / ours | HF / ours |")
 print("|---|---|---|---|---|---|---|---|")
 for size, count, m in rows:
-    for what, lib_key in (("render", "render"), ("tokenize", "tokenize")):
-        o, v, h = m[f"ours {what}"], m[f"vllm-rs {what}"], m[f"hf {what}"]
+    for what, ours, theirs, hf_key in (("chat render", "ours render", "vllm-rs render", "hf render"),
+                                       ("tokenize (ours /tokenize, vllm-rs /v1/completions/render)", "ours tokenize", "vllm-rs completions", "hf tokenize"),
+                                       ("/v1/completions/render", "ours completions", "vllm-rs completions", "hf tokenize")):
+        o, v, h = m[ours], m[theirs], m[hf_key]
+        lib_key = "render" if what == "chat render" else "tokenize"
         print(f"| {size} ({count}) | {what} | {ms(o)} | {ms(lib.get(f'long/{lib_key}/{size}'))} | {ms(v)} | {ms(h)} | {v / o:.2f}x | {h / o:.2f}x |")
 one = {s: lib.get(f"long/tokenize-1thread/{s}") for s in ("1k", "32k", "300k")}
 if any(one.values()):

@@ -93,6 +93,27 @@ fn byte_chars() -> [char; 256] {
     chars
 }
 
+/// True for characters NFC neither changes nor composes with what precedes them
+/// (combining class 0, NFC_Quick_Check Yes, never the second character of a
+/// canonical composition): ASCII, Latin-1 and the Latin/IPA blocks below U+0300,
+/// Cyrillic letters, general and CJK punctuation, kana, CJK ideographs, Hangul
+/// syllables and emoji. Checked against Python's `unicodedata` (Unicode 14) for
+/// every assigned code point in these ranges; Unicode's stability policy keeps them so.
+fn is_nfc_inert(c: char) -> bool {
+    matches!(c as u32,
+        0..=0x2ff
+            | 0x400..=0x482
+            | 0x48a..=0x4ff
+            | 0x2010..=0x2027
+            | 0x2030..=0x205e
+            | 0x3000..=0x3029
+            | 0x3041..=0x3096
+            | 0x30a1..=0x30fa
+            | 0x4e00..=0x9fff
+            | 0xac00..=0xd7a3
+            | 0x1f300..=0x1faff)
+}
+
 /// The pipeline steps [`ByteLevelBpe`] reproduces; anything else keeps `tokenizers`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Normalization {
@@ -258,24 +279,72 @@ impl ByteLevelBpe {
     }
 
     /// Normalizes a segment between added tokens as the tokenizer's normalizer does.
+    ///
+    /// NFC changes nothing around a character that is NFC-stable, of combining class 0
+    /// and never the second half of a composition ([`is_nfc_inert`]): the text can be
+    /// normalized piecewise, cut before each such character. So only the stretches
+    /// from the inert character before a non-inert one up to the next inert character
+    /// go through `tokenizers`' normalizer; the rest (all of most prompts) is copied.
     pub(crate) fn normalize<'a>(
         &self,
         tokenizer: &Tokenizer,
         text: &'a str,
     ) -> std::borrow::Cow<'a, str> {
-        // Below U+0300 every character is NFC-stable and composes with nothing
-        // before it (the first NFC_Quick_Check No/Maybe code point is U+0300).
-        let stable = text.is_ascii() || !text.chars().any(|c| c >= '\u{300}');
-        if self.normalization == Normalization::None || stable {
+        if self.normalization == Normalization::None || text.is_ascii() {
             return text.into();
         }
-        let mut normalized = tokenizers::NormalizedString::from(text);
-        match tokenizer.get_normalizer() {
-            Some(n) if tokenizers::Normalizer::normalize(n, &mut normalized).is_ok() => {
-                normalized.get().to_owned().into()
+        let Some(normalizer) = tokenizer.get_normalizer() else {
+            return text.into();
+        };
+        let mut out = String::new();
+        let mut copied = 0;
+        let mut last_safe = 0;
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            // ASCII is inert: skip it eight bytes at a time.
+            if let Some(word) = bytes.get(i..i + 8)
+                && u64::from_le_bytes(word.try_into().unwrap_or_default()) & 0x8080_8080_8080_8080
+                    == 0
+            {
+                i += 8;
+                last_safe = i - 1;
+                continue;
             }
-            _ => text.into(),
+            let Some(c) = text[i..].chars().next() else {
+                break;
+            };
+            if is_nfc_inert(c) {
+                last_safe = i;
+                i += c.len_utf8();
+                continue;
+            }
+            let mut end = text.len();
+            let mut j = i + c.len_utf8();
+            while let Some(d) = text[j..].chars().next() {
+                if is_nfc_inert(d) {
+                    end = j;
+                    break;
+                }
+                j += d.len_utf8();
+            }
+            i = end;
+            let unit = &text[last_safe..end];
+            let mut normalized = tokenizers::NormalizedString::from(unit);
+            if tokenizers::Normalizer::normalize(normalizer, &mut normalized).is_ok()
+                && normalized.get() != unit
+            {
+                out.push_str(&text[copied..last_safe]);
+                out.push_str(normalized.get());
+                copied = end;
+            }
+            last_safe = end;
         }
+        if copied == 0 {
+            return text.into();
+        }
+        out.push_str(&text[copied..]);
+        out.into()
     }
 
     /// Appends the ids of normalized `text` (no added tokens inside) to `out`.

@@ -9,6 +9,16 @@
 //! follows the regex's leftmost-first alternation and backtracking rules; any other
 //! pre-tokenizer runs unchanged. `tests/pretokenizer.rs` checks the scanner against
 //! Oniguruma on the parity prompts and on random multilingual text.
+//!
+//! Prompts are encoded by [`SegmentEncoder`]: cut at added tokens, each segment
+//! cached, and — for byte-level BPE tokenizers using that split (Qwen2/Qwen3,
+//! Llama 3) — encoded to ids without `tokenizers`' `NormalizedString`/`Encoding`
+//! bookkeeping (`bpe`), on several threads when long (`parallel`, cut at pre-token
+//! boundaries the regex guarantees). A 300k-token prompt took ~150 ms through
+//! `tokenizers`; it takes ~20 ms on one core this way (`benches/render.rs`
+//! `long/*`, `scripts/bench_long_prompt.sh`, docs/performance.md "Long prompts").
+//! `tests/tokenizer_exact.rs` checks ids against `tokenizers::Tokenizer::encode` on
+//! every vendored tokenizer.
 
 mod bpe;
 mod parallel;
