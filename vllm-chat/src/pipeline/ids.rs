@@ -1,26 +1,8 @@
-//! Random ids: vLLM uses UUID4 hex strings for request and tool-call ids.
+//! Ids and times of a request: vLLM uses UUID4 hex strings for request and tool-call
+//! ids and Unix seconds for `created`.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// 32 random hex digits (from the process's randomly keyed hasher and a counter).
-pub fn random_hex() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let state = std::collections::hash_map::RandomState::new();
-    let mut parts = [0u64; 2];
-    for (k, part) in parts.iter_mut().enumerate() {
-        let mut h = state.build_hasher();
-        h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-        h.write_usize(k);
-        *part = h.finish();
-    }
-    format!("{:016x}{:016x}", parts[0], parts[1])
-}
-
-/// A tool-call id as vLLM's `make_tool_call_id` makes it.
-pub fn tool_call_id() -> String {
-    format!("chatcmpl-tool-{}", random_hex())
-}
+pub use crate::render_mode::random_hex_id as random_hex;
+pub use vllm_parser::serving::tool_call_id;
 
 /// The engine request id for a user-facing id: vLLM appends a random suffix so that
 /// ids chosen by clients never collide in the engine.

@@ -434,8 +434,9 @@ fn request_id(given: &Option<String>) -> String {
     }
 }
 
-/// 32 hex digits from the process's random hasher seed and a counter.
-fn random_hex_id() -> String {
+/// 32 random hex digits (the process's randomly keyed hasher over a counter), as vLLM's
+/// UUID4 hex ids look.
+pub fn random_hex_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
