@@ -35,25 +35,49 @@ pub fn tokenize(
     served_model_name: &str,
     body: &[u8],
 ) -> Result<TokenizeResponse, ApiError> {
-    let value: Value = serde_json::from_slice(body)?;
-    check_model(served_model_name, value.get("model"))?;
-    let return_token_strs = value
-        .get("return_token_strs")
+    /// The fields that decide the request's shape; a chat body is then parsed once
+    /// more, straight into its type (no `Value` tree of a huge prompt).
+    #[derive(Deserialize)]
+    struct Shape<'a> {
+        #[serde(default)]
+        model: Option<Value>,
+        #[serde(default)]
+        messages: Option<serde::de::IgnoredAny>,
+        #[serde(default, borrow)]
+        prompt: Option<PromptField<'a>>,
+        #[serde(default)]
+        add_special_tokens: Option<Value>,
+        #[serde(default)]
+        return_token_strs: Option<Value>,
+    }
+    /// `prompt`, borrowed from the body when it has no escapes.
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum PromptField<'a> {
+        Text(#[serde(borrow)] std::borrow::Cow<'a, str>),
+        Other(serde::de::IgnoredAny),
+    }
+    let shape: Shape = serde_json::from_slice(body)?;
+    check_model(served_model_name, shape.model.as_ref())?;
+    let return_token_strs = shape
+        .return_token_strs
+        .as_ref()
         .and_then(Value::as_bool)
         .unwrap_or(false);
     let renderer = &model.renderer;
-    let tokens = if value.get("messages").is_some() {
-        let request: ChatCompletionRequest = serde_json::from_value(value)?;
+    let tokens = if shape.messages.is_some() {
+        let request: ChatCompletionRequest = serde_json::from_slice(body)?;
         renderer.render(&request)?.token_ids
     } else {
-        let prompt = value.get("prompt").and_then(Value::as_str).ok_or_else(|| {
-            ApiError::bad_request(
+        let Some(PromptField::Text(prompt)) = &shape.prompt else {
+            return Err(ApiError::bad_request(
                 "`prompt` (a string) or `messages` is required",
                 Some("prompt"),
-            )
-        })?;
-        let add_special_tokens = value
-            .get("add_special_tokens")
+            ));
+        };
+        let add_special_tokens = shape
+            .add_special_tokens
+            .as_ref()
             .and_then(Value::as_bool)
             .unwrap_or(true);
         renderer.encode(prompt, add_special_tokens)?
