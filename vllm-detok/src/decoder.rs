@@ -78,7 +78,7 @@ pub struct Delta {
 
 struct StopState {
     matcher: StopMatcher,
-    strings: Vec<String>,
+    strings: Arc<[String]>,
     include: bool,
     min_tokens: usize,
     /// Characters held back while a stop string could still be completing.
@@ -169,15 +169,15 @@ impl IncrementalDecoder {
         let stop = if options.stop.is_empty() {
             None
         } else {
+            let strings: Arc<[String]> = options.stop.into();
             // Built first: it rejects empty stop strings.
-            let matcher = StopMatcher::new(&options.stop)?;
+            let matcher = StopMatcher::new(&strings)?;
             // vLLM: `max(len(s) for s in stop) - 1` characters, none when stop strings are
             // kept in the output.
             let hold_back = if options.include_stop_str_in_output {
                 0
             } else {
-                options
-                    .stop
+                strings
                     .iter()
                     .map(|s| s.chars().count())
                     .max()
@@ -186,7 +186,7 @@ impl IncrementalDecoder {
             };
             Some(StopState {
                 matcher,
-                strings: options.stop,
+                strings,
                 include: options.include_stop_str_in_output,
                 min_tokens: options.min_tokens,
                 hold_back,
