@@ -122,11 +122,11 @@ def stop(proc: subprocess.Popen) -> None:
             pass
 
 
-def bench_serve(args, exe, workdir) -> dict:
+def bench_serve(args, exe, workdir, binary=None, label="serve") -> dict:
     port, rpc = free_port(), free_port()
-    log = open(os.path.join(workdir, "serve.log"), "w")
+    log = open(os.path.join(workdir, f"{label}.log"), "w")
     serve = subprocess.Popen(
-        pinned(args, FRONTEND_CPUS, [exe("serve")]) + [args.model, "--port", str(port), "--served-model-name", "qwen3",
+        pinned(args, FRONTEND_CPUS, [binary or exe("serve")]) + [args.model, "--port", str(port), "--served-model-name", "qwen3",
          "--data-parallel-rpc-port", str(rpc), "--max-logprobs", "20"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     engine = None
@@ -138,7 +138,7 @@ def bench_serve(args, exe, workdir) -> dict:
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         base = f"http://127.0.0.1:{port}"
         wait_ready(base, serve)
-        return measure("serve", args, exe("bench"), base, serve.pid, workdir)
+        return measure(label, args, exe("bench"), base, serve.pid, workdir)
     finally:
         stop(serve)
         if engine is not None:
@@ -183,6 +183,8 @@ def main() -> int:
     p.add_argument("--output-json")
     p.add_argument("--request-rate", type=float,
                    help="open loop: Poisson arrivals at this rate (concurrency becomes the cap)")
+    p.add_argument("--baseline-serve",
+                   help="another build's serve binary, measured in the same run (before/after)")
     p.add_argument("--pin", action="store_true",
                    help="frontend alone on CPU 0; mock engine and load generator on the others")
     args = p.parse_args()
@@ -192,7 +194,10 @@ def main() -> int:
         return os.path.join(args.target_dir, "release", "examples", name)
 
     workdir = tempfile.mkdtemp(prefix="bench-serve-")
-    results = [bench_serve(args, exe, workdir), bench_vllm_rs(args, exe, workdir)]
+    results = [bench_serve(args, exe, workdir)]
+    if args.baseline_serve:
+        results.append(bench_serve(args, exe, workdir, args.baseline_serve, "baseline"))
+    results.append(bench_vllm_rs(args, exe, workdir))
     pin = f", frontend pinned to CPU {FRONTEND_CPUS}, engine + load on {args.load_cpus}" if args.pin else ""
     rate = f", {args.request_rate:g} req/s offered" if args.request_rate else ""
     print(f"chat, streamed, {args.requests} requests{rate}, concurrency {args.concurrency}, "
@@ -205,7 +210,11 @@ def main() -> int:
               f"{r['ttft']['p50_ms']:>8.1f}m {r['ttft']['p99_ms']:>8.1f}m {r['itl']['p50_ms']:>7.2f}m "
               f"{r['itl']['p99_ms']:>7.2f}m {r['e2e_latency']['p50_ms']:>7.1f}m "
               f"{r['e2e_latency']['p99_ms']:>7.1f}m {r['frontend_cpu_us_per_token']:>11.2f}")
-    ours, theirs = results
+    ours, theirs = results[0], results[-1]
+    if args.baseline_serve:
+        base = results[1]
+        print(f"serve / baseline: throughput x{ours['output_throughput'] / base['output_throughput']:.2f}, "
+              f"CPU per token x{ours['frontend_cpu_us_per_token'] / base['frontend_cpu_us_per_token']:.2f}")
     print(f"serve / vllm-rs: throughput x{ours['output_throughput'] / theirs['output_throughput']:.2f}, "
           f"CPU per token x{ours['frontend_cpu_us_per_token'] / theirs['frontend_cpu_us_per_token']:.2f}")
     if args.output_json:
