@@ -301,7 +301,8 @@ fn percentiles(mut values: Vec<f64>) -> Value {
     values.sort_by(f64::total_cmp);
     let at = |p: f64| values[((p / 100.0) * (values.len() - 1) as f64).round() as usize] * 1000.0;
     let mean = values.iter().sum::<f64>() / values.len() as f64 * 1000.0;
-    json!({"mean_ms": mean, "p50_ms": at(50.0), "p90_ms": at(90.0), "p99_ms": at(99.0)})
+    let max = values[values.len() - 1] * 1000.0;
+    json!({"mean_ms": mean, "p50_ms": at(50.0), "p90_ms": at(90.0), "p99_ms": at(99.0), "max_ms": max})
 }
 
 #[tokio::main]
