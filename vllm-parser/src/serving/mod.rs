@@ -7,13 +7,36 @@
 //! 1. before rendering, [`ServingParsers::adjust_request`]: vLLM's request
 //!    checks (a `tool_choice` the server cannot honour is a 400 with vLLM's
 //!    message) and every parser's `adjust_request` (`skip_special_tokens`,
-//!    structured outputs for a forced tool choice);
+//!    structured outputs for a forced tool choice: a JSON schema, or the exact
+//!    structural-tag string vLLM sends, see below);
 //! 2. after rendering, one [`ChoiceParser`] per choice from
 //!    [`ServingParsers::choice_parser`] with the prompt's token ids: the parser
 //!    starts in the state vLLM starts it in (`set_prompt_token_ids` /
 //!    `is_reasoning_end`, read from the prompt's marker tokens);
 //! 3. every engine step, [`ChoiceParser::push`]; at the end
 //!    [`ChoiceParser::message`] and [`ChoiceParser::finish_reason`].
+//!
+//! # Structural tags
+//!
+//! With `VLLM_ENFORCE_STRICT_TOOL_CALLING` (on by default) vLLM holds calls of
+//! the 24 tool parsers with a `structural_tag_model` to an xgrammar structural
+//! tag: for `required` and named choices, and for `auto` with
+//! `parallel_tool_calls: false`, strict tools or (GLM-4.5/4.7) always.
+//! [`StructuredOutputs::StructuralTag`]'s `json` is the string vLLM 0.33.0
+//! puts in `structured_outputs.structural_tag`, byte for byte
+//! (`tests/structural_tags.rs` against `scripts/gen_structural_tags.py`), for
+//! every one of them: `hermes` / `qwen3_json`, `longcat`, `llama3_json` /
+//! `llama4_json`, `qwen3_coder` / `qwen3_xml` / `step3p5` / `step5`, `mimo`,
+//! the DeepSeek family (`deepseek_v3`, `deepseek_v31`, `deepseek_v32`,
+//! `deepseek_v4`, `deepseek_v41`), `kimi_k2`, `kimi_k3`, `glm45` / `glm47` /
+//! `ling3`, `minimax_m2`, `plamo3`, `hy_v4` and `openai` (Harmony, whose
+//! parser also moves a `response_format` into a structural tag without tools).
+//! Not built (`json: None`, the request goes unconstrained): a
+//! `response_format` other than `json_schema` / `json_object` (or
+//! `structured_outputs` given directly) combined with `auto`; HY V4 with
+//! suffixed structural tokens unless [`ServingParsers::with_token_suffix`]
+//! names the suffix. The grammars vLLM's `beam` and Cohere parser classes
+//! build with their own code (not `structural_tag_model`) are not built here.
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -41,6 +64,8 @@
 //!     skip_special_tokens: None,
 //!     response_format_set: false,
 //!     strict_tools: false,
+//!     tools_strict: &[],
+//!     response_format: None,
 //! };
 //! // Before rendering: hermes keeps special tokens when tools may be called.
 //! let adjusted = parsers.adjust_request(&request)?;
@@ -65,6 +90,7 @@ mod choice;
 mod ids;
 mod markers;
 mod required;
+mod structural_tag;
 mod tables;
 
 use std::collections::HashMap;
@@ -132,11 +158,21 @@ pub struct ServingRequest<'a> {
     /// `request.skip_special_tokens` as the request gave it.
     pub skip_special_tokens: Option<bool>,
     /// Whether the request sets `response_format` or `structured_outputs`
-    /// (vLLM keeps a tool-choice-`auto` structural tag format-only then).
+    /// (vLLM keeps a tool-choice-`auto` structural tag format-only then). A
+    /// `response_format` of type `text` alone sets nothing (vLLM's
+    /// `extract_structured_outputs` returns `None` for it).
     pub response_format_set: bool,
     /// Whether any tool sets `function.strict: true` (a structural tag then
     /// constrains `auto` calls too).
     pub strict_tools: bool,
+    /// Per tool of `tools`, whether it sets `function.strict: true` (a strict
+    /// tool's arguments are held to its `parameters` in the structural tag;
+    /// missing entries mean `false`).
+    pub tools_strict: &'a [bool],
+    /// `request.response_format` as the client gave it (`None` when absent):
+    /// a `tool_choice: auto` structural tag is `or`ed with its `json_schema` /
+    /// `json_object` output format, as vLLM does.
+    pub response_format: Option<&'a Value>,
 }
 
 impl ServingRequest<'_> {
@@ -169,15 +205,21 @@ pub enum StructuredOutputs {
     /// `structured_outputs.json`: the JSON schema a forced tool choice holds
     /// the output to (`get_json_schema_from_tools`).
     Json(Value),
-    /// `structured_outputs.structural_tag`: vLLM builds xgrammar's structural
-    /// tag for this `structural_tag_model` (the tool parser's call format),
-    /// these tools and this `tool_choice`. Its JSON is not built by this crate
-    /// yet: a server sends the request unconstrained or builds it itself.
+    /// `structured_outputs.structural_tag`: xgrammar's structural tag vLLM
+    /// builds for this `structural_tag_model` (the tool parser's call format),
+    /// the request's tools, `tool_choice`, `parallel_tool_calls`, strictness
+    /// and (for `auto`) `response_format`.
     StructuralTag {
         /// The tool parser's `structural_tag_model` (e.g. `"hermes"`).
         model: &'static str,
         /// Each call stops after the first (`parallel_tool_calls: false`).
         single_call: bool,
+        /// The exact string vLLM sends as `structured_outputs.structural_tag`
+        /// (`json.dumps(tag.model_dump())`); `None` where this crate does not
+        /// build the model's tag (see the module doc) or cannot express the
+        /// request's `response_format` in it: a server then sends the request
+        /// unconstrained, as before.
+        json: Option<String>,
     },
 }
 
@@ -227,6 +269,10 @@ pub struct ServingParsers {
     response_template: Option<Arc<ResponseTemplate>>,
     /// Marker token id → marker text, for the prompt's start state.
     markers: Arc<HashMap<u32, &'static str>>,
+    /// HY V4's structural-token suffix (`detect_token_suffix`): `""` when the
+    /// tokenizer has the unsuffixed `<tool_calls>`, else unknown until
+    /// [`ServingParsers::with_token_suffix`].
+    token_suffix: Option<String>,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -288,6 +334,7 @@ impl ServingParsers {
             .iter()
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
             .collect();
+        let token_suffix = token_id("<tool_calls>").map(|_| String::new());
         Ok(Self {
             reasoning,
             active_tool_name: active_tool,
@@ -295,7 +342,18 @@ impl ServingParsers {
             enable_auto_tool_choice,
             response_template,
             markers: Arc::new(markers),
+            token_suffix,
         })
+    }
+
+    /// Set HY V4's per-checkpoint structural-token suffix (vLLM's
+    /// `detect_token_suffix`: the `:…` of the vocabulary's `<tool_calls:…>`,
+    /// `""` when unsuffixed). [`ServingParsers::new`] finds only the
+    /// unsuffixed tokens; without a suffix HY V4's structural tag is not
+    /// built (`json: None`).
+    pub fn with_token_suffix(mut self, suffix: &str) -> Self {
+        self.token_suffix = Some(suffix.to_owned());
+        self
     }
 
     /// The reasoning parser's registered name.
@@ -312,6 +370,13 @@ impl ServingParsers {
     /// The tool parser vLLM runs (only with `--enable-auto-tool-choice`).
     pub fn active_tool(&self) -> Option<&'static str> {
         self.active_tool_name
+    }
+
+    /// Whether vLLM would run its `HarmonyParser` (gpt-oss): taken as the
+    /// `openai_gptoss` reasoning parser or the `openai` tool parser, since
+    /// vLLM picks it by the model type this crate does not see.
+    fn is_harmony(&self) -> bool {
+        self.reasoning == Some("openai_gptoss") || self.active_tool_name == Some("openai")
     }
 
     /// Whether the server parses output at all (vLLM's `parser_cls is not None`).
@@ -358,6 +423,17 @@ impl ServingParsers {
             return Ok(out);
         }
         let no_skip = |out: &mut RequestAdjustments| out.skip_special_tokens = Some(false);
+        // HarmonyParser._adjust_output_format: the output format moves into a
+        // structural tag (final channel after optional analysis), tools or not.
+        if self.is_harmony()
+            && let Some(format) = harmony_output(request)
+        {
+            out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                model: "harmony",
+                single_call: false,
+                json: format.map(structural_tag::dump_tag),
+            });
+        }
         // Kimi K3's parser-level class keeps special tokens and their spacing.
         if self.reasoning == Some("kimi_k3") || self.active_tool_name == Some("kimi_k3") {
             no_skip(&mut out);
@@ -442,15 +518,28 @@ impl ServingParsers {
             if single_call && !(is_auto && request.response_format_set) {
                 level = level.max(1);
             }
-            // Auto is unconstrained at level 0 without strict tools, and
-            // always for HY V4 (its get_structural_tag forces choices only).
-            let unconstrained_auto =
-                is_auto && (model == "hy_v4" || (level == 0 && !request.strict_tools));
+            // Auto is unconstrained at level 0 without strict tools, and for
+            // HY V4 (its get_structural_tag forces choices only) unless a
+            // response format turns the tag into `required` or the format.
+            let unconstrained_auto = is_auto
+                && ((level == 0 && !request.strict_tools)
+                    || (model == "hy_v4" && !request.response_format_set));
             let applies = !unconstrained_auto;
             if applies {
                 structural = true;
-                out.structured_outputs =
-                    Some(StructuredOutputs::StructuralTag { model, single_call });
+                let json = structural_tag_json(
+                    model,
+                    self.token_suffix.as_deref(),
+                    request,
+                    &choice,
+                    level,
+                    single_call,
+                );
+                out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                    model,
+                    single_call,
+                    json,
+                });
             }
         }
         // The tool parser's own adjust_request.
@@ -531,6 +620,66 @@ impl ServingParsers {
             }
         }
         text
+    }
+}
+
+/// The structural tag's JSON for a request `_apply_structural_tag` constrains
+/// (`resolve_tool_strictness`, the model's tag, `limit_to_single_tool_call`,
+/// the `or` with an `auto` request's output format).
+fn structural_tag_json(
+    model: &'static str,
+    token_suffix: Option<&str>,
+    request: &ServingRequest,
+    choice: &ToolChoice,
+    level: u8,
+    single_call: bool,
+) -> Option<String> {
+    let tools = request.tools?;
+    let strict: Vec<bool> = (0..tools.len())
+        .map(|i| level >= 2 || request.tools_strict.get(i).copied().unwrap_or(false))
+        .collect();
+    let (tag_choice, forced_name) = match choice {
+        ToolChoice::Auto => (structural_tag::Choice::Auto, None),
+        ToolChoice::Required => (structural_tag::Choice::Required, None),
+        ToolChoice::Named(name) => (structural_tag::Choice::Forced, Some(name.as_str())),
+        ToolChoice::None => return None,
+    };
+    let output = if *choice == ToolChoice::Auto && request.response_format_set {
+        if model == "harmony" {
+            // The output format as Harmony's adjust_request already wrapped it.
+            Some(harmony_output(request)??)
+        } else {
+            Some(structural_tag::response_format_output(
+                request.response_format?,
+            )?)
+        }
+    } else {
+        None
+    };
+    structural_tag::build(
+        model,
+        token_suffix,
+        tools,
+        &strict,
+        tag_choice,
+        forced_name,
+        single_call,
+        output,
+    )
+}
+
+/// Harmony's output format for the request's `response_format`: `None` when
+/// it sets none (or `text`), `Some(None)` when this crate cannot express it.
+fn harmony_output(request: &ServingRequest) -> Option<Option<Value>> {
+    if !request.response_format_set {
+        return None;
+    }
+    match request.response_format {
+        Some(rf) if rf.get("type").and_then(Value::as_str) == Some("text") => None,
+        Some(rf) => Some(
+            structural_tag::response_format_output(rf).map(structural_tag::harmony_output_format),
+        ),
+        None => Some(None),
     }
 }
 
@@ -690,6 +839,8 @@ mod tests {
             skip_special_tokens: None,
             response_format_set: false,
             strict_tools: false,
+            tools_strict: &[],
+            response_format: None,
         }
     }
 

@@ -1,0 +1,110 @@
+//! The `structured_outputs.structural_tag` string vLLM 0.33.0's
+//! `adjust_request` sends, byte for byte, for every tool parser with a
+//! `structural_tag_model` (`scripts/gen_structural_tags.py`,
+//! `tests/fixtures/serving/structural_tags.json.gz`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use vllm_parser::Tool;
+use vllm_parser::serving::{ServingParsers, ServingRequest, StructuredOutputs, ToolChoice};
+
+/// Tool parsers whose `structural_tag_model` this crate does not build yet:
+/// their requests go unconstrained (`json: None`).
+const NOT_BUILT: &[&str] = &[];
+
+fn entries() -> Vec<Value> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/serving/structural_tags.json.gz");
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn structural_tags_are_vllms_byte_for_byte() {
+    let kwargs = Map::new();
+    let mut failures = Vec::new();
+    let mut checked: BTreeMap<String, usize> = BTreeMap::new();
+    for entry in entries() {
+        let tool = entry["tool"].as_str().unwrap();
+        let label = format!("{tool} {}", entry["case"].as_str().unwrap());
+        let body = &entry["request"];
+        let parsers =
+            ServingParsers::new(entry["reasoning"].as_str(), Some(tool), true, None, |_| {
+                Some(u32::MAX)
+            })
+            .expect("every tool parser starts");
+        let raw_tools = body["tools"].as_array().cloned().unwrap_or_default();
+        let tools: Vec<Tool> = raw_tools.iter().filter_map(Tool::from_openai).collect();
+        let strict: Vec<bool> = raw_tools
+            .iter()
+            .map(|t| t["function"]["strict"] == Value::Bool(true))
+            .collect();
+        let response_format = body.get("response_format");
+        let request = ServingRequest {
+            tools: body.get("tools").map(|_| tools.as_slice()),
+            tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
+            parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
+            include_reasoning: true,
+            chat_template_kwargs: &kwargs,
+            skip_special_tokens: None,
+            response_format_set: response_format.is_some_and(|f| f["type"] != "text"),
+            strict_tools: strict.iter().any(|s| *s),
+            tools_strict: &strict,
+            response_format,
+        };
+        let ours = match parsers.adjust_request(&request) {
+            Ok(adjusted) => adjusted.structured_outputs,
+            Err(e) => {
+                failures.push(format!("{label}: refused: {e}"));
+                continue;
+            }
+        };
+        let expected = entry["structured_outputs"]["structural_tag"].as_str();
+        match (&ours, expected) {
+            (
+                Some(StructuredOutputs::StructuralTag {
+                    json: Some(json), ..
+                }),
+                Some(tag),
+            ) => {
+                if json != tag {
+                    failures.push(format!("{label}:\n  ours {json}\n  vLLM {tag}"));
+                } else {
+                    *checked.entry(tool.to_owned()).or_default() += 1;
+                }
+            }
+            (Some(StructuredOutputs::StructuralTag { json: None, .. }), Some(_))
+                if NOT_BUILT.contains(&tool) => {}
+            (Some(StructuredOutputs::StructuralTag { json: None, .. }), Some(_)) => {
+                failures.push(format!("{label}: not built"));
+            }
+            (None, None) => {}
+            (Some(StructuredOutputs::Json(_)), None)
+                if entry["structured_outputs"].get("json").is_some() => {}
+            _ if NOT_BUILT.contains(&tool) => {}
+            (ours, _) => failures.push(format!(
+                "{label}: ours {ours:?}, vLLM {}",
+                entry["structured_outputs"]
+            )),
+        }
+    }
+    eprintln!("byte-equal structural tags per tool parser: {checked:?}");
+    let built = checked.len();
+    assert!(
+        failures.is_empty(),
+        "{} of the structural-tag cases differ from vLLM:\n{}",
+        failures.len(),
+        failures[..failures.len().min(15)].join("\n")
+    );
+    assert_eq!(built, 24 - NOT_BUILT.len(), "{checked:?}");
+}
