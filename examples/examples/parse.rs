@@ -113,6 +113,8 @@ fn main() -> anyhow::Result<()> {
         chat_template_kwargs: &kwargs,
         skip_special_tokens: None,
         response_format_set: false,
+        tools_strict: &[],
+        response_format: None,
         strict_tools: false,
     };
     let adjustments = parsers.adjust_request(&request)?;

@@ -395,5 +395,5 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-    tracing::info!("shutting down: finishing requests in flight");
+    tracing::info!("shutting down: no new connections; requests in flight get --shutdown-timeout to finish");
 }

@@ -12,7 +12,7 @@ use vllm_parser::serving::{ChoiceParser, ServingError, StructuredOutputs};
 use super::error::ApiError;
 use super::frames::ChatDeltaFrames;
 use super::generation::{Finish, Generation, PositionLogprobs, Step};
-use super::parse::{delta_message, parser_tools, serving_request};
+use super::parse::{RequestTools, delta_message};
 use super::{Pipeline, Routing, ids, logprobs, sampling, sse};
 use crate::openai::{
     ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
@@ -124,7 +124,7 @@ impl Pipeline {
         }
         let parsers = &self.config.parsers;
         // vLLM's request checks and the parsers' `adjust_request`, before rendering.
-        let tools = parser_tools(&request);
+        let tools = RequestTools::of(&request);
         let mut kwargs = self
             .model
             .renderer
@@ -133,7 +133,7 @@ impl Pipeline {
             .clone();
         kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
         let adjustments = parsers
-            .adjust_request(&serving_request(&request, &tools, &kwargs))
+            .adjust_request(&tools.serving(&request, &kwargs))
             .map_err(serving_error)?;
         if let Some(skip) = adjustments.skip_special_tokens {
             request.skip_special_tokens = Some(skip);
@@ -152,15 +152,27 @@ impl Pipeline {
             .await?;
         let mut generate = rendered?;
         let model = &self.model;
-        // A forced tool choice holds the engine to the tool's JSON schema (applied
-        // after validation, as vLLM does; `render_chat` maps `response_format`).
-        // A structural tag (xgrammar's builtin tool formats) is not built yet: such a
-        // request is parsed as vLLM parses it but the engine is not constrained.
-        if let Some(StructuredOutputs::Json(schema)) = adjustments.structured_outputs {
-            generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
-                json: Some(schema),
-                ..StructuredOutputsParams::default()
-            });
+        // The parsers' constraint replaces the request's own (`response_format` was
+        // mapped by `render_chat`), as vLLM applies it after validating the request: a
+        // forced tool choice held to the tools' JSON schema, or xgrammar's structural
+        // tag in the model's own tool-call format.
+        match adjustments.structured_outputs {
+            Some(StructuredOutputs::Json(schema)) => {
+                generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
+                    json: Some(schema),
+                    ..StructuredOutputsParams::default()
+                });
+            }
+            Some(StructuredOutputs::StructuralTag {
+                json: Some(tag), ..
+            }) => {
+                generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
+                    structural_tag: Some(tag),
+                    ..StructuredOutputsParams::default()
+                });
+            }
+            // A tag vLLM would not build either leaves the request as it is.
+            Some(StructuredOutputs::StructuralTag { json: None, .. }) | None => {}
         }
         let params =
             sampling::engine_params(&generate.sampling_params, model, self.config.max_logprobs)?;
@@ -183,7 +195,7 @@ impl Pipeline {
         let streaming = request.stream == Some(true);
         let parser = parsers
             .choice_parser(
-                &serving_request(&request, &tools, &kwargs),
+                &tools.serving(&request, &kwargs),
                 &prompt_token_ids,
                 streaming,
             )

@@ -11,43 +11,58 @@ use crate::openai::{
 };
 
 /// The request's tools as the parsers see them.
-pub fn parser_tools(request: &ChatCompletionRequest) -> Vec<vllm_parser::Tool> {
-    request
-        .tools
-        .iter()
-        .flatten()
-        .map(|t| vllm_parser::Tool {
-            name: t.function.name.clone(),
-            description: t.function.description.clone(),
-            parameters: t.function.parameters.clone().unwrap_or(Value::Null),
-        })
-        .collect()
+#[derive(Debug, Clone, Default)]
+pub struct RequestTools {
+    tools: Vec<vllm_parser::Tool>,
+    /// Per tool, `function.strict: true`.
+    strict: Vec<bool>,
 }
 
-/// What vLLM's serving layer tells its parser rules about `request`.
-pub fn serving_request<'a>(
-    request: &ChatCompletionRequest,
-    tools: &'a [vllm_parser::Tool],
-    chat_template_kwargs: &'a Map<String, Value>,
-) -> ServingRequest<'a> {
-    ServingRequest {
-        tools: request.tools.as_ref().map(|_| tools),
-        tool_choice: request.tool_choice.as_ref().map(|choice| match choice {
-            ToolChoice::Mode(ToolChoiceMode::None) => ServingToolChoice::None,
-            ToolChoice::Mode(ToolChoiceMode::Auto) => ServingToolChoice::Auto,
-            ToolChoice::Mode(ToolChoiceMode::Required) => ServingToolChoice::Required,
-            ToolChoice::Named(named) => ServingToolChoice::Named(named.function.name.clone()),
-        }),
-        parallel_tool_calls: request.parallel_tool_calls,
-        include_reasoning: request.include_reasoning,
-        chat_template_kwargs,
-        skip_special_tokens: request.skip_special_tokens,
-        response_format_set: request.response_format.is_some(),
-        strict_tools: request
-            .tools
-            .iter()
-            .flatten()
-            .any(|t| t.function.strict == Some(true)),
+impl RequestTools {
+    /// The tools of `request`.
+    pub fn of(request: &ChatCompletionRequest) -> Self {
+        let functions = request.tools.iter().flatten().map(|t| &t.function);
+        Self {
+            tools: functions
+                .clone()
+                .map(|f| vllm_parser::Tool {
+                    name: f.name.clone(),
+                    description: f.description.clone(),
+                    parameters: f.parameters.clone().unwrap_or(Value::Null),
+                })
+                .collect(),
+            strict: functions.map(|f| f.strict == Some(true)).collect(),
+        }
+    }
+
+    /// What vLLM's serving layer tells its parser rules about `request`.
+    pub fn serving<'a>(
+        &'a self,
+        request: &'a ChatCompletionRequest,
+        chat_template_kwargs: &'a Map<String, Value>,
+    ) -> ServingRequest<'a> {
+        ServingRequest {
+            tools: request.tools.as_ref().map(|_| self.tools.as_slice()),
+            tool_choice: request.tool_choice.as_ref().map(|choice| match choice {
+                ToolChoice::Mode(ToolChoiceMode::None) => ServingToolChoice::None,
+                ToolChoice::Mode(ToolChoiceMode::Auto) => ServingToolChoice::Auto,
+                ToolChoice::Mode(ToolChoiceMode::Required) => ServingToolChoice::Required,
+                ToolChoice::Named(named) => ServingToolChoice::Named(named.function.name.clone()),
+            }),
+            parallel_tool_calls: request.parallel_tool_calls,
+            include_reasoning: request.include_reasoning,
+            chat_template_kwargs,
+            skip_special_tokens: request.skip_special_tokens,
+            // `{"type": "text"}` alone is no format, as vLLM reads it.
+            response_format_set: request
+                .response_format
+                .as_ref()
+                .is_some_and(|f| f.get("type").and_then(Value::as_str) != Some("text"))
+                || request.structured_outputs.is_some(),
+            strict_tools: self.strict.contains(&true),
+            tools_strict: &self.strict,
+            response_format: request.response_format.as_ref(),
+        }
     }
 }
 
