@@ -395,5 +395,7 @@ pub async fn shutdown_signal() {
         () = ctrl_c => {},
         () = term => {},
     }
-    tracing::info!("shutting down: no new connections; requests in flight get --shutdown-timeout to finish");
+    tracing::info!(
+        "shutting down: no new connections; requests in flight get --shutdown-timeout to finish"
+    );
 }
