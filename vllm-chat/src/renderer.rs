@@ -106,7 +106,7 @@ pub struct RendererOptions {
     pub trust_request_chat_template: bool,
     /// Where `strftime_now` reads the time.
     pub clock: Clock,
-    /// Fuel and recursion limits for templates.
+    /// Limits for templates: fuel, recursion, output and per-operation sizes, cache budgets.
     pub limits: Limits,
     /// `--exclude-tools-when-tool-choice-none`: render without tools when `tool_choice` is `none`.
     pub exclude_tools_when_tool_choice_none: bool,
@@ -153,8 +153,14 @@ impl ChatRenderer {
                 .collect::<IndexMap<_, _>>()
                 .into_iter()
                 .collect(),
-            tools: ToolCache::default(),
-            messages: MessageCache::default(),
+            tools: ToolCache::new(
+                options.limits.tool_cache_bytes,
+                options.limits.cache_entry_bytes,
+            ),
+            messages: MessageCache::new(
+                options.limits.message_cache_bytes,
+                options.limits.cache_entry_bytes,
+            ),
             segments: tokenizer.as_ref().map(SegmentEncoder::new),
             tokenizer,
             options,

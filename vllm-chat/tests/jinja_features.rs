@@ -52,6 +52,7 @@ fn runaway_templates_are_stopped() {
         limits: Limits {
             fuel: 1_000_000,
             recursion: 100,
+            ..Limits::default()
         },
         ..Default::default()
     };

@@ -325,7 +325,8 @@ fn first_end(text: &[u8], stop: &[u8], low: usize, high: usize) -> Option<usize>
                 return Some(end);
             }
             // The end matches: one linear search of the whole range decides.
-            return memchr::memmem::find(&text[low - len..high], stop).map(|start| low - len + start + len);
+            return memchr::memmem::find(&text[low - len..high], stop)
+                .map(|start| low - len + start + len);
         }
     }
     None
@@ -449,7 +450,9 @@ mod tests {
         }
 
         fn string(&mut self, alphabet: &[&str], len: usize) -> String {
-            (0..len).map(|_| alphabet[self.below(alphabet.len())]).collect()
+            (0..len)
+                .map(|_| alphabet[self.below(alphabet.len())])
+                .collect()
         }
     }
 
@@ -460,7 +463,11 @@ mod tests {
     fn window_search_equals_the_automata() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let alphabets: [&[&str]; 3] = [&["a", "b"], &["a", "b", "c", "é"], &["a", "ab", "€", "x"]];
-        let cases = if cfg!(debug_assertions) { 3_000 } else { 20_000 };
+        let cases = if cfg!(debug_assertions) {
+            3_000
+        } else {
+            20_000
+        };
         let mut matches = 0;
         for case in 0..cases {
             let alphabet = alphabets[case % alphabets.len()];
@@ -535,6 +542,10 @@ mod tests {
         let StopMatcher::Window(window) = &m else {
             panic!("an automaton for 1 MB of stop strings")
         };
-        assert!(window.text.capacity() <= 3 << 20, "{}", window.text.capacity());
+        assert!(
+            window.text.capacity() <= 3 << 20,
+            "{}",
+            window.text.capacity()
+        );
     }
 }

@@ -20,13 +20,45 @@ use crate::preprocess::convert_message;
 /// Largest number of cached messages before the cache is cleared.
 const CACHED_MESSAGES: usize = 4096;
 
-/// Recently converted messages, per content format.
-#[derive(Debug, Default)]
+/// Recently converted messages, per content format, and the bytes they hold.
+#[derive(Debug)]
 pub(crate) struct MessageCache {
-    messages: Mutex<HashMap<u64, (ContentFormat, ChatMessage, Value)>>,
+    messages: Mutex<(HashMap<u64, (ContentFormat, ChatMessage, Value)>, usize)>,
+    /// The bytes the cache may hold ([`Limits::message_cache_bytes`](super::Limits)); it
+    /// is cleared when a new entry would exceed them.
+    budget: usize,
+    /// Larger entries are not cached ([`Limits::cache_entry_bytes`](super::Limits)).
+    max_entry: usize,
+}
+
+impl Default for MessageCache {
+    fn default() -> Self {
+        let limits = super::Limits::default();
+        Self::new(limits.message_cache_bytes, limits.cache_entry_bytes)
+    }
+}
+
+/// An estimate of the memory a converted JSON value takes once as JSON and once as a
+/// template value: its strings, plus 64 bytes per node.
+pub(crate) fn json_bytes(value: &serde_json::Value) -> usize {
+    use serde_json::Value as J;
+    64 + match value {
+        J::String(s) => 2 * s.len(),
+        J::Array(items) => items.iter().map(json_bytes).sum(),
+        J::Object(map) => map.iter().map(|(k, v)| 2 * k.len() + json_bytes(v)).sum(),
+        _ => 0,
+    }
 }
 
 impl MessageCache {
+    pub(crate) fn new(budget: usize, max_entry: usize) -> Self {
+        MessageCache {
+            messages: Mutex::default(),
+            budget,
+            max_entry: max_entry.min(budget),
+        }
+    }
+
     /// The messages as the template's `messages` list. Only for conversations whose
     /// messages are converted one by one (see `preprocess::converts_developer_messages`).
     pub(crate) fn values(
@@ -42,6 +74,7 @@ impl MessageCache {
                 .zip(&keys)
                 .map(|(message, key)| {
                     cache
+                        .0
                         .get(key)
                         .filter(|(f, m, _)| *f == format && identical::message(m, message))
                         .map(|(_, _, v)| v.clone())
@@ -54,12 +87,24 @@ impl MessageCache {
             let value = match cached {
                 Some(value) => value,
                 None => {
-                    let value = from_json(&convert_message(i, message, format)?);
-                    if let Ok(mut cache) = self.messages.lock() {
-                        if cache.len() >= CACHED_MESSAGES {
+                    let json = convert_message(i, message, format)?;
+                    let value = from_json(&json);
+                    // The message is kept too (compared in full on a hit): count it twice.
+                    let size = 2 * json_bytes(&json);
+                    if size <= self.max_entry
+                        && let Ok(mut guard) = self.messages.lock()
+                    {
+                        let (cache, bytes) = &mut *guard;
+                        if cache.len() >= CACHED_MESSAGES || *bytes + size > self.budget {
                             cache.clear();
+                            *bytes = 0;
                         }
-                        cache.insert(key, (format, message.clone(), value.clone()));
+                        if cache
+                            .insert(key, (format, message.clone(), value.clone()))
+                            .is_none()
+                        {
+                            *bytes += size;
+                        }
                     }
                     value
                 }
@@ -145,6 +190,29 @@ fn key(message: &ChatMessage, format: ContentFormat) -> u64 {
 mod tests {
     use super::MessageCache;
     use crate::openai::ChatMessage;
+
+    /// Entries count in bytes: the cache stays within its budget, and an entry above the
+    /// per-entry size is not kept at all.
+    #[test]
+    fn the_cache_is_bounded_in_bytes() {
+        let cache = MessageCache::new(1 << 20, 64 << 10);
+        for i in 0..200 {
+            let text = format!("{i} {}", "x".repeat(20_000));
+            cache
+                .values(&[message("system", text.into())], ContentFormat::String)
+                .unwrap();
+            let (map, bytes) = &*cache.messages.lock().unwrap();
+            assert!(*bytes <= 1 << 20, "{bytes}");
+            assert!(map.len() <= (1 << 20) / 40_000, "{}", map.len());
+        }
+        let big = "y".repeat(100 << 10);
+        cache
+            .values(&[message("system", big.into())], ContentFormat::String)
+            .unwrap();
+        let (map, _) = &*cache.messages.lock().unwrap();
+        assert!(map.values().all(|(_, m, _)| m.role != "system"
+            || !matches!(&m.content, Some(crate::openai::MessageContent::Text(t)) if t.starts_with('y'))));
+    }
     use crate::template::ContentFormat;
 
     fn message(role: &str, content: serde_json::Value) -> ChatMessage {

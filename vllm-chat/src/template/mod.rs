@@ -10,6 +10,7 @@
 //! render runs on a fuel budget and a recursion limit and every failure is an error
 //! value, never a panic.
 
+mod alloc;
 mod clock;
 mod compiled;
 pub mod content_format;
@@ -46,15 +47,34 @@ pub struct Limits {
     pub fuel: u64,
     /// Maximum nesting of macro calls, includes and loops.
     pub recursion: usize,
+    /// Bytes of rendered output (the prompt text) one render may produce.
+    pub max_output_bytes: usize,
+    /// Largest string (or list, at 24 bytes per item) one template operation may make:
+    /// `format` widths, `indent`/`center`/`ljust`/`rjust`/`zfill` widths, `tojson`
+    /// output (and its indent), `join`, `replace`, `expandtabs`, `string`, `list`.
+    pub max_value_bytes: usize,
+    /// Bytes of converted messages a renderer keeps across requests.
+    pub message_cache_bytes: usize,
+    /// Bytes of converted tool lists a renderer keeps across requests.
+    pub tool_cache_bytes: usize,
+    /// Messages and tool lists larger than this are converted for their request only,
+    /// never cached.
+    pub cache_entry_bytes: usize,
 }
 
 impl Default for Limits {
     /// 50 million instructions (a 100-turn conversation with tools takes well under
-    /// one million) and a recursion depth of 200.
+    /// one million), a recursion depth of 200, 64 MiB of output, 16 MiB per operation,
+    /// caches of 64 MiB (messages) and 16 MiB (tool lists) holding entries of up to 1 MiB.
     fn default() -> Self {
         Limits {
             fuel: 50_000_000,
             recursion: 200,
+            max_output_bytes: 64 << 20,
+            max_value_bytes: 16 << 20,
+            message_cache_bytes: 64 << 20,
+            tool_cache_bytes: 16 << 20,
+            cache_entry_bytes: 1 << 20,
         }
     }
 }
@@ -109,8 +129,18 @@ impl TemplateSet {
         env.set_syntax(syntax.clone());
         env.set_fuel(Some(limits.fuel));
         env.set_recursion_limit(limits.recursion);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_filter("tojson", tojson);
+        let max = limits.max_value_bytes;
+        env.set_unknown_method_callback(move |state, value, method, args| {
+            alloc::check_method(state, value, method, args, max)?;
+            minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args)
+        });
+        alloc::guard_filters(&mut env, max);
+        env.add_filter(
+            "tojson",
+            move |state: &State, value: &Value, indent: Option<Value>, kwargs: Kwargs| {
+                tojson(state, value, indent, kwargs, max)
+            },
+        );
         env.add_filter("map", filters::map);
         env.add_filter("select", filters::select);
         env.add_filter("reject", filters::reject);
@@ -171,18 +201,27 @@ impl TemplateSet {
 
     /// Renders template `name` with `ctx`.
     pub(crate) fn render(&self, name: &str, ctx: Value) -> Result<String, RenderError> {
+        let max = self.limits.max_output_bytes;
+        // The fast path charges every byte it makes to the fuel, so it cannot allocate
+        // much more than the fuel; its output is checked against the same limit.
         if let Some(program) = self.programs.get(name)
             && let Some(out) = program.render(&ctx, self.clock, self.limits.fuel)
         {
+            if out.len() > max {
+                return Err(alloc::output_too_large(max));
+            }
             return Ok(out);
         }
         let template = self
             .env
             .get_template(name)
             .map_err(|e| RenderError::Template(describe(&e)))?;
-        template
-            .render(ctx)
-            .map_err(|e| RenderError::Template(describe(&e)))
+        let mut out = alloc::Bounded::new(max);
+        match template.render_captured_to(ctx, &mut out) {
+            Ok(_) => String::from_utf8(out.buf).map_err(|e| RenderError::Template(e.to_string())),
+            Err(_) if out.full => Err(alloc::output_too_large(max)),
+            Err(e) => Err(RenderError::Template(describe(&e))),
+        }
     }
 }
 
@@ -329,9 +368,20 @@ fn tojson(
     value: &Value,
     indent: Option<Value>,
     kwargs: Kwargs,
+    max: usize,
 ) -> Result<Value, Error> {
-    let _ = state;
+    // The indent string is made from the argument first: bound it.
+    let width = match &indent {
+        Some(v) => Some(v.clone()),
+        None => kwargs.get::<Option<Value>>("indent")?,
+    };
+    if let Some(w) = width.filter(|w| w.kind() == minijinja::value::ValueKind::Number)
+        && i64::try_from(w).unwrap_or(i64::MAX) > max as i64
+    {
+        return Err(alloc::too_large("tojson's indent", max));
+    }
     let opts = pyjson::DumpOptions::from_kwargs(indent, &kwargs)?;
+    alloc::check_tojson(state, value, opts.indent.as_deref(), max)?;
     pyjson::dumps(value, &opts)
 }
 

@@ -17,31 +17,61 @@ use crate::openai::Tool;
 /// Distinct tool lists kept (the oldest goes first).
 const CACHED_TOOL_LISTS: usize = 16;
 
-/// Recently seen tool lists and their template values.
-#[derive(Debug, Default)]
+/// Recently seen tool lists, their template values and their estimated bytes.
+#[derive(Debug)]
 pub(crate) struct ToolCache {
-    lists: Mutex<Vec<(Vec<Tool>, Value)>>,
+    lists: Mutex<Vec<(Vec<Tool>, Value, usize)>>,
+    /// The bytes the cache may hold ([`Limits::tool_cache_bytes`](super::Limits)).
+    budget: usize,
+    /// Larger lists are not cached ([`Limits::cache_entry_bytes`](super::Limits)).
+    max_entry: usize,
+}
+
+impl Default for ToolCache {
+    fn default() -> Self {
+        let limits = super::Limits::default();
+        Self::new(limits.tool_cache_bytes, limits.cache_entry_bytes)
+    }
 }
 
 impl ToolCache {
+    pub(crate) fn new(budget: usize, max_entry: usize) -> Self {
+        ToolCache {
+            lists: Mutex::default(),
+            budget,
+            max_entry: max_entry.min(budget),
+        }
+    }
+
     /// `tools` as templates see them (vLLM's `model_dump()` of each tool).
     pub(crate) fn value(&self, tools: &[Tool]) -> Value {
         if let Ok(lists) = self.lists.lock()
-            && let Some((_, value)) = lists.iter().find(|(t, _)| identical::tools(t, tools))
+            && let Some((_, value, _)) = lists.iter().find(|(t, _, _)| identical::tools(t, tools))
         {
             return value.clone();
         }
+        let mut size = 0;
         let value = Value::from(
             tools
                 .iter()
-                .map(|t| from_json(&t.template_value()))
+                .map(|t| {
+                    let json = t.template_value();
+                    // The list, its value, and the `tojson` text the value remembers.
+                    size += 3 * super::message_cache::json_bytes(&json);
+                    from_json(&json)
+                })
                 .collect::<Vec<_>>(),
         );
-        if let Ok(mut lists) = self.lists.lock() {
-            if lists.len() >= CACHED_TOOL_LISTS {
+        if size <= self.max_entry
+            && let Ok(mut lists) = self.lists.lock()
+        {
+            while lists.len() >= CACHED_TOOL_LISTS
+                || (!lists.is_empty()
+                    && lists.iter().map(|l| l.2).sum::<usize>() + size > self.budget)
+            {
                 lists.remove(0);
             }
-            lists.push((tools.to_vec(), value.clone()));
+            lists.push((tools.to_vec(), value.clone(), size));
         }
         value
     }
@@ -90,5 +120,20 @@ mod tests {
             }
         }
         assert_eq!(cache.lists.lock().unwrap().len(), CACHED_TOOL_LISTS);
+    }
+
+    #[test]
+    fn the_cache_is_bounded_in_bytes() {
+        let cache = ToolCache::new(64 << 10, 32 << 10);
+        let big = |i: usize, n: usize| tools(&[&format!("f{i}{}", "x".repeat(n))]);
+        for i in 0..50 {
+            cache.value(&big(i, 3_000));
+            let lists = cache.lists.lock().unwrap();
+            assert!(lists.iter().map(|l| l.2).sum::<usize>() <= 64 << 10);
+        }
+        let before = cache.lists.lock().unwrap().len();
+        cache.value(&big(99, 40_000));
+        assert!(cache.lists.lock().unwrap().len() <= before);
+        assert!(cache.lists.lock().unwrap().iter().all(|l| l.2 <= 32 << 10));
     }
 }

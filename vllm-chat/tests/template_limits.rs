@@ -1,0 +1,125 @@
+//! Hostile request templates: each one that would allocate gigabytes returns an error,
+//! quickly, and the render's peak allocation stays within a bound (measured with a
+//! counting allocator; the cases run one after another in one test).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use vllm_chat::template::render_str;
+use vllm_chat::{RenderError, RendererOptions};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+        PEAK.fetch_max(now, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
+                + (new_size - layout.size());
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        } else {
+            CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const HOSTILE: &[(&str, &str)] = &[
+    ("a lazy sequence, printed", "{{ ['abcdefgh'] * 10000000 }}"),
+    (
+        "a lazy sequence, joined",
+        "{{ (['ab'] * 100000000)|join(',') }}",
+    ),
+    (
+        "a lazy sequence, joined by a method",
+        "{{ ','.join(['ab'] * 100000000) }}",
+    ),
+    (
+        "a lazy sequence, as a string",
+        "{{ (['ab'] * 100000000)|string|length }}",
+    ),
+    ("format width", "{{ '%1000000000s'|format('a') }}"),
+    ("format precision", "{{ '%.1000000000f'|format(1.5) }}"),
+    ("str.format width", "{{ '{:>1000000000}'.format('a') }}"),
+    (
+        "tojson indent",
+        "{{ {'a': [1, 2]}|tojson(indent=1000000000) }}",
+    ),
+    (
+        "tojson indent, many items",
+        "{{ range(100000)|list|tojson(indent=1000) }}",
+    ),
+    (
+        "tojson of a lazy sequence",
+        "{{ ([1] * 100000000)|tojson }}",
+    ),
+    ("indent width", "{{ 'a\nb\nc'|indent(1000000000) }}"),
+    ("center", "{{ 'x'.center(1000000000) }}"),
+    ("ljust", "{{ 'x'.ljust(1000000000) }}"),
+    ("zfill", "{{ '1'.zfill(1000000000) }}"),
+    ("expandtabs", "{{ ('\t' * 1000).expandtabs(1000000) }}"),
+    (
+        "replace growth",
+        "{{ ('x' * 1000)|replace('x', 'y' * 1000000) }}",
+    ),
+    (
+        "str.replace growth",
+        "{{ ('x' * 1000).replace('x', 'y' * 1000000) }}",
+    ),
+    (
+        "list of a lazy sequence",
+        "{{ (([1] * 100000000)|list)|length }}",
+    ),
+    (
+        "output size",
+        "{% for i in range(100) %}{{ 'x' * 1000000 }}{% endfor %}",
+    ),
+];
+
+#[test]
+fn hostile_templates_fail_quickly_within_bounded_memory() {
+    let options = RendererOptions::default();
+    for (what, source) in HOSTILE {
+        eprintln!("{what} …");
+        let base = CURRENT.load(Ordering::Relaxed);
+        PEAK.store(base, Ordering::Relaxed);
+        let start = Instant::now();
+        let result = render_str(source, &serde_json::Value::Null, &options);
+        let elapsed = start.elapsed();
+        let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
+        let Err(RenderError::Template(message)) = &result else {
+            panic!("{what}: {result:?}");
+        };
+        assert!(
+            message.contains("Limits::")
+                || message.contains("fuel")
+                || message.contains("not JSON serializable"),
+            "{what}: {message}"
+        );
+        assert!(elapsed < Duration::from_secs(20), "{what}: {elapsed:?}");
+        // 64 MiB of output or 16 MiB per value, with room for the copies around them.
+        assert!(peak < 200 << 20, "{what}: peak {} MiB", peak >> 20);
+        eprintln!("{what}: {message} ({elapsed:?}, peak {} KiB)", peak >> 10);
+    }
+    // Ordinary uses of the same operations still render.
+    let ok = "{{ '%5s|%.2f'|format('a', 1.5) }}{{ {'a': [1]}|tojson(indent=2) }}{{ 'a\nb'|indent(4) }}{{ ['a', 'b']|join(', ') }}{{ 'ab'|replace('a', 'xy') }}";
+    let out = render_str(ok, &serde_json::Value::Null, &options).unwrap();
+    assert_eq!(out, "    a|1.50{\n  \"a\": [\n    1\n  ]\n}a\n    ba, bxyb");
+}
