@@ -547,5 +547,11 @@ mod tests {
             "{}",
             window.text.capacity()
         );
+        // What the request costs beyond the stop strings it already holds, against the
+        // automaton this list used to get.
+        let own = window.text.capacity() + 256 * std::mem::size_of::<Vec<u32>>() + 4 * 2;
+        let nfa = NFA::builder().build(&*stops).unwrap().memory_usage();
+        eprintln!("1 MiB stop string: window {own} bytes, contiguous NFA {nfa} bytes");
+        assert!(nfa > 10 * own, "window {own}, nfa {nfa}");
     }
 }
