@@ -69,7 +69,7 @@ fn as_width(value: &Value) -> Option<u128> {
 }
 
 /// The keyword argument `name`, or the positional argument at `index`.
-fn arg<'a>(args: &'a [Value], index: usize, name: &str) -> Option<Value> {
+fn arg(args: &[Value], index: usize, name: &str) -> Option<Value> {
     if let Some(last) = args.last()
         && last.is_kwargs()
         && let Ok(v) = last.get_attr(name)

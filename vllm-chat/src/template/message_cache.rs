@@ -20,10 +20,13 @@ use crate::preprocess::convert_message;
 /// Largest number of cached messages before the cache is cleared.
 const CACHED_MESSAGES: usize = 4096;
 
+/// Cached messages by key, and the bytes they hold.
+type Entries = (HashMap<u64, (ContentFormat, ChatMessage, Value)>, usize);
+
 /// Recently converted messages, per content format, and the bytes they hold.
 #[derive(Debug)]
 pub(crate) struct MessageCache {
-    messages: Mutex<(HashMap<u64, (ContentFormat, ChatMessage, Value)>, usize)>,
+    messages: Mutex<Entries>,
     /// The bytes the cache may hold ([`Limits::message_cache_bytes`](super::Limits)); it
     /// is cleared when a new entry would exceed them.
     budget: usize,
