@@ -333,7 +333,7 @@ pub enum ChatEvent {
     /// A content chunk: [`ChatCompletionChunk::delta`] of the stream's id, creation time
     /// and model with this choice, and `usage` when continuous usage stats are on.
     /// Kept apart so that a server can write it behind a pre-serialized head
-    /// ([`ChatStream::sse_frame`]).
+    /// ([`EventStream::sse_frame`](super::EventStream::sse_frame)).
     Delta {
         /// The choice.
         choice: ChatChunkChoice,
