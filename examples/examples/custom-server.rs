@@ -33,6 +33,7 @@ use vllm_chat::RendererOptions;
 use vllm_chat::openai::ChatCompletionRequest;
 use vllm_chat::pipeline::{
     Accepted, ApiError, EventStream, Model, Pipeline, PipelineConfig, Routing, ServingParsers,
+    check_content_type,
 };
 use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
 use vllm_client::{ClientConfig, EngineCoreClient};
@@ -82,6 +83,8 @@ async fn main() -> anyhow::Result<()> {
 /// `POST /v1/chat/completions`: body → pipeline → JSON or server-sent events.
 async fn chat(State(pipeline): State<Pipeline>, headers: HeaderMap, body: Bytes) -> Response {
     let answer = async {
+        // vLLM's `validate_json_request`: no `text/plain` posts from web pages.
+        check_content_type(headers.get(header::CONTENT_TYPE).map(|v| v.as_bytes()))?;
         let request: ChatCompletionRequest = serde_json::from_slice(&body)?;
         let routing = Routing {
             data_parallel_rank: headers
