@@ -115,7 +115,6 @@ fn main() -> anyhow::Result<()> {
         response_format_set: false,
         tools_strict: &[],
         response_format: None,
-        strict_tools: false,
     };
     let adjustments = parsers.adjust_request(&request)?;
     eprintln!("request adjustments: {adjustments:?}");

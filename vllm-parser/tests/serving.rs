@@ -238,7 +238,6 @@ fn serving_corpus_matches_vllm() {
             chat_template_kwargs: &kwargs,
             skip_special_tokens: None,
             response_format_set: false,
-            strict_tools: false,
             tools_strict: &[],
             response_format: None,
         };

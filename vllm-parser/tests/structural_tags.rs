@@ -58,7 +58,6 @@ fn structural_tags_are_vllms_byte_for_byte() {
             chat_template_kwargs: &kwargs,
             skip_special_tokens: None,
             response_format_set: response_format.is_some_and(|f| f["type"] != "text"),
-            strict_tools: strict.iter().any(|s| *s),
             tools_strict: &strict,
             response_format,
         };

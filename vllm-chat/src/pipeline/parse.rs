@@ -59,7 +59,6 @@ impl RequestTools {
                 .as_ref()
                 .is_some_and(|f| f.get("type").and_then(Value::as_str) != Some("text"))
                 || request.structured_outputs.is_some(),
-            strict_tools: self.strict.contains(&true),
             tools_strict: &self.strict,
             response_format: request.response_format.as_ref(),
         }

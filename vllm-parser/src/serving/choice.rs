@@ -224,13 +224,8 @@ impl ChoiceParser {
                 }
                 if !self.named_started {
                     self.named_started = true;
-                    let id = tool_call_id();
-                    self.call_ids.push(id.clone());
-                    out.push(Event::ToolCallBegin {
-                        index: 0,
-                        id: Some(id),
-                        name: name.clone(),
-                    });
+                    let name = name.clone();
+                    self.begin_call(0, name, out);
                 }
                 out.push(Event::ToolCallArguments {
                     index: 0,
@@ -266,13 +261,8 @@ impl ChoiceParser {
         if crate::text::py_is_blank(&self.named_text) {
             return;
         }
-        let id = tool_call_id();
-        self.call_ids.push(id.clone());
-        out.push(Event::ToolCallBegin {
-            index: 0,
-            id: Some(id),
-            name: name.clone(),
-        });
+        let name = name.clone();
+        self.begin_call(0, name, out);
         out.push(Event::ToolCallArguments {
             index: 0,
             delta: std::mem::take(&mut self.named_text),
@@ -295,19 +285,24 @@ impl ChoiceParser {
             if self.single_call && index > 0 {
                 break;
             }
-            let id = tool_call_id();
-            self.call_ids.push(id.clone());
-            out.push(Event::ToolCallBegin {
-                index,
-                id: Some(id),
-                name: call.name,
-            });
+            self.begin_call(index, call.name, out);
             out.push(Event::ToolCallArguments {
                 index,
                 delta: python_json(call.parameters.as_ref().unwrap_or(&Value::Null)),
             });
             out.push(Event::ToolCallEnd { index });
         }
+    }
+
+    /// Announces call `index` of function `name` with a fresh vLLM-style id.
+    fn begin_call(&mut self, index: usize, name: String, out: &mut Vec<Event>) {
+        let id = tool_call_id();
+        self.call_ids.push(id.clone());
+        out.push(Event::ToolCallBegin {
+            index,
+            id: Some(id),
+            name,
+        });
     }
 
     /// The whole message from all events of the choice (vLLM's

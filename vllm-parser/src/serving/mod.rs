@@ -63,7 +63,6 @@
 //!     chat_template_kwargs: &kwargs,
 //!     skip_special_tokens: None,
 //!     response_format_set: false,
-//!     strict_tools: false,
 //!     tools_strict: &[],
 //!     response_format: None,
 //! };
@@ -162,9 +161,6 @@ pub struct ServingRequest<'a> {
     /// `response_format` of type `text` alone sets nothing (vLLM's
     /// `extract_structured_outputs` returns `None` for it).
     pub response_format_set: bool,
-    /// Whether any tool sets `function.strict: true` (a structural tag then
-    /// constrains `auto` calls too).
-    pub strict_tools: bool,
     /// Per tool of `tools`, whether it sets `function.strict: true` (a strict
     /// tool's arguments are held to its `parameters` in the structural tag;
     /// missing entries mean `false`).
@@ -184,6 +180,12 @@ impl ServingRequest<'_> {
             None if self.has_tools() => ToolChoice::Auto,
             None => ToolChoice::None,
         }
+    }
+
+    /// Whether any tool sets `function.strict: true` (a structural tag then
+    /// constrains `auto` calls too).
+    pub fn has_strict_tools(&self) -> bool {
+        self.tools_strict.contains(&true)
     }
 
     /// Whether the request has tools (vLLM's `if request.tools`).
@@ -522,7 +524,7 @@ impl ServingParsers {
             // HY V4 (its get_structural_tag forces choices only) unless a
             // response format turns the tag into `required` or the format.
             let unconstrained_auto = is_auto
-                && ((level == 0 && !request.strict_tools)
+                && ((level == 0 && !request.has_strict_tools())
                     || (model == "hy_v4" && !request.response_format_set));
             let applies = !unconstrained_auto;
             if applies {
@@ -688,7 +690,7 @@ fn harmony_output(request: &ServingRequest) -> Option<Option<Value>> {
 fn unsupported_template_guarantee(
     request: &ServingRequest,
 ) -> Option<(&'static str, &'static str)> {
-    if request.strict_tools {
+    if request.has_strict_tools() {
         return Some(("strict tools", "tools"));
     }
     match request.effective_tool_choice() {
@@ -838,7 +840,6 @@ mod tests {
             chat_template_kwargs: kwargs,
             skip_special_tokens: None,
             response_format_set: false,
-            strict_tools: false,
             tools_strict: &[],
             response_format: None,
         }
