@@ -19,7 +19,6 @@
 
 use std::path::Path;
 
-use anyhow::Context;
 use std::sync::Arc;
 
 use axum::body::{Body, Bytes};
@@ -32,8 +31,7 @@ use futures::StreamExt;
 use vllm_chat::RendererOptions;
 use vllm_chat::openai::ChatCompletionRequest;
 use vllm_chat::pipeline::{
-    Accepted, ApiError, EventStream, Model, Pipeline, PipelineConfig, Routing, ServingParsers,
-    check_content_type,
+    Accepted, ApiError, EventStream, Model, Pipeline, PipelineConfig, Routing, check_content_type,
 };
 use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
 use vllm_client::{ClientConfig, EngineCoreClient};
@@ -60,13 +58,7 @@ async fn main() -> anyhow::Result<()> {
 
     // 3. The pipeline, with vLLM's `--reasoning-parser qwen3 --tool-call-parser hermes
     //    --enable-auto-tool-choice`.
-    let tokenizer = model
-        .renderer
-        .tokenizer()
-        .context("the model has no tokenizer")?;
-    let parsers = ServingParsers::new(Some("qwen3"), Some("hermes"), true, None, |token| {
-        tokenizer.token_to_id(token)
-    })?;
+    let parsers = model.serving_parsers(Some("qwen3"), Some("hermes"), true)?;
     let config = PipelineConfig::new("qwen3", parsers);
     let pipeline = Pipeline::new(model, client, config);
 

@@ -46,7 +46,6 @@ use vllm_chat::pipeline::{ApiError, Offload, Pipeline, PipelineConfig, ServingPa
 use vllm_client::mock::MockEngineHandle;
 use vllm_client::{ClientError, EngineCoreClient};
 use vllm_parser::registry;
-use vllm_parser::response_template::ResponseTemplate;
 
 use engine::EngineSource;
 use http::{Drain, HttpLimits};
@@ -154,28 +153,8 @@ impl ServeConfig {
             ParserChoice::Auto => auto()?.1,
             ParserChoice::Named(name) => Some(name.as_str()),
         };
-        let tokenizer = model.renderer.tokenizer().context("no tokenizer")?;
-        Ok(ServingParsers::new(
-            reasoning,
-            tool,
-            self.enable_auto_tool_choice,
-            read_response_template(&self.model_dir)?,
-            |token| tokenizer.token_to_id(token),
-        )?)
+        Ok(model.serving_parsers(reasoning, tool, self.enable_auto_tool_choice)?)
     }
-}
-
-/// The `response_template` of `model_dir/tokenizer_config.json`, compiled; `None`
-/// without the file or the key.
-fn read_response_template(model_dir: &std::path::Path) -> Result<Option<Arc<ResponseTemplate>>> {
-    let path = model_dir.join("tokenizer_config.json");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        return Ok(None);
-    };
-    let config: Value =
-        serde_json::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
-    ResponseTemplate::from_tokenizer_config(&config)
-        .with_context(|| format!("the response_template of {}", path.display()))
 }
 
 /// A bound server, not yet serving.

@@ -7,6 +7,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use vllm_detok::{HfTokenizer, Tokenizer};
+use vllm_parser::response_template::ResponseTemplate;
+use vllm_parser::serving::ServingParsers;
 
 use crate::{ChatRenderer, ModelFiles, RenderError, RendererOptions};
 
@@ -45,6 +47,14 @@ pub enum ModelError {
     /// The detokenizer could not read the tokenizer.
     #[error(transparent)]
     Detok(#[from] vllm_detok::Error),
+    /// `tokenizer_config.json` has a `response_template` that does not compile.
+    #[error("the response_template of {path}: {message}")]
+    ResponseTemplate {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 /// A loaded model: what the frontend needs, no weights.
@@ -64,6 +74,9 @@ pub struct Model {
     /// The largest token id a prompt may hold: the larger of the model's and the
     /// tokenizer's last id (vLLM's `validate_token_ids`).
     pub max_token_id: u64,
+    /// The checkpoint's `response_template` (`tokenizer_config.json`), compiled: what the
+    /// `hf` and `beam` parsers parse by. Set by [`Model::load`].
+    pub response_template: Option<Arc<ResponseTemplate>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -92,7 +105,29 @@ impl Model {
             }
             files.tokenizer_json = Some(read_gzip(&path)?);
         }
-        Self::from_files(files, options)
+        let mut model = Self::from_files(files, options)?;
+        model.response_template = read_response_template(&dir.join("tokenizer_config.json"))?;
+        Ok(model)
+    }
+
+    /// The parsers named by `--reasoning-parser` / `--tool-call-parser`
+    /// (`--enable-auto-tool-choice`) for this model, with vLLM's start-up checks
+    /// (registered names, the tokens each parser needs, a response template for `hf`
+    /// and `beam`).
+    pub fn serving_parsers(
+        &self,
+        reasoning: Option<&str>,
+        tool: Option<&str>,
+        enable_auto_tool_choice: bool,
+    ) -> Result<ServingParsers, vllm_parser::ParserError> {
+        let tokenizer = self.renderer.tokenizer();
+        ServingParsers::new(
+            reasoning,
+            tool,
+            enable_auto_tool_choice,
+            self.response_template.clone(),
+            |token| tokenizer.and_then(|t| t.token_to_id(token)),
+        )
     }
 
     /// Builds the model from files already read (`files.tokenizer_json` must be set).
@@ -145,6 +180,7 @@ impl Model {
             extra_eos_token_ids,
             vocab_size,
             max_token_id,
+            response_template: None,
         })
     }
 
@@ -186,6 +222,20 @@ fn token_ids(value: &Value) -> Vec<u32> {
             .into_iter()
             .collect(),
     }
+}
+
+/// The compiled `response_template` of a `tokenizer_config.json`; `None` without the
+/// file or the key.
+fn read_response_template(path: &Path) -> Result<Option<Arc<ResponseTemplate>>, ModelError> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(None);
+    };
+    let error = |message: String| ModelError::ResponseTemplate {
+        path: path.to_owned(),
+        message,
+    };
+    let config: Value = serde_json::from_str(&text).map_err(|e| error(e.to_string()))?;
+    ResponseTemplate::from_tokenizer_config(&config).map_err(|e| error(e.to_string()))
 }
 
 fn read_gzip(path: &Path) -> Result<Vec<u8>, ModelError> {
