@@ -18,6 +18,9 @@
 //! SIGTERM or Ctrl-C shut the engines down (in-flight requests get abort outputs); SIGUSR1
 //! makes them die as a crashing vLLM engine does (`ENGINE_CORE_DEAD`, exit status 1).
 //!
+//! LoRA: `--enable-lora [--max-loras N] [--max-cpu-loras N]` as in vLLM (adapter slots
+//! with LRU eviction; no weights are read).
+//!
 //! Output: `--mock-text` (tokenized with MODEL's `tokenizer.json`), `--mock-token-ids`,
 //! `--mock-output echo|random`; by default a short fixed text, or random tokens when
 //! MODEL has no tokenizer.
@@ -28,7 +31,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{CommandFactory, Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
-use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
+use vllm_client::mock::{MockConfig, MockEngine, MockLora, OutputMode};
 
 const DEFAULT_TEXT: &str = "Hello! I am a mock engine, answering without a GPU.";
 
@@ -102,6 +105,16 @@ struct Args {
     /// Data-parallel MoE mode: run in waves (wave_complete, START_DP_WAVE).
     #[arg(long)]
     mock_dp_waves: bool,
+    /// Accept LoRA adapters (add_lora, requests with a lora_request).
+    #[arg(long)]
+    enable_lora: bool,
+    /// LoRA adapters in one batch.
+    #[arg(long, default_value_t = 1)]
+    max_loras: usize,
+    /// LoRA adapters kept loaded (default: --max-loras); the least recently used
+    /// unpinned one is evicted for a new one.
+    #[arg(long)]
+    max_cpu_loras: Option<usize>,
 }
 
 /// vLLM's short forms of the data-parallel flags.
@@ -203,6 +216,10 @@ async fn main() -> anyhow::Result<()> {
         max_num_seqs: args.max_num_seqs,
         data_parallel_size: args.data_parallel_size.into(),
         dp_waves: args.mock_dp_waves,
+        lora: args.enable_lora.then_some(MockLora {
+            max_loras: args.max_loras,
+            max_cpu_loras: args.max_cpu_loras,
+        }),
         ..MockConfig::default()
     };
     let (start, local) = match args.data_parallel_rank {

@@ -56,12 +56,23 @@ def parse_args():
     p.add_argument("--max-model-len", type=int, default=4096)
     p.add_argument("--step-delay-ms", type=float, default=20.0, help="scripted time per model step")
     p.add_argument("--log-file", default=None, help="where stderr goes (default: inherited)")
+    p.add_argument(
+        "--max-loras",
+        type=int,
+        default=0,
+        help="--enable-lora --max-loras N: LoRA adapter slots (adapters are validated, not loaded)",
+    )
     return p.parse_args()
 
 
 def build_executor_class(step_delay_s):
     """The scripted executor (imports vLLM lazily so that --help is fast)."""
     import torch
+
+    from vllm.exceptions import LoRAAdapterNotFoundError
+    from vllm.lora.peft_helper import PEFTHelper
+    from vllm.lora.utils import get_adapter_absolute_path
+    from vllm.utils.cache import LRUCache
 
     from vllm.v1.executor.abstract import Executor
     from vllm.v1.kv_cache_interface import FullAttentionSpec
@@ -85,7 +96,12 @@ def build_executor_class(step_delay_s):
             # dropped when the scheduler finishes the request.
             self._requests = {}
             self._pending = None
-            self._loras = set()
+            # The worker methods called through collective_rpc, for tests to read back.
+            self._worker_calls = []
+            # LoRA slots like LRUCacheWorkerLoRAManager's (None: LoRA disabled).
+            lora = self.vllm_config.lora_config
+            self._lora_config = lora
+            self._loras = LRUCache(lora.max_cpu_loras or lora.max_loras) if lora else None
             # The data-parallel rank (run_engine_core sets it before building the engine).
             self._token_base = 100 + 2000 * (self.parallel_config.data_parallel_index or 0)
 
@@ -116,11 +132,34 @@ def build_executor_class(step_delay_s):
         def supports_draft_weight_updates(self):
             return False
 
+        # Worker methods a CPU-only worker can stand in for: the engine core's own calls
+        # (device synchronisation on a pause, the sleep-mode allocator's sleep / wake_up /
+        # discard) and the weight-transfer sequence of RL training. They are recorded, and
+        # `scripted_worker_calls` returns the record, so that a test sees exactly what
+        # vLLM's EngineCore passed to the workers.
+        WORKER_METHODS = {
+            "synchronize_device",
+            "sleep",
+            "wake_up",
+            "discard",
+            "init_weight_transfer_engine",
+            "shutdown_weight_transfer_engine",
+            "start_weight_update",
+            "start_draft_weight_update",
+            "update_weights",
+            "finish_weight_update",
+        }
+
         def collective_rpc(self, method, timeout=None, args=(), kwargs=None, non_block=False):
-            """The worker RPCs the engine core makes outside the model step."""
-            if method != "synchronize_device":  # pause_scheduler / sleep wait for the device
+            """The worker RPCs (one scripted worker)."""
+            if method == "scripted_worker_calls":
+                result = [list(self._worker_calls)]
+            elif method in self.WORKER_METHODS:
+                if method != "synchronize_device":
+                    self._worker_calls.append([method, list(args), dict(kwargs or {})])
+                result = [None]
+            else:
                 raise NotImplementedError(f"scripted executor has no worker method {method!r}")
-            result = [None]
             if non_block:
                 future = Future()
                 future.set_result(result)
@@ -133,33 +172,51 @@ def build_executor_class(step_delay_s):
         def shutdown(self):
             pass
 
-        # --- LoRA-less utility calls ---------------------------------------------------
+        # --- LoRA: LRUCacheWorkerLoRAManager's bookkeeping, with vLLM's own LRU cache
+        # and adapter-config validation (the weights are not loaded) ---------------------
+        def _lora_slots(self):
+            if self._loras is None:
+                raise RuntimeError("LoRA is not enabled. Use --enable-lora to enable LoRA.")
+            return self._loras
+
         def add_lora(self, lora_request):
-            raise ValueError("LoRA is not enabled in the scripted executor")
+            slots = self._lora_slots()
+            lora_id = lora_request.lora_int_id
+            if lora_id not in slots or lora_request.load_inplace:
+                try:
+                    path = get_adapter_absolute_path(lora_request.lora_path)
+                    peft_helper = PEFTHelper.from_local_dir(path, None)
+                except FileNotFoundError as e:
+                    raise LoRAAdapterNotFoundError(
+                        lora_request.lora_name, lora_request.lora_path
+                    ) from e
+                peft_helper.validate_legal(self._lora_config)
+                slots.pop(lora_id, None)
+                if len(slots) + 1 > slots.capacity:
+                    slots.remove_oldest()
+                slots[lora_id] = lora_request.lora_name
+            else:
+                slots.touch(lora_id)
+            return True
 
         def remove_lora(self, lora_id):
-            return False
+            return self._lora_slots().pop(lora_id, None) is not None
 
         def pin_lora(self, lora_id):
-            return False
+            try:
+                self._lora_slots().pin(lora_id)
+            except ValueError as err:
+                raise ValueError(f"Pinning failed. LoRA {lora_id} is not registered.") from err
+            return True
 
         def list_loras(self):
-            return set(self._loras)
+            return set(self._lora_slots().keys())
 
         def reset_mm_cache(self):
             pass
 
         def reset_encoder_cache(self):
             pass
-
-        def sleep(self, level=1):
-            self.sleeping_tags |= {"weights", "kv_cache"}
-
-        def wake_up(self, tags=None):
-            if tags:
-                self.sleeping_tags -= set(tags)
-            else:
-                self.sleeping_tags.clear()
 
         # --- the model -----------------------------------------------------------------
         def execute_model(self, scheduler_output, non_block=False):
@@ -173,6 +230,9 @@ def build_executor_class(step_delay_s):
                     prompt = new.prompt_token_ids or [0]
                     if prompt[0] == CRASH_TOKEN:
                         raise RuntimeError("scripted executor: crash requested by the prompt")
+                    if new.lora_request is not None:
+                        # The GPU worker loads a scheduled request's adapter.
+                        self.add_lora(new.lora_request)
                     sp = new.sampling_params
                     min_tokens = sp.min_tokens if sp is not None else 0
                     stops = set(sp.all_stop_token_ids) if sp is not None else set()
@@ -232,6 +292,7 @@ def build_config(args, executor_class):
     from vllm.config import (
         CacheConfig,
         DeviceConfig,
+        LoRAConfig,
         ModelConfig,
         ParallelConfig,
         SchedulerConfig,
@@ -267,6 +328,7 @@ def build_config(args, executor_class):
         parallel_config=parallel,
         scheduler_config=scheduler,
         cache_config=CacheConfig(block_size=16),
+        lora_config=LoRAConfig(max_loras=args.max_loras) if args.max_loras > 0 else None,
     )
 
 

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
-use vllm_client::protocol::{EngineCoreRequest, EngineZmqAddresses, FinishReason, SamplingParams};
+use vllm_client::protocol::{
+    EngineCoreRequest, EngineZmqAddresses, FinishReason, PauseMode, SamplingParams, SleepLevel,
+};
 use vllm_client::{ClientConfig, ClientError, EngineCoreClient, Startup};
 
 const EOS: i64 = 2;
@@ -206,7 +208,10 @@ async fn utility_calls_return_typed_results_and_vllm_failures() {
         vec!["generate"]
     );
     assert!(!client.is_sleeping().await.unwrap());
-    client.sleep(1, "abort").await.unwrap();
+    client
+        .sleep(SleepLevel::OffloadWeights, PauseMode::Abort)
+        .await
+        .unwrap();
     assert!(client.is_sleeping().await.unwrap());
     client.wake_up(None).await.unwrap();
     assert!(!client.is_sleeping().await.unwrap());
@@ -386,4 +391,272 @@ async fn handshake_over_ipc_picks_distinct_socket_paths() {
         3
     );
     let _ = std::fs::remove_dir_all(dir);
+}
+
+// --- the control plane (pause, sleep, weights, LoRA), typed -------------------------
+
+/// Collects a stream's outputs until it ends.
+async fn drain(
+    stream: &mut vllm_client::OutputStream,
+) -> Vec<vllm_client::protocol::EngineCoreOutput> {
+    let mut outputs = Vec::new();
+    while let Some(item) = stream.next().await {
+        outputs.push(item.unwrap());
+    }
+    outputs
+}
+
+/// Whether the stream stays silent for a while.
+async fn silent(stream: &mut vllm_client::OutputStream) -> bool {
+    tokio::time::timeout(Duration::from_millis(150), stream.next())
+        .await
+        .is_err()
+}
+
+#[tokio::test]
+async fn pause_modes_treat_requests_in_flight_as_vllm_does() {
+    let (client, _engines) = fleet(1, slow()).await;
+
+    // abort: the request in flight ends with `abort`; a new one waits for the resume.
+    let mut running = client.generate(request("a-running", 10_000)).await.unwrap();
+    running.next().await.unwrap().unwrap();
+    client
+        .pause_scheduler(PauseMode::Abort, false)
+        .await
+        .unwrap();
+    let rest = drain(&mut running).await;
+    assert_eq!(
+        rest.last().unwrap().finish_reason,
+        Some(FinishReason::Abort)
+    );
+    assert!(client.is_scheduler_paused().await.unwrap());
+    let mut queued = client.generate(request("a-queued", 3)).await.unwrap();
+    assert!(
+        silent(&mut queued).await,
+        "a paused engine queues new requests"
+    );
+    client.resume_scheduler().await.unwrap();
+    assert!(!client.is_scheduler_paused().await.unwrap());
+    let outputs = drain(&mut queued).await;
+    assert_eq!(
+        outputs.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
+
+    // wait: the call returns once the running request has finished on its own.
+    let mut finishing = client.generate(request("w-running", 5)).await.unwrap();
+    finishing.next().await.unwrap().unwrap();
+    client
+        .pause_scheduler(PauseMode::Wait, false)
+        .await
+        .unwrap();
+    let rest = drain(&mut finishing).await;
+    assert_eq!(
+        rest.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
+    client.resume_scheduler().await.unwrap();
+
+    // keep: the request freezes and continues after the resume.
+    let mut frozen = client.generate(request("k-running", 10)).await.unwrap();
+    frozen.next().await.unwrap().unwrap();
+    client
+        .pause_scheduler(PauseMode::Keep, false)
+        .await
+        .unwrap();
+    // Outputs already on their way may still arrive; then nothing.
+    while !silent(&mut frozen).await {}
+    client.resume_scheduler().await.unwrap();
+    let rest = drain(&mut frozen).await;
+    assert_eq!(
+        rest.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
+
+    // pause_generation (vLLM's /pause) refuses new requests with a retryable error.
+    client
+        .pause_generation(PauseMode::Abort, true)
+        .await
+        .unwrap();
+    let refused = drain(&mut client.generate(request("refused", 3)).await.unwrap()).await;
+    assert_eq!(
+        refused.last().unwrap().finish_reason,
+        Some(FinishReason::Error)
+    );
+    client.resume_scheduler().await.unwrap();
+    let outputs = drain(&mut client.generate(request("after", 2)).await.unwrap()).await;
+    assert_eq!(
+        outputs.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
+}
+
+#[tokio::test]
+async fn sleep_levels_and_partial_wake_ups_follow_vllm() {
+    use vllm_client::protocol::WakeTag;
+    let (client, _engines) = fleet(2, slow()).await;
+
+    // Level 0 pauses scheduling only; waking "scheduling" resumes it.
+    client
+        .sleep(SleepLevel::Scheduling, PauseMode::Keep)
+        .await
+        .unwrap();
+    assert!(client.is_sleeping().await.unwrap());
+    assert!(client.wake_up(Some(&[WakeTag::Scheduling])).await.unwrap());
+    assert!(!client.is_sleeping().await.unwrap());
+
+    // Level 1 frees weights and KV cache: each must be woken before scheduling resumes.
+    client
+        .sleep(SleepLevel::OffloadWeights, PauseMode::Abort)
+        .await
+        .unwrap();
+    assert!(!client.wake_up(Some(&[WakeTag::Weights])).await.unwrap());
+    assert!(client.is_sleeping().await.unwrap());
+    assert!(client.is_scheduler_paused().await.unwrap());
+    assert!(client.wake_up(Some(&[WakeTag::KvCache])).await.unwrap());
+    assert!(!client.is_sleeping().await.unwrap());
+
+    // Releasing the KV cache needs a completed pause first.
+    match client.release_kv_cache_memory().await {
+        Err(ClientError::Utility { message, .. }) => assert_eq!(
+            message,
+            "Call to release_kv_cache_memory method failed: \
+             release_kv_cache_memory() requires a completed pause first"
+        ),
+        other => panic!("expected vLLM's refusal, got {other:?}"),
+    }
+    client
+        .pause_scheduler(PauseMode::Abort, true)
+        .await
+        .unwrap();
+    client.release_kv_cache_memory().await.unwrap();
+    assert!(!client.wake_up(Some(&[WakeTag::Scheduling])).await.unwrap());
+    assert!(client.wake_up(None).await.unwrap());
+    assert!(!client.is_sleeping().await.unwrap());
+
+    // Engines that disagree fail a consensus query with vLLM's message.
+    client
+        .call_utility_on(&[1], "pause_scheduler", vec!["keep".into(), false.into()])
+        .await
+        .unwrap();
+    match client.is_sleeping().await {
+        Err(ClientError::UnexpectedResult { detail, .. }) => assert!(
+            detail.starts_with("Engines returned different is_sleeping results: "),
+            "{detail}"
+        ),
+        other => panic!("expected a disagreement, got {other:?}"),
+    }
+    assert_eq!(
+        client
+            .call_utility_all("is_scheduler_paused", vec![])
+            .await
+            .unwrap(),
+        vec![false.into(), true.into()]
+    );
+}
+
+#[tokio::test]
+async fn weight_updates_follow_vllms_session_rules() {
+    let (client, _engines) = fleet(2, slow()).await;
+    assert_eq!(client.get_weight_version().await.unwrap(), "default");
+    let not_configured = client.start_weight_update().await.unwrap_err();
+    assert!(
+        not_configured
+            .to_string()
+            .contains("Weight transfer not configured."),
+        "{not_configured}"
+    );
+    let info = |key: &str| vllm_client::Value::Map(vec![(key.into(), 1i64.into())]);
+    client
+        .init_weight_transfer_engine(info("master_port"))
+        .await
+        .unwrap();
+    let early = client.update_weights(info("names")).await.unwrap_err();
+    assert!(
+        early
+            .to_string()
+            .contains("start_weight_update must be called before update_weights."),
+        "{early}"
+    );
+    client
+        .pause_generation(PauseMode::Wait, true)
+        .await
+        .unwrap();
+    client.start_weight_update().await.unwrap();
+    client.update_weights(info("names")).await.unwrap();
+    client.update_weights(info("names")).await.unwrap();
+    client.finish_weight_update(Some("step-2")).await.unwrap();
+    client.resume_scheduler().await.unwrap();
+    assert_eq!(client.get_weight_version().await.unwrap(), "step-2");
+    let checksums = client.compute_weight_checksums().await.unwrap();
+    assert_eq!(checksums.len(), 2, "one worker per engine");
+    assert!(
+        checksums
+            .iter()
+            .all(|c| c.get("mock.weight").map(String::as_str) == Some("0000000000000002"))
+    );
+    assert!(client.finish_weight_update(None).await.is_err());
+    client.shutdown_weight_transfer_engine().await.unwrap();
+}
+
+#[tokio::test]
+async fn lora_slots_evict_the_least_recently_used_and_requests_follow_their_adapter() {
+    use vllm_client::mock::MockLora;
+    use vllm_client::protocol::LoRARequest;
+    let (disabled, _disabled_engine) = fleet(1, slow()).await;
+    match disabled.add_lora(&LoRARequest::new("a", 1, "/a")).await {
+        Err(ClientError::Utility { message, .. }) => assert_eq!(
+            message,
+            "Call to add_lora method failed: LoRA is not enabled. Use --enable-lora to enable LoRA."
+        ),
+        other => panic!("expected vLLM's refusal, got {other:?}"),
+    }
+
+    let config = MockConfig {
+        lora: Some(MockLora {
+            max_loras: 2,
+            max_cpu_loras: None,
+        }),
+        ..slow()
+    };
+    let (client, _engines) = fleet(2, config).await;
+    for id in [1, 2] {
+        let added = client
+            .add_lora(&LoRARequest::new(format!("a{id}"), id, format!("/a{id}")))
+            .await
+            .unwrap();
+        assert!(added);
+    }
+    assert_eq!(client.list_loras().await.unwrap(), vec![1, 2]);
+    client
+        .add_lora(&LoRARequest::new("a3", 3, "/a3"))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.list_loras().await.unwrap(),
+        vec![2, 3],
+        "1 was the oldest"
+    );
+    assert!(client.pin_lora(2).await.unwrap());
+    assert!(client.pin_lora(9).await.is_err());
+    assert!(client.remove_lora(3).await.unwrap());
+    assert!(!client.remove_lora(3).await.unwrap());
+
+    // A new adapter lands on the least loaded engine, and its next requests follow it
+    // there while the other engine is idle.
+    let with_adapter = |id: &str| {
+        let mut r = request(id, 10_000);
+        r.lora_request = Some(LoRARequest::new("fresh", 5, "/fresh"));
+        r
+    };
+    let _first = client.generate(with_adapter("l-1")).await.unwrap();
+    let holder = client.inflight().iter().position(|&n| n == 1).unwrap();
+    let _second = client.generate(with_adapter("l-2")).await.unwrap();
+    assert_eq!(client.inflight()[holder], 2, "{:?}", client.inflight());
+    let _plain = client.generate(request("plain", 10_000)).await.unwrap();
+    assert_eq!(
+        client.inflight()[1 - holder],
+        1,
+        "plain requests go by load"
+    );
 }

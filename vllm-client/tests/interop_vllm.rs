@@ -25,9 +25,9 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use vllm_client::protocol::{
-    EngineCoreOutput, EngineCoreRequest, FinishReason, SamplingParams, StopReason,
+    EngineCoreOutput, EngineCoreRequest, FinishReason, PauseMode, SamplingParams, StopReason,
 };
-use vllm_client::{ClientConfig, ClientError, EngineCoreClient, OutputStream};
+use vllm_client::{ClientConfig, ClientError, EngineCoreClient, OutputStream, Value};
 
 /// The launcher of real vLLM engines with a scripted executor.
 const LAUNCHER: &str = concat!(
@@ -66,8 +66,9 @@ struct Engines {
 }
 
 impl Engines {
-    /// Launches `local_count` engines of a `dp_size` fleet dialling `port`.
-    fn launch(python: &str, port: u16, dp_size: u16, local_count: u16) -> Engines {
+    /// Launches `local_count` engines of a `dp_size` fleet dialling `port`, with the
+    /// launcher's `extra` flags.
+    fn launch(python: &str, port: u16, dp_size: u16, local_count: u16, extra: &[&str]) -> Engines {
         use std::os::unix::process::CommandExt;
         let log = std::env::temp_dir().join(format!("vllm-client-interop-{port}.log"));
         let _ = std::fs::remove_file(&log);
@@ -82,6 +83,7 @@ impl Engines {
             .arg(local_count.to_string())
             .arg("--log-file")
             .arg(&log)
+            .args(extra)
             .env("HF_HUB_OFFLINE", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -139,10 +141,20 @@ fn free_port() -> u16 {
 
 /// Binds the client and launches `count` engines concurrently; returns once all are ready.
 async fn start(python: &str, count: u16, local_count: u16) -> (EngineCoreClient, Engines) {
+    start_with(python, count, local_count, &[]).await
+}
+
+/// [`start`] with extra launcher flags.
+async fn start_with(
+    python: &str,
+    count: u16,
+    local_count: u16,
+    extra: &[&str],
+) -> (EngineCoreClient, Engines) {
     let port = free_port();
     let config = ClientConfig::handshake("127.0.0.1", port, count).with_ready_timeout(STARTUP);
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
-    let engines = Engines::launch(python, port, count, local_count);
+    let engines = Engines::launch(python, port, count, local_count, extra);
     match connecting.await.expect("connect task") {
         Ok(client) => (client, engines),
         Err(e) => panic!("engines did not start: {e}\n{}", engines.log_tail()),
@@ -334,9 +346,12 @@ async fn aborted_requests_stop_on_the_engine() {
     // The prefix cache can only be reset while no request holds KV blocks: vLLM's own
     // view of whether a request is still running.
     assert!(
-        within("reset_prefix_cache", client.reset_prefix_cache())
-            .await
-            .unwrap()
+        within(
+            "reset_prefix_cache",
+            client.reset_prefix_cache(false, false)
+        )
+        .await
+        .unwrap()
     );
 
     // Dropping a stream mid-way aborts the request on the engine.
@@ -347,16 +362,22 @@ async fn aborted_requests_stop_on_the_engine() {
     let first = read_some(&mut stream, 3).await;
     assert_eq!(tokens(&first), expected_tokens(0, 1, 3));
     assert!(
-        !within("reset_prefix_cache", client.reset_prefix_cache())
-            .await
-            .unwrap(),
+        !within(
+            "reset_prefix_cache",
+            client.reset_prefix_cache(false, false)
+        )
+        .await
+        .unwrap(),
         "a running request holds KV blocks"
     );
     drop(stream);
     assert_eq!(client.inflight(), vec![0]);
-    let freed = within("reset_prefix_cache", client.reset_prefix_cache())
-        .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", engines.log_tail()));
+    let freed = within(
+        "reset_prefix_cache",
+        client.reset_prefix_cache(false, false),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", engines.log_tail()));
     assert!(freed, "the engine still runs the dropped request");
 
     // New requests still work, including one reusing the dropped request's id.
@@ -385,9 +406,12 @@ async fn aborted_requests_stop_on_the_engine() {
         "{rest:?}"
     );
     assert!(
-        within("reset_prefix_cache", client.reset_prefix_cache())
-            .await
-            .unwrap(),
+        within(
+            "reset_prefix_cache",
+            client.reset_prefix_cache(false, false)
+        )
+        .await
+        .unwrap(),
         "the engine still runs the aborted request"
     );
     let outputs = within(
@@ -440,19 +464,30 @@ async fn utility_calls_reach_vllm_methods() {
     assert_eq!(tasks, vec!["generate".to_owned()]);
     assert!(!within("is_sleeping", client.is_sleeping()).await.unwrap());
     assert!(
-        within("reset_prefix_cache", client.reset_prefix_cache())
-            .await
-            .unwrap()
+        within(
+            "reset_prefix_cache",
+            client.reset_prefix_cache(false, false)
+        )
+        .await
+        .unwrap()
     );
-    assert_eq!(
-        within("list_loras", client.list_loras()).await.unwrap(),
-        Vec::<i64>::new()
-    );
+    // Without --enable-lora the workers refuse LoRA calls.
+    match within("list_loras", client.list_loras()).await {
+        Err(ClientError::Utility { message, .. }) => assert_eq!(
+            message,
+            "Call to list_loras method failed: \
+             LoRA is not enabled. Use --enable-lora to enable LoRA."
+        ),
+        other => panic!("expected LoRA to be disabled, got {other:?}"),
+    }
 
     // A paused scheduler counts as sleeping in vLLM (`is_sleeping`).
-    within("pause_scheduler", client.pause_scheduler("keep", false))
-        .await
-        .unwrap();
+    within(
+        "pause_scheduler",
+        client.pause_scheduler(PauseMode::Keep, false),
+    )
+    .await
+    .unwrap();
     assert!(within("is_sleeping", client.is_sleeping()).await.unwrap());
     within("resume_scheduler", client.resume_scheduler())
         .await
@@ -478,7 +513,7 @@ async fn utility_calls_reach_vllm_methods() {
     }
     match within(
         "a bad pause mode",
-        client.pause_scheduler("sideways", false),
+        client.call_utility("pause_scheduler", vec!["sideways".into(), false.into()]),
     )
     .await
     {
@@ -627,4 +662,246 @@ async fn a_crashing_engine_reports_engine_core_dead() {
         client.generate(request("later", vec![1], 2, |_| {})).await,
         Err(ClientError::EngineDead(_))
     ));
+}
+
+/// Collects the rest of a stream.
+async fn drain(stream: &mut OutputStream) -> Vec<EngineCoreOutput> {
+    let mut outputs = Vec::new();
+    while let Some(item) = within("the rest of a stream", stream.next()).await {
+        outputs.push(item.expect("output"));
+    }
+    outputs
+}
+
+/// Whether a stream stays silent for a while (a paused engine).
+async fn stays_silent(stream: &mut OutputStream) -> bool {
+    tokio::time::timeout(Duration::from_millis(400), stream.next())
+        .await
+        .is_err()
+}
+
+/// A map value with string keys, as Python sends a `dict`.
+fn map(entries: Vec<(&str, Value)>) -> Value {
+    Value::Map(entries.into_iter().map(|(k, v)| (k.into(), v)).collect())
+}
+
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn the_typed_control_plane_drives_vllm_engine_core() {
+    use vllm_client::protocol::{LoRARequest, SleepLevel, WakeTag};
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let (client, engines) = start_with(&python, 1, 1, &["--max-loras", "2"]).await;
+    let log = || engines.log_tail();
+
+    // --- pause modes with a request in flight ----------------------------------------
+    // abort: the request ends with `abort`; a new one is queued until the resume.
+    let mut running = client
+        .generate(request("p-abort", vec![1, 2, 3], 2000, |_| {}))
+        .await
+        .unwrap();
+    read_some(&mut running, 2).await;
+    within(
+        "pause abort",
+        client.pause_scheduler(PauseMode::Abort, false),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}\n{}", log()));
+    let rest = drain(&mut running).await;
+    assert_eq!(
+        rest.last().unwrap().finish_reason,
+        Some(FinishReason::Abort)
+    );
+    assert!(client.is_scheduler_paused().await.unwrap());
+    let mut queued = client
+        .generate(request("p-queued", vec![5], 3, |_| {}))
+        .await
+        .unwrap();
+    assert!(
+        stays_silent(&mut queued).await,
+        "a paused engine runs nothing"
+    );
+    client.resume_scheduler().await.unwrap();
+    assert_eq!(tokens(&drain(&mut queued).await), expected_tokens(0, 5, 3));
+
+    // wait: the pause completes once the running request has finished by itself.
+    let mut finishing = client
+        .generate(request("p-wait", vec![7], 6, |_| {}))
+        .await
+        .unwrap();
+    let first = read_some(&mut finishing, 1).await;
+    within("pause wait", client.pause_scheduler(PauseMode::Wait, false))
+        .await
+        .unwrap();
+    let rest = drain(&mut finishing).await;
+    assert_eq!(
+        rest.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
+    assert_eq!(tokens(&[first, rest].concat()), expected_tokens(0, 7, 6));
+    client.resume_scheduler().await.unwrap();
+
+    // keep: the request freezes and continues where it stopped after the resume.
+    let mut frozen = client
+        .generate(request("p-keep", vec![9], 8, |_| {}))
+        .await
+        .unwrap();
+    let mut seen = read_some(&mut frozen, 2).await;
+    within("pause keep", client.pause_scheduler(PauseMode::Keep, false))
+        .await
+        .unwrap();
+    while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(400), frozen.next()).await
+    {
+        seen.push(item.unwrap());
+    }
+    assert!(
+        seen.last().unwrap().finish_reason.is_none(),
+        "kept, not finished"
+    );
+    client.resume_scheduler().await.unwrap();
+    seen.extend(drain(&mut frozen).await);
+    assert_eq!(
+        seen.last().unwrap().finish_reason,
+        Some(FinishReason::Length)
+    );
+    assert_eq!(
+        tokens(&seen),
+        expected_tokens(0, 9, 8),
+        "nothing lost or repeated"
+    );
+
+    // pause_generation (what /pause calls) refuses new requests until the resume.
+    client
+        .pause_generation(PauseMode::Abort, true)
+        .await
+        .unwrap();
+    let refused = drain(
+        &mut client
+            .generate(request("p-refused", vec![4], 3, |_| {}))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        refused.last().unwrap().finish_reason,
+        Some(FinishReason::Error)
+    );
+    client.resume_scheduler().await.unwrap();
+
+    // --- sleep and partial wake-ups (vLLM's Executor keeps the sleeping tags) --------
+    client
+        .sleep(SleepLevel::OffloadWeights, PauseMode::Abort)
+        .await
+        .unwrap();
+    assert!(client.is_sleeping().await.unwrap());
+    assert!(!client.wake_up(Some(&[WakeTag::Weights])).await.unwrap());
+    assert!(client.is_sleeping().await.unwrap());
+    assert!(client.wake_up(Some(&[WakeTag::KvCache])).await.unwrap());
+    assert!(!client.is_sleeping().await.unwrap());
+    client
+        .sleep(SleepLevel::Scheduling, PauseMode::Keep)
+        .await
+        .unwrap();
+    assert!(client.is_sleeping().await.unwrap());
+    assert!(client.wake_up(Some(&[WakeTag::Scheduling])).await.unwrap());
+    assert!(!client.is_sleeping().await.unwrap());
+
+    // --- weight version and the weight-transfer sequence ------------------------------
+    assert_eq!(client.get_weight_version().await.unwrap(), "default");
+    let init_info = map(vec![
+        ("master_address", "127.0.0.1".into()),
+        ("world_size", 2i64.into()),
+    ]);
+    let update_info = map(vec![
+        ("names", Value::from(vec!["w"])),
+        ("dtype_names", Value::from(vec!["float32"])),
+        ("shapes", Value::from(vec![Value::from(vec![2i64])])),
+    ]);
+    client
+        .init_weight_transfer_engine(init_info.clone())
+        .await
+        .unwrap();
+    client.start_weight_update().await.unwrap();
+    client.update_weights(update_info.clone()).await.unwrap();
+    client.finish_weight_update(Some("step-1")).await.unwrap();
+    assert_eq!(client.get_weight_version().await.unwrap(), "step-1");
+    // What vLLM's EngineCore handed its workers: AsyncLLM's calls, keyword for keyword.
+    let calls = client
+        .collective_rpc("scripted_worker_calls", None, vec![], vec![])
+        .await
+        .unwrap();
+    let call = |method: &str, kwargs: Vec<(&str, Value)>| {
+        Value::from(vec![Value::from(method), Value::Array(vec![]), map(kwargs)])
+    };
+    assert_eq!(
+        calls,
+        vec![Value::from(vec![
+            call("sleep", vec![("level", 1i64.into())]),
+            call("wake_up", vec![("tags", Value::from(vec!["weights"]))]),
+            call("wake_up", vec![("tags", Value::from(vec!["kv_cache"]))]),
+            call(
+                "init_weight_transfer_engine",
+                vec![("init_info", init_info)]
+            ),
+            call("start_weight_update", vec![]),
+            call("update_weights", vec![("update_info", update_info)]),
+            call("finish_weight_update", vec![]),
+        ])]
+    );
+
+    // --- caches -----------------------------------------------------------------------
+    assert!(client.reset_prefix_cache(true, false).await.unwrap());
+    client.reset_mm_cache().await.unwrap();
+    client.reset_encoder_cache().await.unwrap();
+
+    // --- LoRA: vLLM's LRU slots and adapter validation --------------------------------
+    let dir = std::env::temp_dir().join(format!("vllm-client-lora-{}", std::process::id()));
+    let adapter = |name: &str| {
+        let path = dir.join(name);
+        std::fs::create_dir_all(&path).unwrap();
+        std::fs::write(
+            path.join("adapter_config.json"),
+            r#"{"r": 8, "lora_alpha": 16, "target_modules": ["q_proj", "v_proj"],
+                "peft_type": "LORA", "bias": "none"}"#,
+        )
+        .unwrap();
+        path.to_string_lossy().into_owned()
+    };
+    for (id, name) in [(1, "one"), (2, "two"), (3, "three")] {
+        let lora = LoRARequest::new(name, id, adapter(name));
+        assert!(
+            client
+                .add_lora(&lora)
+                .await
+                .unwrap_or_else(|e| panic!("{e}\n{}", log()))
+        );
+    }
+    assert_eq!(
+        client.list_loras().await.unwrap(),
+        vec![2, 3],
+        "1 was evicted"
+    );
+    assert!(client.pin_lora(2).await.unwrap());
+    match client.pin_lora(9).await {
+        Err(ClientError::Utility { message, .. }) => assert_eq!(
+            message,
+            "Call to pin_lora method failed: Pinning failed. LoRA 9 is not registered."
+        ),
+        other => panic!("expected vLLM's refusal, got {other:?}"),
+    }
+    let missing = LoRARequest::new("missing", 4, dir.join("missing").to_string_lossy());
+    assert!(client.add_lora(&missing).await.is_err(), "no adapter there");
+    // A request for an adapter loads it on the engine (evicting the unpinned 3).
+    let mut with_lora = request("l-request", vec![11], 2, |_| {});
+    with_lora.lora_request = Some(LoRARequest::new("five", 5, adapter("five")));
+    let outputs = within("a LoRA request", client.generate_all(with_lora))
+        .await
+        .unwrap();
+    assert_eq!(tokens(&outputs), expected_tokens(0, 11, 2));
+    assert_eq!(client.list_loras().await.unwrap(), vec![2, 5]);
+    assert!(client.remove_lora(5).await.unwrap());
+    assert!(!client.remove_lora(5).await.unwrap());
+    assert_eq!(client.list_loras().await.unwrap(), vec![2]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
+use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, MockLora, OutputMode};
 use vllm_client::protocol::{
     Abort, ENGINE_CORE_DEAD, EngineCoreEventType, EngineCoreOutput, EngineCoreOutputs,
     EngineCoreReadyResponse, EngineCoreRequest, EngineHandshakeMetadata, EngineZmqAddresses,
@@ -321,6 +321,7 @@ async fn abort_ends_a_request_and_reports_it_finished() {
 async fn utility_calls_answer_like_vllm() {
     let config = MockConfig {
         tokens_per_second: 50.0,
+        lora: Some(MockLora::default()),
         ..MockConfig::default()
     };
     let (mut frontend, engine, _) = start(0, config).await;
@@ -549,9 +550,14 @@ async fn pausing_generation_refuses_and_wait_mode_answers_once_idle() {
             vec![Value::from("ping"), Value::Nil, Value::from(vec![1i64, 2])],
         )
         .await;
+    // The mock's worker answers an unknown method with what reached it.
     assert_eq!(
         result(&echo),
-        &Value::from(vec![Value::from(vec![1i64, 2])])
+        &Value::from(vec![Value::from(vec![
+            Value::from("ping"),
+            Value::from(vec![1i64, 2]),
+            Value::Nil
+        ])])
     );
 
     // pause_generation("keep"): running requests freeze, new ones are still queued.

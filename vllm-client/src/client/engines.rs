@@ -6,6 +6,14 @@
 //! plus a penalty for waiting requests on an engine whose KV cache is more than half
 //! full. Ties go to the first engine in rotation order, so an idle fleet is filled
 //! round-robin.
+//!
+//! Beyond vLLM: a request for a LoRA adapter prefers the engines that already hold it
+//! (loaded by [`crate::EngineCoreClient::add_lora`] or by an earlier request for it), so
+//! that adapters are not loaded, and evicted, on every engine in turn. The preference
+//! yields to load: a holder is chosen only while its score is within
+//! [`ADAPTER_AFFINITY_SLACK`] of the least loaded engine's.
+
+use std::collections::HashSet;
 
 use crate::protocol::{EngineCoreReadyResponse, SchedulerStats};
 
@@ -38,6 +46,10 @@ impl EngineLoad {
     }
 }
 
+/// How much more loaded (in score units, about one request each) an engine holding a
+/// request's LoRA adapter may be than the least loaded engine and still get the request.
+pub const ADAPTER_AFFINITY_SLACK: f64 = 4.0;
+
 /// Description of a registered engine.
 #[derive(Debug, Clone)]
 pub struct EngineInfo {
@@ -61,6 +73,8 @@ pub(crate) struct Fleet {
     /// Whether the engines speak the wave protocol at all (MoE data parallelism);
     /// START_DP_WAVE is only sent to engines that have shown they do.
     pub waves_seen: bool,
+    /// The LoRA adapter ids each engine holds, as far as this client knows.
+    pub adapters: Vec<HashSet<i64>>,
 }
 
 impl Fleet {
@@ -72,6 +86,7 @@ impl Fleet {
             current_wave: 0,
             engines_running: true,
             waves_seen: false,
+            adapters: vec![HashSet::new(); engines],
         }
     }
 
@@ -81,22 +96,57 @@ impl Fleet {
         usize::try_from(idx).ok().filter(|&i| i < self.loads.len())
     }
 
-    /// Picks the least-loaded engine and counts the request against it.
-    pub fn choose(&mut self) -> usize {
+    /// Picks the engine for a request (for LoRA adapter `adapter`, if any) and counts the
+    /// request against it.
+    pub fn choose(&mut self, adapter: Option<i64>) -> usize {
         let n = self.loads.len();
-        let mut best = 0;
-        let mut best_score = f64::INFINITY;
-        for i in 0..n {
-            let idx = (self.rotation + i) % n;
-            let score = self.loads[idx].score();
-            if score < best_score {
-                best_score = score;
-                best = idx;
+        let rotation = (0..n).map(|i| (self.rotation + i) % n);
+        let least = |candidates: &mut dyn Iterator<Item = usize>| {
+            let mut best = None;
+            let mut best_score = f64::INFINITY;
+            for idx in candidates {
+                let score = self.loads[idx].score();
+                if score < best_score {
+                    best_score = score;
+                    best = Some(idx);
+                }
+            }
+            best.map(|idx| (idx, best_score))
+        };
+        let (mut best, best_score) = least(&mut rotation.clone()).unwrap_or((0, 0.0));
+        if let Some(id) = adapter {
+            let holders = &mut rotation.filter(|&idx| self.adapters[idx].contains(&id));
+            if let Some((holder, score)) = least(holders)
+                && score <= best_score + ADAPTER_AFFINITY_SLACK
+            {
+                best = holder;
             }
         }
         // Like vLLM: count the request as waiting until the next stats report.
         self.loads[best].waiting += 1;
         best
+    }
+
+    /// Records that adapter `id` is on engine `engine`: a request for it went there, and
+    /// vLLM's workers load a request's adapter when they run it.
+    pub fn adapter_on(&mut self, engine: usize, id: i64) {
+        if let Some(held) = self.adapters.get_mut(engine) {
+            held.insert(id);
+        }
+    }
+
+    /// Records an `add_lora` on every engine.
+    pub fn adapter_loaded_everywhere(&mut self, id: i64) {
+        for held in &mut self.adapters {
+            held.insert(id);
+        }
+    }
+
+    /// Records a `remove_lora` on every engine.
+    pub fn adapter_removed(&mut self, id: i64) {
+        for held in &mut self.adapters {
+            held.remove(&id);
+        }
     }
 
     /// Records `wave_complete`: the engines paused after finishing `wave`.
@@ -129,7 +179,7 @@ mod tests {
         let mut fleet = Fleet::new(3, 0, 0);
         let picks: Vec<usize> = (0..6)
             .map(|_| {
-                let i = fleet.choose();
+                let i = fleet.choose(None);
                 fleet.loads[i].inflight += 1;
                 i
             })
@@ -146,7 +196,28 @@ mod tests {
             kv_cache_usage: 0.9,
             ..SchedulerStats::default()
         });
-        assert_eq!(fleet.choose(), 1);
+        assert_eq!(fleet.choose(None), 1);
+    }
+
+    #[test]
+    fn adapters_stick_to_their_engines_until_the_load_diverges() {
+        let mut fleet = Fleet::new(3, 0, 0);
+        fleet.adapter_on(2, 7);
+        // An idle fleet would take engine 0; the adapter's holder wins.
+        assert_eq!(fleet.choose(Some(7)), 2);
+        fleet.loads[2].inflight = 1;
+        // A new adapter goes to the least loaded engine, which then holds it.
+        assert_eq!(fleet.choose(Some(8)), 0);
+        // Until the holder is more than the slack busier than the least loaded engine.
+        fleet.loads[2].inflight = 1 + ADAPTER_AFFINITY_SLACK as usize;
+        fleet.loads[0].inflight = 1;
+        fleet.loads[0].waiting = 0;
+        fleet.loads[1].waiting = 0;
+        fleet.loads[2].waiting = 0;
+        assert_eq!(fleet.choose(Some(7)), 1);
+        fleet.adapter_loaded_everywhere(7);
+        fleet.adapter_removed(7);
+        assert!(fleet.adapters.iter().all(|held| !held.contains(&7)));
     }
 
     #[test]

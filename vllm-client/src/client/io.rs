@@ -173,7 +173,7 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
             wake = Some((wave, engine));
         }
         if let Some(utility) = outputs.utility_output.take() {
-            answer_utility(&mut state.utilities, utility);
+            answer_utility(&mut state.utilities, index, utility);
         }
     }
     for waker in wakers.drain(..) {
@@ -206,6 +206,7 @@ pub(crate) fn wake_engines(shared: &Shared, wave: u64, exclude_rank: i64) {
 
 fn answer_utility(
     utilities: &mut std::collections::HashMap<u64, super::shared::UtilityEntry>,
+    engine: Option<usize>,
     output: UtilityOutput,
 ) {
     let Some(entry) = utilities.get_mut(&output.call_id) else {
@@ -215,22 +216,34 @@ fn answer_utility(
         );
         return;
     };
-    entry.remaining = entry.remaining.saturating_sub(1);
-    let result = match output.failure_message {
-        Some(message) => Err(ClientError::Utility {
-            method: entry.method.clone(),
-            message,
-        }),
-        None => Ok(output.result.map(|r| r.0).unwrap_or_default()),
-    };
-    // The first failure, or the last success, answers the call (vLLM gathers the
-    // results of all engines and returns the first).
-    if (result.is_err() || entry.remaining == 0)
-        && let Some(tx) = entry.tx.take()
-    {
-        let _ = tx.send(result);
+    if let Some(message) = output.failure_message {
+        // The first failure answers the call, as an exception in vLLM's gather does.
+        if let Some(tx) = entry.tx.take() {
+            let _ = tx.send(Err(ClientError::Utility {
+                method: entry.method.clone(),
+                message,
+            }));
+        }
+    } else {
+        // The result goes to its engine's place; one from an engine that was not
+        // called (or answered twice) takes the first free place, so the call still ends.
+        let place = engine
+            .and_then(|e| entry.engines.iter().position(|&called| called == e))
+            .filter(|&i| entry.results[i].is_none())
+            .or_else(|| entry.results.iter().position(Option::is_none));
+        if let Some(i) = place {
+            entry.results[i] = Some(output.result.map(|r| r.0).unwrap_or_default());
+        }
     }
-    if entry.remaining == 0 {
+    entry.pending = entry.pending.saturating_sub(1);
+    if entry.pending == 0 {
+        if let Some(tx) = entry.tx.take() {
+            let _ = tx.send(Ok(entry
+                .results
+                .iter_mut()
+                .flat_map(Option::take)
+                .collect()));
+        }
         utilities.remove(&output.call_id);
     }
 }

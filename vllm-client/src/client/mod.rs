@@ -7,6 +7,7 @@
 //! ([`OutputStream`]); `engines` makes the routing decision.
 
 mod batch;
+mod control;
 mod engines;
 mod error;
 mod io;
@@ -14,7 +15,6 @@ mod mailbox;
 mod shared;
 mod startup;
 mod stream;
-mod utility;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use zeromq::{RouterSocket, Socket, SocketEvent};
 
-pub use engines::{EngineInfo, EngineLoad};
+pub use engines::{ADAPTER_AFFINITY_SLACK, EngineInfo, EngineLoad};
 pub use error::ClientError;
 pub use stream::OutputStream;
 
@@ -268,13 +268,15 @@ impl EngineCoreClient {
     /// outputs that queue up while the consumer is busy arrive merged, see
     /// [`OutputStream`]).
     ///
-    /// The engine is `request.data_parallel_rank` if set, otherwise the least loaded.
+    /// The engine is `request.data_parallel_rank` if set, otherwise the least loaded
+    /// (for a request with a LoRA adapter, preferably one that holds it already).
     /// `client_index` and `current_wave` are filled in as vLLM's client does.
     pub async fn generate(
         &self,
         mut request: EngineCoreRequest,
     ) -> Result<OutputStream, ClientError> {
         let shared = &self.inner.shared;
+        let adapter = request.lora_request.as_ref().map(|l| l.lora_int_id);
         let (tx, mailbox) = mailbox::Mailbox::new();
         let (engine, wake) = {
             let mut state = shared.lock();
@@ -288,8 +290,11 @@ impl EngineCoreClient {
                 Some(rank) => state.fleet.index_of_rank(rank).ok_or_else(|| {
                     ClientError::InvalidRequest(format!("no engine with data-parallel rank {rank}"))
                 })?,
-                None => state.fleet.choose(),
+                None => state.fleet.choose(adapter),
             };
+            if let Some(id) = adapter {
+                state.fleet.adapter_on(engine, id);
+            }
             state.fleet.loads[engine].inflight += 1;
             request.client_index = self.inner.client_index;
             request.current_wave = state.fleet.current_wave;
@@ -378,22 +383,58 @@ impl EngineCoreClient {
     }
 
     /// Calls `method(*args)` on every engine and returns the first engine's result, as
-    /// vLLM's data-parallel client does; a failure on any engine fails the call with
-    /// vLLM's message.
+    /// vLLM's data-parallel client does (`call_utility_async`); a failure on any engine
+    /// fails the call with vLLM's message.
     pub async fn call_utility(&self, method: &str, args: Vec<Value>) -> Result<Value, ClientError> {
+        let results = self.call_utility_all(method, args).await?;
+        Ok(results.into_iter().next().unwrap_or_default())
+    }
+
+    /// Calls `method(*args)` on every engine and returns their results in engine order
+    /// (vLLM's `call_utility_all_async`).
+    pub async fn call_utility_all(
+        &self,
+        method: &str,
+        args: Vec<Value>,
+    ) -> Result<Vec<Value>, ClientError> {
         let engines: Vec<usize> = (0..self.inner.engines.len()).collect();
         self.call_utility_on(&engines, method, args).await
     }
 
-    /// Calls `method(*args)` on the engines with the given indices.
+    /// Calls `method(*args)` on every engine and returns their common result; engines
+    /// that disagree fail the call with vLLM's message (`call_utility_consensus_async`).
+    pub async fn call_utility_consensus(
+        &self,
+        method: &str,
+        args: Vec<Value>,
+    ) -> Result<Value, ClientError> {
+        let results = self.call_utility_all(method, args).await?;
+        let first = results.first().cloned().unwrap_or_default();
+        if results.iter().any(|r| *r != first) {
+            return Err(ClientError::UnexpectedResult {
+                method: method.to_owned(),
+                detail: format!("Engines returned different {method} results: {results:?}"),
+            });
+        }
+        Ok(first)
+    }
+
+    /// Calls `method(*args)` on the engines with the given indices and returns their
+    /// results in that order.
     pub async fn call_utility_on(
         &self,
         engines: &[usize],
         method: &str,
         args: Vec<Value>,
-    ) -> Result<Value, ClientError> {
+    ) -> Result<Vec<Value>, ClientError> {
+        if let Some(&engine) = engines.iter().find(|&&e| e >= self.inner.engines.len()) {
+            return Err(ClientError::InvalidRequest(format!("no engine {engine}")));
+        }
+        if engines.is_empty() {
+            return Ok(Vec::new());
+        }
         let shared = &self.inner.shared;
-        let call_id = utility::next_call_id();
+        let call_id = control::next_call_id();
         let (tx, rx) = oneshot::channel();
         {
             let mut state = shared.lock();
@@ -404,7 +445,9 @@ impl EngineCoreClient {
                 call_id,
                 UtilityEntry {
                     method: method.to_owned(),
-                    remaining: engines.len(),
+                    engines: engines.to_vec(),
+                    results: vec![None; engines.len()],
+                    pending: engines.len(),
                     tx: Some(tx),
                 },
             );
@@ -417,10 +460,6 @@ impl EngineCoreClient {
         });
         let payload = Bytes::from(payload);
         for &engine in engines {
-            if engine >= self.inner.engines.len() {
-                shared.lock().utilities.remove(&call_id);
-                return Err(ClientError::InvalidRequest(format!("no engine {engine}")));
-            }
             tracing::debug!(method, call_id, engine, "utility call");
             let _ = shared.commands.send(Command::Send {
                 engine,

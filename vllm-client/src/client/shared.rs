@@ -20,11 +20,17 @@ pub(crate) struct RequestEntry {
     pub tx: super::mailbox::Sender,
 }
 
-/// An in-flight utility call, answered by the first engine result (or failure).
+/// An in-flight utility call: one result per engine called, answered when all are in
+/// (or at the first failure).
 pub(crate) struct UtilityEntry {
     pub method: String,
-    pub remaining: usize,
-    pub tx: Option<oneshot::Sender<Result<Value, ClientError>>>,
+    /// The engines called (indices), in the order their results are returned.
+    pub engines: Vec<usize>,
+    /// The results so far, at the position of their engine in `engines`.
+    pub results: Vec<Option<Value>>,
+    /// Answers still expected; the entry goes when the last one is in.
+    pub pending: usize,
+    pub tx: Option<oneshot::Sender<Result<Vec<Value>, ClientError>>>,
 }
 
 /// Work for the input task.

@@ -64,6 +64,28 @@ pub struct MockConfig {
     pub include_finished_set: bool,
     /// How long the engine waits for the frontend's answer to HELLO.
     pub handshake_timeout: Duration,
+    /// LoRA adapter slots (`--enable-lora`); `None` refuses LoRA calls as vLLM does
+    /// without it.
+    pub lora: Option<MockLora>,
+}
+
+/// LoRA settings of the mock engine, vLLM's `--max-loras` and `--max-cpu-loras`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MockLora {
+    /// Adapters in one batch (`--max-loras`, vLLM's default 1).
+    pub max_loras: usize,
+    /// Adapters kept loaded (`--max-cpu-loras`; default `max_loras`); the least
+    /// recently used unpinned one is evicted for a new one.
+    pub max_cpu_loras: Option<usize>,
+}
+
+impl Default for MockLora {
+    fn default() -> Self {
+        Self {
+            max_loras: 1,
+            max_cpu_loras: None,
+        }
+    }
 }
 
 impl Default for MockConfig {
@@ -81,6 +103,7 @@ impl Default for MockConfig {
             dp_waves: false,
             include_finished_set: false,
             handshake_timeout: Duration::from_secs(300),
+            lora: None,
         }
     }
 }

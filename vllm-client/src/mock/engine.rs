@@ -22,7 +22,9 @@ use crate::protocol::{
     UtilityCall,
 };
 
+use super::lora::Adapters;
 use super::startup::Connections;
+use super::worker::Worker;
 use super::{MockConfig, MockError, OutputMode, Sequence};
 use crate::Value;
 
@@ -59,8 +61,12 @@ pub(crate) struct Engine {
     pub(crate) pause: Pause,
     /// Set by `pause_generation`: new requests are refused with a retryable error.
     pub(crate) reject_new_requests: bool,
-    pub(crate) sleep_level: i64,
-    pub(crate) loras: BTreeSet<i64>,
+    /// The executor's sleeping memory (`"weights"`, `"kv_cache"`), as vLLM's
+    /// `Executor.sleeping_tags`.
+    pub(crate) sleeping_tags: BTreeSet<&'static str>,
+    pub(crate) adapters: Adapters,
+    pub(crate) worker: Worker,
+    /// `EngineCore._weight_version`, attached to every step's outputs.
     pub(crate) weight_version: String,
     /// Utility calls answered once no request runs (`pause_scheduler(mode="wait")`).
     pub(crate) idle_waiters: Vec<(usize, u64)>,
@@ -82,6 +88,7 @@ impl Engine {
             OutputMode::FixedText(tokens) => tokens.as_slice().into(),
             _ => Arc::from(Vec::new()),
         };
+        let adapters = Adapters::new(config.lora);
         Self {
             config,
             rank,
@@ -91,9 +98,10 @@ impl Engine {
             waiting: VecDeque::new(),
             pause: Pause::Unpaused,
             reject_new_requests: false,
-            sleep_level: 0,
-            loras: BTreeSet::new(),
-            weight_version: String::new(),
+            sleeping_tags: BTreeSet::new(),
+            adapters,
+            worker: Worker::default(),
+            weight_version: "default".into(),
             idle_waiters: Vec::new(),
             finished: BTreeMap::new(),
             reported_counts: Some((0, 0)),
@@ -242,6 +250,9 @@ impl Engine {
         if self.config.dp_waves {
             self.current_wave = self.current_wave.max(request.current_wave);
             self.engines_running |= self.pause == Pause::Unpaused;
+        }
+        if let Some(lora) = &request.lora_request {
+            self.adapters.use_for_request(lora.lora_int_id);
         }
         let abort_immediately = request
             .abort_immediately
@@ -418,7 +429,8 @@ impl Engine {
             let stats = self.scheduler_stats();
             messages.entry(0).or_default().scheduler_stats = Some(stats);
         }
-        for (client, message) in messages {
+        for (client, mut message) in messages {
+            message.weight_version = Some(self.weight_version.clone());
             self.send(client, message).await?;
         }
         if self.running.is_empty() {

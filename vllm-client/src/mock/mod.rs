@@ -27,16 +27,18 @@
 
 mod config;
 mod engine;
+mod lora;
 mod sequence;
 mod startup;
 mod utility;
+mod worker;
 
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-pub use config::{MockConfig, OutputMode};
+pub use config::{MockConfig, MockLora, OutputMode};
 
 use crate::protocol::{EngineCoreReadyResponse, EngineZmqAddresses, VLLM_VERSION};
 use engine::{Command, Engine};
@@ -193,8 +195,8 @@ fn ready_response(
         max_num_seqs: config.max_num_seqs as i64,
         max_num_batched_tokens: 8192,
         instance_id: format!("mock-engine-{rank}-{}", std::process::id()),
-        supports_lora: true,
-        max_loras: 8,
+        supports_lora: config.lora.is_some(),
+        max_loras: config.lora.map_or(0, |l| l.max_loras as i64),
         kv_cache_size_tokens: Some(kv_tokens as i64),
         kv_cache_max_concurrency: Some(config.max_num_seqs as f64),
         enable_sleep_mode: true,

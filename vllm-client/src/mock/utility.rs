@@ -75,7 +75,9 @@ impl Engine {
                 .ok_or_else(|| format!("argument {i} must be an integer"))
         };
         let value = match method {
-            "is_sleeping" => Value::Bool(self.sleep_level > 0 || self.pause != Pause::Unpaused),
+            "is_sleeping" => {
+                Value::Bool(!self.sleeping_tags.is_empty() || self.pause != Pause::Unpaused)
+            }
             "is_scheduler_paused" => Value::Bool(self.pause != Pause::Unpaused),
             "sleep" => {
                 let level = match arg(0) {
@@ -83,13 +85,25 @@ impl Engine {
                     Some(_) => int_arg(0)?,
                 };
                 let answer = self.pause(&str_arg(1, "abort")?).await?;
-                self.sleep_level = level;
+                // Level 1+: the executor frees the weights and the KV cache.
+                if level >= 1 && !self.sleeping_tags.contains("weights") {
+                    self.sleeping_tags.extend(["weights", "kv_cache"]);
+                }
                 return Ok(answer);
             }
-            "wake_up" => {
-                self.sleep_level = 0;
-                self.resume();
-                Value::Bool(true)
+            "wake_up" => Value::Bool(self.wake_up(arg(0))?),
+            "release_kv_cache_memory" => {
+                if self.pause == Pause::Unpaused || !self.running.is_empty() {
+                    return Err("release_kv_cache_memory() requires a completed pause first".into());
+                }
+                if !self.sleeping_tags.is_empty() {
+                    return Err(
+                        "release_kv_cache_memory() requires all executor memory to be resident"
+                            .into(),
+                    );
+                }
+                self.sleeping_tags.insert("kv_cache");
+                Value::Nil
             }
             "pause_scheduler" => return self.pause(&str_arg(0, "abort")?).await,
             "pause_generation" => {
@@ -103,21 +117,25 @@ impl Engine {
                 Value::Nil
             }
             "reset_prefix_cache" => Value::Bool(true),
-            "reset_mm_cache" | "reset_encoder_cache" | "execute_dummy_batch" => Value::Nil,
+            "reset_mm_cache" | "reset_encoder_cache" | "execute_dummy_batch" | "profile" => {
+                Value::Nil
+            }
             "add_lora" => {
                 let request = arg(0).ok_or("missing lora_request")?;
                 let lora: LoRARequest = crate::wire::from_slice(&crate::wire::to_vec(request))
                     .map_err(|e| format!("invalid LoRARequest: {e}"))?;
-                self.loras.insert(lora.lora_int_id);
-                Value::Bool(true)
+                Value::Bool(self.adapters.add(lora.lora_int_id, lora.load_inplace)?)
             }
-            "remove_lora" => Value::Bool(self.loras.remove(&int_arg(0)?)),
-            "pin_lora" => Value::Bool(self.loras.contains(&int_arg(0)?)),
-            "list_loras" => Value::Array(self.loras.iter().map(|id| Value::from(*id)).collect()),
-            // One result per worker (the mock has one): the call's own arguments.
+            "remove_lora" => Value::Bool(self.adapters.remove(int_arg(0)?)?),
+            "pin_lora" => Value::Bool(self.adapters.pin(int_arg(0)?)?),
+            "list_loras" => Value::from(self.adapters.list()?),
+            // One result per worker (the mock has one).
             "collective_rpc" => {
-                Value::Array(vec![arg(2).cloned().unwrap_or(Value::Array(Vec::new()))])
+                let worker_method = str_arg(0, "")?;
+                let kwargs = arg(3);
+                Value::Array(vec![self.worker.call(&worker_method, arg(2), kwargs)?])
             }
+            "compute_weight_checksums" => Value::Array(vec![self.worker.checksums()]),
             "get_supported_tasks" => Value::Array(vec![Value::from("generate")]),
             "set_weight_version" => {
                 self.weight_version = str_arg(0, "")?;
@@ -149,6 +167,39 @@ impl Engine {
             return Ok(Answer::WhenIdle);
         }
         Ok(Answer::Now(Value::Nil))
+    }
+
+    /// `EngineCore.wake_up(tags)` over vLLM's `Executor.wake_up`: restores the tagged
+    /// memory (all with `None`; `"scheduling"` only resumes), and resumes scheduling once
+    /// nothing sleeps any more. Returns whether the engine is fully awake.
+    fn wake_up(&mut self, tags: Option<&Value>) -> Result<bool, String> {
+        let tags: Option<Vec<String>> = match tags {
+            None => None,
+            Some(v) => Some(
+                v.as_array()
+                    .and_then(|a| a.iter().map(|t| t.as_str().map(str::to_owned)).collect())
+                    .ok_or("tags must be a list of strings")?,
+            ),
+        };
+        let tags = tags.map(|t| {
+            t.into_iter()
+                .filter(|t| t != "scheduling")
+                .collect::<Vec<_>>()
+        });
+        match &tags {
+            None => self.sleeping_tags.clear(),
+            // The executor ignores a wake-up naming memory that does not sleep.
+            Some(tags) if tags.iter().all(|t| self.sleeping_tags.contains(t.as_str())) => {
+                self.sleeping_tags
+                    .retain(|held| !tags.iter().any(|t| t == held));
+            }
+            Some(_) => {}
+        }
+        let fully_awake = self.sleeping_tags.is_empty();
+        if fully_awake {
+            self.resume();
+        }
+        Ok(fully_awake)
     }
 
     /// `resume_scheduler`: schedule again and accept new requests.

@@ -28,4 +28,10 @@ impl LoRARequest {
             ..Self::default()
         }
     }
+
+    /// The request as the untyped value a utility call carries (`add_lora`).
+    pub fn to_value(&self) -> crate::wire::Value {
+        // Our own encoding always decodes; a default value is unreachable.
+        crate::wire::from_slice(&crate::wire::to_vec(self)).unwrap_or_default()
+    }
 }

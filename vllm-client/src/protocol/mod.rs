@@ -8,6 +8,7 @@
 mod array;
 mod control;
 mod handshake;
+mod lifecycle;
 mod lora;
 mod outputs;
 mod request;
@@ -20,6 +21,7 @@ pub use control::{Abort, RequestType, StartDpWave};
 pub use handshake::{
     EngineCoreReadyResponse, EngineHandshakeMetadata, EngineZmqAddresses, HandshakeStatus,
 };
+pub use lifecycle::{PauseMode, SleepLevel, WakeTag};
 pub use lora::LoRARequest;
 pub use outputs::{
     EngineCoreEvent, EngineCoreEventType, EngineCoreOutput, EngineCoreOutputs, FinishReason,
