@@ -12,6 +12,8 @@
 #    source (vllm-client/tests/drift.rs).
 # 3. If present, vllm-client/scripts/interop_mock.sh: the mock engine against vLLM's
 #    real frontend and behind vllm-rs.
+# 4. serve's control plane (pause, sleep, weights, caches, RPC, …) side by side with
+#    vllm-rs, both in front of the mock engine (examples/scripts/control_conformance.py).
 # Prints a PASS/FAIL summary; exits non-zero if anything failed.
 set -uo pipefail
 
@@ -61,6 +63,17 @@ if [ -f "$MOCK" ]; then
     else
         record "mock engine vs vLLM frontend / vllm-rs ($MOCK)" FAIL
     fi
+fi
+
+echo "== serve's control plane side by side with vllm-rs (examples/scripts/control_conformance.py)"
+if [ "${PROFILE:-release}" = release ]; then flag=--release; dir=release; else flag=; dir=debug; fi
+target="${CARGO_TARGET_DIR:-$ROOT/target}"
+if cargo build -p vllm-examples --example serve --example mock-engine $flag \
+    && REF="$REF" python3 examples/scripts/control_conformance.py \
+        --serve "$target/$dir/examples/serve" --mock-engine "$target/$dir/examples/mock-engine"; then
+    record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" PASS
+else
+    record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" FAIL
 fi
 
 echo

@@ -220,7 +220,9 @@ async fn utility_calls_return_typed_results_and_vllm_failures() {
         .await
         .unwrap_err();
     match err {
-        ClientError::Utility { method, message } => {
+        ClientError::Utility {
+            method, message, ..
+        } => {
             assert_eq!(method, "no_such_method");
             assert!(message.contains("no_such_method"), "{message}");
         }

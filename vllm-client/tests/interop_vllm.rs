@@ -501,7 +501,9 @@ async fn utility_calls_reach_vllm_methods() {
     )
     .await
     {
-        Err(ClientError::Utility { method, message }) => {
+        Err(ClientError::Utility {
+            method, message, ..
+        }) => {
             assert_eq!(method, "no_such_method");
             assert_eq!(
                 message,
@@ -828,7 +830,7 @@ async fn the_typed_control_plane_drives_vllm_engine_core() {
     assert_eq!(client.get_weight_version().await.unwrap(), "step-1");
     // What vLLM's EngineCore handed its workers: AsyncLLM's calls, keyword for keyword.
     let calls = client
-        .collective_rpc("scripted_worker_calls", None, vec![], vec![])
+        .collective_rpc("scripted_worker_calls", None, vec![], None)
         .await
         .unwrap();
     let call = |method: &str, kwargs: Vec<(&str, Value)>| {

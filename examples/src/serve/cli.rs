@@ -168,6 +168,7 @@ impl Args {
             },
             shutdown_timeout: Some(Duration::from_secs(self.shutdown_timeout)),
             renderer_num_workers: self.renderer_num_workers,
+            dev_mode: super::control::dev_mode_from_env(),
         })
     }
 }

@@ -19,6 +19,7 @@
 //! response body, which drops the engine stream and aborts the engine request.
 
 pub mod cli;
+pub mod control;
 pub mod engine;
 pub mod error;
 pub mod generation;
@@ -104,6 +105,9 @@ pub struct ServeConfig {
     /// `--renderer-num-workers`: threads that render and tokenize large requests at
     /// the same time (`None`: one per core).
     pub renderer_num_workers: Option<usize>,
+    /// `VLLM_SERVER_DEV_MODE=1`: serve the development endpoints (pause, sleep, weight
+    /// transfer, cache resets, `collective_rpc`, …).
+    pub dev_mode: bool,
 }
 
 impl ServeConfig {
@@ -129,6 +133,7 @@ impl ServeConfig {
             http: HttpLimits::default(),
             shutdown_timeout: None,
             renderer_num_workers: None,
+            dev_mode: false,
         }
     }
 
@@ -220,7 +225,11 @@ impl Server {
                 offload: api.offload.clone(),
             },
         );
-        let state = AppState { api, pipeline };
+        let state = AppState {
+            api,
+            pipeline,
+            dev_mode: config.dev_mode,
+        };
         Ok(Self {
             state,
             listener,
@@ -327,14 +336,18 @@ impl RunningServer {
 
 /// Every route.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let mut router = Router::new()
         .route("/v1/chat/completions", post(generation::chat))
         .route("/v1/completions", post(generation::completions))
         .route("/inference/v1/generate", post(generation::generate))
         .layer(axum::middleware::from_fn(error::require_json))
         .merge(tokens::routes())
-        .route("/health", get(health))
-        .with_state(state)
+        .merge(control::routes())
+        .route("/health", get(health));
+    if state.dev_mode {
+        router = router.merge(control::dev_routes());
+    }
+    router.with_state(state)
 }
 
 /// `GET /health`: 200 while the engines answer, 503 (empty, as vLLM) once they are dead.

@@ -42,6 +42,8 @@ pub struct AppState {
     pub api: Arc<ModelApi>,
     /// The request pipeline (model, engines, settings).
     pub pipeline: Pipeline,
+    /// Whether the development endpoints are served (`VLLM_SERVER_DEV_MODE=1`).
+    pub dev_mode: bool,
 }
 
 impl FromRef<AppState> for Arc<ModelApi> {

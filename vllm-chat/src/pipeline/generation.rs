@@ -201,10 +201,16 @@ impl Generation {
     /// Turns one engine output into a step.
     fn step(&mut self, output: EngineCoreOutput) -> Result<Step, GenerationError> {
         if let Some(error) = &output.error {
-            return Err(GenerationError(ApiError::internal(format!(
-                "{}: {}",
-                error.code, error.message
-            ))));
+            // vLLM's `RequestError.to_exception`: a validation error is a 400, a
+            // retryable one (e.g. a paused engine) a 503, anything else a 500.
+            let message = error.message.clone();
+            return Err(GenerationError(if error.code == "validation_error" {
+                ApiError::bad_request(message, None)
+            } else if error.retryable {
+                ApiError::unavailable(message)
+            } else {
+                ApiError::internal(message)
+            }));
         }
         if output.finish_reason == Some(FinishReason::Error) {
             return Err(GenerationError(ApiError::internal(

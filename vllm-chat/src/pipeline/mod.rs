@@ -27,6 +27,7 @@
 
 mod chat;
 mod completion;
+pub mod control;
 mod error;
 mod frames;
 mod generate;

@@ -26,10 +26,12 @@ pub enum ClientError {
     #[error("malformed message from engine: {0}")]
     Protocol(Arc<str>),
     /// A utility call failed on the engine; carries vLLM's message.
-    #[error("utility call {method} failed: {message}")]
+    #[error("utility call `{method}` failed (call_id={call_id}): {message}")]
     Utility {
         /// The method called.
         method: String,
+        /// The call's id (as in the engine's log).
+        call_id: u64,
         /// vLLM's failure message.
         message: String,
     },

@@ -221,6 +221,7 @@ fn answer_utility(
         if let Some(tx) = entry.tx.take() {
             let _ = tx.send(Err(ClientError::Utility {
                 method: entry.method.clone(),
+                call_id: output.call_id,
                 message,
             }));
         }

@@ -371,6 +371,11 @@ impl EngineCoreClient {
         }
     }
 
+    /// The ids of this client's requests in flight (a snapshot).
+    pub fn in_flight_request_ids(&self) -> Vec<String> {
+        self.inner.shared.lock().requests.keys().cloned().collect()
+    }
+
     /// Number of requests in flight on each engine (by index), as this client counts them.
     pub fn inflight(&self) -> Vec<usize> {
         self.loads().iter().map(|l| l.inflight).collect()

@@ -121,20 +121,30 @@ impl EngineCoreClient {
     }
 
     /// Runs `method` on every worker of the engines (`collective_rpc`) with positional
-    /// `args` and keyword `kwargs`; returns one result per worker (of the first engine,
-    /// as vLLM does). `timeout` bounds the wait for the workers.
+    /// `args` and keyword `kwargs` (`None` is Python's `None`, as `AsyncLLM` sends by
+    /// default; vLLM's HTTP endpoint sends a map, empty or not); returns one result per
+    /// worker (of the first engine, as vLLM does). `timeout` bounds the wait for the
+    /// workers.
     pub async fn collective_rpc(
         &self,
         method: &str,
         timeout: Option<Duration>,
         args: Vec<Value>,
-        kwargs: Vec<(String, Value)>,
+        kwargs: Option<Vec<(String, Value)>>,
     ) -> Result<Vec<Value>, ClientError> {
+        let kwargs = kwargs.map_or(Value::Nil, |entries| {
+            Value::Map(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (Value::from(k), v))
+                    .collect(),
+            )
+        });
         let args = vec![
             method.into(),
             timeout.map(|t| t.as_secs_f64()).into(),
             Value::Array(args),
-            self::kwargs(kwargs),
+            kwargs,
         ];
         let result = self.call_utility("collective_rpc", args).await?;
         expect("collective_rpc", &result, "a list of worker results", |v| {

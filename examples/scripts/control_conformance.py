@@ -1,0 +1,320 @@
+"""The control plane of `serve` side by side with `vllm-rs serve` 0.33.0.
+
+Both servers run in front of their own `mock-engine` (the same flags), with
+`VLLM_SERVER_DEV_MODE=1`; the same sequence of HTTP calls (pause / resume with a request
+in flight, sleep / wake-up, cache resets, collective_rpc, the weight-transfer sequence,
+the weight checker, aborts, world size, version, load, and their error cases) goes to
+each, and the answers must be equal: status, content type and body, after masking what
+legitimately differs (call ids, our crate version, response ids and timestamps).
+
+    HF_HUB_OFFLINE=1 python3 examples/scripts/control_conformance.py \\
+        --serve target/release/examples/serve --mock-engine target/release/examples/mock-engine \\
+        [--vllm-rs $REF/vllm_src/vllm/vllm-rs] [--model $REF/models/qwen3]
+
+Prints PASS/FAIL per call (with both answers on a difference); exits non-zero on any.
+`--known-differences` lists calls where vllm-rs deviates from vLLM's Python server and
+we follow Python; they are reported, not failed.
+"""
+
+import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+
+REF = os.path.expanduser(os.environ.get("REF", "~/.cache/vllm-reference"))
+MOCK_FLAGS = ["--mock-tokens-per-second", "50"]
+
+# Calls where vllm-rs 0.33.0 departs from vLLM's Python server and `serve` follows
+# Python: `weight_checker` checksum/compare read each engine's result as one map, but
+# vLLM's EngineCore.compute_weight_checksums returns a list of maps (one per worker).
+KNOWN_DIFFERENCES = {
+    "POST /weight_checker checksum": "vllm-rs expects a map per engine; vLLM sends a list per engine",
+    "POST /weight_checker compare": "vllm-rs expects a map per engine; vLLM sends a list per engine",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(base, method, path, body=None, content_type="application/json", timeout=60):
+    data = None
+    headers = {}
+    if body is not None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        if content_type:
+            headers["content-type"] = content_type
+    req = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.headers.get("content-type"), resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("content-type"), e.read().decode()
+
+
+def normalize(text: str) -> str:
+    text = re.sub(r"call_id=\d+", "call_id=N", text)
+    text = re.sub(r',"rust_frontend_version":"[^"]*"', "", text)
+    text = re.sub(r'"(id|request_id)":"[^"]*"', r'"\1":"ID"', text)
+    text = re.sub(r'"created":\d+', '"created":0', text)
+    return text
+
+
+def stream_finish_reason(base: str, model: str, results: dict, key: str) -> None:
+    """A streamed completion; stores the last finish_reason it reports."""
+    body = {"model": model, "prompt": "Hello", "max_tokens": 400, "stream": True,
+            "ignore_eos": True}
+    req = urllib.request.Request(base + "/v1/completions", data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json"})
+    finish = None
+    try:
+        with urllib.request.urlopen(req, timeout=120) as resp:
+            for line in resp:
+                line = line.decode().strip()
+                if line.startswith("data: {"):
+                    for choice in json.loads(line[6:]).get("choices", []):
+                        finish = choice.get("finish_reason") or finish
+    except Exception as e:  # noqa: BLE001 - recorded as the result
+        finish = f"error: {e!r}"
+    results[key] = finish
+
+
+def battery(base: str, model: str):
+    """The calls, in order; yields (name, answer)."""
+    def c(name, method, path, body=None, content_type="application/json"):
+        status, ctype, text = call(base, method, path, body, content_type)
+        return name, {"status": status, "content_type": ctype, "body": normalize(text)}
+
+    yield c("GET /version", "GET", "/version")
+    yield c("GET /load", "GET", "/load")
+    yield c("GET /kv_event_sources", "GET", "/kv_event_sources")
+    yield c("GET /is_paused", "GET", "/is_paused")
+    yield c("GET /is_sleeping", "GET", "/is_sleeping")
+    yield c("GET /weight_info", "GET", "/weight_info")
+    yield c("GET /get_world_size", "GET", "/get_world_size")
+    yield c("GET /get_world_size include_dp=false", "GET", "/get_world_size?include_dp=false")
+
+    # pause modes, and their query errors
+    for query in ["", "?mode=keep", "?mode=wait&clear_cache=false", "?mode=bogus",
+                  "?clear_cache=maybe", "?foo=1"]:
+        yield c(f"POST /pause{query}", "POST", f"/pause{query}")
+        yield c(f"GET /is_paused after /pause{query}", "GET", "/is_paused")
+        yield c(f"POST /resume after /pause{query}", "POST", "/resume")
+
+    # a request in flight, then pause?mode=abort: the stream ends
+    results = {}
+    t = threading.Thread(target=stream_finish_reason, args=(base, model, results, "abort"))
+    t.start()
+    time.sleep(1.0)
+    yield c("POST /pause (request in flight)", "POST", "/pause")
+    t.join(60)
+    yield "stream finish_reason after /pause?mode=abort", {"finish_reason": results.get("abort")}
+    yield c("POST /resume (after abort)", "POST", "/resume")
+
+    # new requests while paused: refused with abort / wait, queued with keep
+    completion = {"model": model, "prompt": "Hello", "max_tokens": 3}
+    for mode in ["abort", "wait"]:
+        yield c(f"POST /pause?mode={mode} (then a request)", "POST", f"/pause?mode={mode}")
+        yield c(f"POST /v1/completions while paused ({mode})", "POST", "/v1/completions", completion)
+        yield c(f"POST /resume (after the {mode} request)", "POST", "/resume")
+
+    # a request in flight, then /abort_requests with no ids: aborts everything
+    results = {}
+    t = threading.Thread(target=stream_finish_reason, args=(base, model, results, "aborted"))
+    t.start()
+    time.sleep(1.0)
+    yield c("POST /abort_requests {}", "POST", "/abort_requests", {})
+    t.join(60)
+    yield "stream finish_reason after /abort_requests", {"finish_reason": results.get("aborted")}
+    yield c("POST /abort_requests ids", "POST", "/abort_requests", {"request_ids": ["x"]})
+    yield c("POST /abort_requests no body", "POST", "/abort_requests", None)
+    yield c("POST /abort_requests bad json", "POST", "/abort_requests", "x")
+    yield c("POST /abort_requests ids not a list", "POST", "/abort_requests", {"request_ids": "x"})
+
+    # sleep and wake-up
+    for query in ["", "?level=0", "?level=2&mode=keep", "?level=7", "?level=abc", "?level=-1",
+                  "?mode=x"]:
+        yield c(f"POST /sleep{query}", "POST", f"/sleep{query}")
+        yield c(f"GET /is_sleeping after /sleep{query}", "GET", "/is_sleeping")
+        yield c(f"POST /wake_up?tags=weights after /sleep{query}", "POST", "/wake_up?tags=weights")
+        yield c(f"POST /wake_up?tags=kv_cache after /sleep{query}", "POST", "/wake_up?tags=kv_cache")
+        yield c(f"POST /wake_up after /sleep{query}", "POST", "/wake_up")
+        yield c(f"GET /is_sleeping after waking from /sleep{query}", "GET", "/is_sleeping")
+    yield c("POST /wake_up?tags=weights&tags=kv_cache", "POST", "/wake_up?tags=weights&tags=kv_cache")
+    yield c("POST /wake_up?tags=", "POST", "/wake_up?tags=")
+    yield c("POST /release_kv_cache_memory (not paused)", "POST", "/release_kv_cache_memory")
+    yield c("POST /pause (before release)", "POST", "/pause")
+    yield c("POST /release_kv_cache_memory (paused)", "POST", "/release_kv_cache_memory")
+    yield c("GET /is_sleeping (released)", "GET", "/is_sleeping")
+    yield c("POST /wake_up (after release)", "POST", "/wake_up")
+    yield c("POST /resume (after release)", "POST", "/resume")
+
+    # caches
+    for query in ["", "?reset_running_requests=true", "?reset_external=true",
+                  "?reset_running_requests=x"]:
+        yield c(f"POST /reset_prefix_cache{query}", "POST", f"/reset_prefix_cache{query}")
+    yield c("POST /reset_mm_cache", "POST", "/reset_mm_cache")
+    yield c("POST /reset_encoder_cache", "POST", "/reset_encoder_cache")
+
+    # collective_rpc
+    yield c("POST /collective_rpc", "POST", "/collective_rpc", {"method": "echo", "args": [1, 2]})
+    yield c("POST /collective_rpc kwargs timeout", "POST", "/collective_rpc",
+            {"method": "echo", "args": ["a"], "kwargs": {"x": 2}, "timeout": 3.5})
+    yield c("POST /collective_rpc no method", "POST", "/collective_rpc", {"args": [1]})
+    yield c("POST /collective_rpc method not a string", "POST", "/collective_rpc", {"method": 5})
+    yield c("POST /collective_rpc args not a list", "POST", "/collective_rpc",
+            {"method": "m", "args": "x"})
+    yield c("POST /collective_rpc a list", "POST", "/collective_rpc", [1])
+    yield c("POST /collective_rpc bad json", "POST", "/collective_rpc", "nope")
+    yield c("POST /collective_rpc no content type", "POST", "/collective_rpc",
+            {"method": "echo"}, content_type=None)
+
+    # the weight-transfer sequence and the version
+    yield c("POST /start_weight_update (not initialized)", "POST", "/start_weight_update")
+    yield c("POST /start_draft_weight_update (not initialized)", "POST", "/start_draft_weight_update")
+    yield c("POST /init_weight_transfer_engine no body", "POST", "/init_weight_transfer_engine", None)
+    yield c("POST /init_weight_transfer_engine {}", "POST", "/init_weight_transfer_engine", {})
+    yield c("POST /init_weight_transfer_engine not an object", "POST",
+            "/init_weight_transfer_engine", {"init_info": 5})
+    yield c("POST /init_weight_transfer_engine", "POST", "/init_weight_transfer_engine",
+            {"init_info": {"master_address": "127.0.0.1", "world_size": 2}})
+    yield c("POST /update_weights (not started)", "POST", "/update_weights",
+            {"update_info": {"names": ["w"]}})
+    yield c("POST /start_weight_update", "POST", "/start_weight_update")
+    yield c("POST /start_weight_update (again)", "POST", "/start_weight_update")
+    yield c("POST /update_weights", "POST", "/update_weights", {"update_info": {"names": ["w"]}})
+    yield c("POST /update_weights list", "POST", "/update_weights", {"update_info": [{"names": ["w"]}]})
+    yield c("POST /finish_weight_update", "POST", "/finish_weight_update",
+            {"weight_version": "step-1"})
+    yield c("GET /weight_info (step-1)", "GET", "/weight_info")
+    yield c("POST /finish_weight_update (not started)", "POST", "/finish_weight_update")
+    yield c("POST /update_weight_version", "POST", "/update_weight_version", {"new_version": "v9"})
+    yield c("POST /update_weight_version wrong field", "POST", "/update_weight_version",
+            {"weight_version": "v7"})
+    yield c("GET /weight_info (v9)", "GET", "/weight_info")
+    yield c("POST /shutdown_weight_transfer_engine", "POST", "/shutdown_weight_transfer_engine")
+    yield c("POST /weight_checker checksum", "POST", "/weight_checker", {"action": "checksum"})
+    yield c("POST /weight_checker compare", "POST", "/weight_checker",
+            {"action": "compare", "baseline": {"mock.weight": "0000000000000002"}})
+    yield c("POST /weight_checker compare without baseline", "POST", "/weight_checker",
+            {"action": "compare"})
+    yield c("POST /weight_checker unknown action", "POST", "/weight_checker", {"action": "compute"})
+    yield c("POST /weight_checker reset", "POST", "/weight_checker", {"action": "reset"})
+    yield c("GET /health", "GET", "/health")
+
+
+def wait_ready(base, proc, timeout=240):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            return False
+        try:
+            with urllib.request.urlopen(base + "/v1/models", timeout=2) as resp:
+                if resp.status == 200:
+                    return json.loads(resp.read())["data"][0]["id"]
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        time.sleep(0.5)
+    return None
+
+
+def start_vllm_rs(args, workdir, env):
+    wrapper = os.path.join(workdir, "python")
+    with open(wrapper, "w") as f:
+        f.write(
+            "#!/bin/sh\n"
+            'if [ "$1" = "-m" ]; then shift 2; fi\n'
+            'if [ "$1" = "serve" ]; then shift; fi\n'
+            f'exec {shlex.quote(os.path.abspath(args.mock_engine))} "$@" '
+            + " ".join(shlex.quote(f) for f in MOCK_FLAGS) + "\n"
+        )
+    os.chmod(wrapper, 0o755)
+    port = free_port()
+    log = open(os.path.join(workdir, "vllm-rs.log"), "w")
+    proc = subprocess.Popen(
+        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    return f"http://127.0.0.1:{port}", [proc]
+
+
+def start_serve(args, workdir, env):
+    port, rpc = free_port(), free_port()
+    log = open(os.path.join(workdir, "serve.log"), "w")
+    server = subprocess.Popen(
+        [args.serve, args.model, "--port", str(port), "--data-parallel-rpc-port", str(rpc)],
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    engine = subprocess.Popen(
+        [args.mock_engine, args.model, "--headless", "--data-parallel-rpc-port", str(rpc)]
+        + MOCK_FLAGS,
+        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    return f"http://127.0.0.1:{port}", [server, engine]
+
+
+def stop(procs):
+    for p in procs:
+        try:
+            os.killpg(p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+
+
+def run(name, starter, args, workdir, env):
+    base, procs = starter(args, workdir, env)
+    try:
+        model = wait_ready(base, procs[0])
+        if not model:
+            print(f"FAIL: {name} did not start (logs in {workdir})")
+            return None
+        return list(battery(base, model))
+    finally:
+        stop(procs)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--serve", required=True)
+    p.add_argument("--mock-engine", required=True)
+    p.add_argument("--vllm-rs", default=os.path.join(REF, "vllm_src/vllm/vllm-rs"))
+    p.add_argument("--model", default=os.path.join(REF, "models/qwen3"))
+    args = p.parse_args()
+    workdir = tempfile.mkdtemp(prefix="control-conformance-")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}
+    theirs = run("vllm-rs", start_vllm_rs, args, workdir, env)
+    ours = run("serve", start_serve, args, workdir, env)
+    if theirs is None or ours is None:
+        return 1
+    failures = known = 0
+    for (name, a), (name_b, b) in zip(theirs, ours):
+        assert name == name_b
+        if a == b:
+            print(f"PASS: {name}" + (f" ({a})" if "body" not in a else ""))
+        elif name in KNOWN_DIFFERENCES:
+            known += 1
+            print(f"KNOWN: {name} ({KNOWN_DIFFERENCES[name]})\n    vllm-rs: {a}\n    serve:   {b}")
+        else:
+            failures += 1
+            print(f"FAIL: {name}\n    vllm-rs: {a}\n    serve:   {b}")
+    print(f"control conformance: {len(theirs) - failures - known}/{len(theirs)} equal, "
+          f"{known} known differences ({'FAIL' if failures else 'PASS'}; logs in {workdir})")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

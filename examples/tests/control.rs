@@ -1,0 +1,273 @@
+//! `serve`'s control plane over HTTP (`VLLM_SERVER_DEV_MODE=1`): pause modes with a
+//! request in flight, sleep and wake-up, the weight-transfer sequence, `collective_rpc`,
+//! aborts, and their errors, in front of the embedded mock engine. The answers are
+//! checked byte for byte against `vllm-rs serve` by
+//! `examples/scripts/control_conformance.py` (run by `scripts/interop.sh`).
+
+mod common;
+
+use common::*;
+use hyper::{Method, StatusCode};
+use serde_json::{Value, json};
+use vllm_examples::serve::engine::{EngineSource, MockSettings};
+use vllm_examples::serve::{RunningServer, ServeConfig};
+
+const LONG_TEXT: &str = "one two three four five six seven eight nine ten eleven twelve thirteen \
+fourteen fifteen sixteen seventeen eighteen nineteen twenty";
+
+/// A development-mode server with a slow mock engine, so that requests are in flight
+/// when the test acts.
+fn dev_server() -> RunningServer {
+    start(ServeConfig {
+        dev_mode: true,
+        engine: EngineSource::Embedded(MockSettings {
+            text: LONG_TEXT.into(),
+            tokens_per_second: 20.0,
+        }),
+        ..config(LONG_TEXT)
+    })
+}
+
+async fn call(addr: std::net::SocketAddr, method: Method, path: &str) -> (StatusCode, Value) {
+    let response = send(addr, method, path, None).await;
+    let status = response.status;
+    let text = response.text().await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn completion(stream: bool, max_tokens: u32) -> Value {
+    json!({"model": "qwen3", "prompt": "Count", "stream": stream, "max_tokens": max_tokens,
+           "ignore_eos": true})
+}
+
+/// Reads a stream's events until `[DONE]`; the last finish reason.
+async fn finish_reason(events: &mut Events) -> Option<String> {
+    let mut finish = None;
+    while let Some(Event::Data(event)) = events.next().await {
+        if let Some(reason) = event["choices"][0]["finish_reason"].as_str() {
+            finish = Some(reason.to_owned());
+        }
+    }
+    finish
+}
+
+#[test]
+fn the_development_endpoints_need_dev_mode() {
+    run(async {
+        let addr = plain();
+        let (status, _) = call(addr, Method::POST, "/pause").await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        let (status, version) = call(addr, Method::GET, "/version").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(version["version"], "0.33.0");
+        let (_, load) = call(addr, Method::GET, "/load").await;
+        assert_eq!(load, json!({"server_load": 0}));
+        let (_, sources) = call(addr, Method::GET, "/kv_event_sources").await;
+        assert_eq!(sources, json!({}));
+    });
+}
+
+#[test]
+fn pause_modes_treat_the_request_in_flight_as_vllm_does() {
+    let server = dev_server();
+    let addr = server.addr;
+    run(async {
+        // abort: the streamed request ends with `abort`; new requests get vLLM's 503.
+        let mut events = send(
+            addr,
+            Method::POST,
+            "/v1/completions",
+            Some(completion(true, 1000).to_string()),
+        )
+        .await
+        .events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        assert_eq!(
+            call(addr, Method::POST, "/pause").await,
+            (StatusCode::OK, json!({"status": "paused"}))
+        );
+        assert_eq!(finish_reason(&mut events).await.as_deref(), Some("abort"));
+        assert_eq!(
+            call(addr, Method::GET, "/is_paused").await.1,
+            json!({"is_paused": true})
+        );
+        let (status, refused) = post(addr, "/v1/completions", completion(false, 3)).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            refused["error"]["message"],
+            "Generation is paused. Please retry after it resumes."
+        );
+        assert_eq!(refused["error"]["type"], "ServiceUnavailableError");
+        assert_eq!(
+            call(addr, Method::POST, "/resume").await,
+            (StatusCode::OK, json!({"status": "resumed"}))
+        );
+
+        // keep: the request freezes, then finishes after the resume.
+        let mut events = send(
+            addr,
+            Method::POST,
+            "/v1/completions",
+            Some(completion(true, 8).to_string()),
+        )
+        .await
+        .events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        call(addr, Method::POST, "/pause?mode=keep").await;
+        call(addr, Method::POST, "/resume").await;
+        assert_eq!(finish_reason(&mut events).await.as_deref(), Some("length"));
+
+        // wait: the pause answers once the request has finished by itself.
+        let mut events = send(
+            addr,
+            Method::POST,
+            "/v1/completions",
+            Some(completion(true, 6).to_string()),
+        )
+        .await
+        .events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        let (status, _) = call(addr, Method::POST, "/pause?mode=wait").await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(finish_reason(&mut events).await.as_deref(), Some("length"));
+        call(addr, Method::POST, "/resume").await;
+
+        // A bad mode is refused with vllm-rs's message.
+        let (status, error) = call(addr, Method::POST, "/pause?mode=bogus").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            error["error"]["message"],
+            "Failed to deserialize query string: mode: invalid pause mode `bogus`; \
+             expected one of: abort, wait, keep"
+        );
+
+        // /abort_requests without ids aborts everything in flight.
+        let mut events = send(
+            addr,
+            Method::POST,
+            "/v1/completions",
+            Some(completion(true, 1000).to_string()),
+        )
+        .await
+        .events();
+        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        let (status, _) = post_status(addr, "/abort_requests", json!({})).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(finish_reason(&mut events).await.as_deref(), Some("abort"));
+    });
+    drop(server);
+}
+
+async fn post_status(addr: std::net::SocketAddr, path: &str, body: Value) -> (StatusCode, String) {
+    let response = send(addr, Method::POST, path, Some(body.to_string())).await;
+    let status = response.status;
+    (status, response.text().await)
+}
+
+#[test]
+fn sleep_weights_and_rpc_answer_as_vllm_does() {
+    let server = dev_server();
+    let addr = server.addr;
+    run(async {
+        assert_eq!(
+            call(addr, Method::POST, "/sleep?level=1").await.1,
+            json!({"status": "sleeping", "level": 1})
+        );
+        assert_eq!(
+            call(addr, Method::GET, "/is_sleeping").await.1,
+            json!({"is_sleeping": true})
+        );
+        assert_eq!(
+            call(addr, Method::POST, "/wake_up?tags=weights").await.1,
+            json!({"status": "sleeping", "tags": ["weights"]}),
+            "the KV cache still sleeps"
+        );
+        assert_eq!(
+            call(addr, Method::POST, "/wake_up?tags=kv_cache").await.1,
+            json!({"status": "awake", "tags": ["kv_cache"]})
+        );
+        let (status, error) = call(addr, Method::POST, "/sleep?level=7").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(error["error"]["message"], "level must be between 0 and 2");
+
+        // The weight-transfer sequence, its session rules and the version.
+        let (status, error) = call(addr, Method::POST, "/start_weight_update").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let message = error["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with("failed to call start_weight_update: utility call `collective_rpc` failed (call_id=")
+                && message.ends_with("Weight transfer not configured. Please set weight_transfer_config to enable weight transfer."),
+            "{message}"
+        );
+        let (status, _) = post(
+            addr,
+            "/init_weight_transfer_engine",
+            json!({"init_info": {"world_size": 2}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            call(addr, Method::POST, "/start_weight_update").await.1,
+            json!({"message": "Weight update started"})
+        );
+        let (status, _) = post(
+            addr,
+            "/update_weights",
+            json!({"update_info": {"names": ["w"]}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        let (status, _) = post(
+            addr,
+            "/finish_weight_update",
+            json!({"weight_version": "step-1"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            call(addr, Method::GET, "/weight_info").await.1,
+            json!({"weight_version": "step-1"})
+        );
+        let (_, checksums) = post(addr, "/weight_checker", json!({"action": "checksum"})).await;
+        assert_eq!(
+            checksums,
+            json!({"checksums": {"mock.weight": "0000000000000001"}})
+        );
+        let (_, compared) = post(
+            addr,
+            "/weight_checker",
+            json!({"action": "compare", "baseline": {"mock.weight": "0000000000000000"}}),
+        )
+        .await;
+        assert_eq!(
+            compared,
+            json!({"match": false, "mismatches": ["mock.weight"]})
+        );
+
+        // collective_rpc reaches the worker with the body's arguments.
+        let (status, answer) = post(
+            addr,
+            "/collective_rpc",
+            json!({"method": "echo", "args": [1], "kwargs": {"x": 2}}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(answer, json!({"results": [["echo", [1], {"x": 2}]]}));
+        let (status, error) = post(addr, "/collective_rpc", json!({"args": []})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            error["error"]["message"],
+            "Missing 'method' in request body"
+        );
+
+        assert_eq!(
+            call(addr, Method::POST, "/reset_prefix_cache").await.1,
+            json!({"success": true})
+        );
+        assert_eq!(
+            call(addr, Method::GET, "/get_world_size").await.1,
+            json!({"world_size": 1})
+        );
+    });
+    drop(server);
+}
