@@ -215,13 +215,58 @@ def battery(base: str, model: str):
     yield c("GET /health", "GET", "/health")
 
 
+OPS_FLAGS = ["--api-key", "sekret", "--enable-request-id-headers",
+             "--allowed-origins", '["http://a.example"]']
+
+
+def raw(base, method, path, headers):
+    """Status, selected response headers and body of a request with `headers`."""
+    req = urllib.request.Request(base + path, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            status, hdrs, body = resp.status, resp.headers, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        status, hdrs, body = e.code, e.headers, e.read().decode()
+    kept = {k.lower(): v for k, v in hdrs.items()
+            if k.lower().startswith("access-control-") or k.lower() in ("vary", "content-type")}
+    rid = hdrs.get("x-request-id")
+    kept["x-request-id"] = rid if rid in (None, "abc") else "GENERATED" if re.fullmatch(r"[0-9a-f]{32}", rid) else rid
+    return {"status": status, "headers": dict(sorted(kept.items())), "body": normalize(body)}
+
+
+def ops_battery(base: str, model: str):
+    """--api-key, --enable-request-id-headers, CORS."""
+    key = {"Authorization": "Bearer sekret"}
+    yield "GET /v1/models without a key", raw(base, "GET", "/v1/models", {})
+    yield "GET /v1/models wrong key", raw(base, "GET", "/v1/models", {"Authorization": "Bearer nope"})
+    # (the model list itself is vLLM's Python server's, compared elsewhere: status only)
+    accepted = raw(base, "GET", "/v1/models", {"Authorization": "bearer sekret"})
+    accepted["body"] = "(not compared)"
+    yield "GET /v1/models lowercase scheme", accepted
+    yield "GET /v1/models no scheme", raw(base, "GET", "/v1/models", {"Authorization": "sekret"})
+    yield "GET /version (open)", raw(base, "GET", "/version", {})
+    yield "GET /health (open)", raw(base, "GET", "/health", {})
+    yield "GET /load with X-Request-Id", raw(base, "GET", "/load", {"X-Request-Id": "abc"})
+    yield "POST /inference/v1/generate without a key", raw(base, "POST", "/inference/v1/generate", {})
+    yield "OPTIONS preflight, allowed origin", raw(base, "OPTIONS", "/v1/models", {
+        "Origin": "http://a.example", "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type"})
+    yield "OPTIONS preflight, other origin", raw(base, "OPTIONS", "/v1/models", {
+        "Origin": "http://b.example", "Access-Control-Request-Method": "POST"})
+    yield "GET /version with Origin", raw(base, "GET", "/version", {"Origin": "http://a.example"})
+    yield "GET /version with another Origin", raw(base, "GET", "/version", {"Origin": "http://b.example"})
+    del key
+
+
 def wait_ready(base, proc, timeout=240):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if proc.poll() is not None:
             return False
         try:
-            with urllib.request.urlopen(base + "/v1/models", timeout=2) as resp:
+            req = urllib.request.Request(base + "/v1/models",
+                                         headers={"Authorization": "Bearer sekret"})
+            with urllib.request.urlopen(req, timeout=2) as resp:
                 if resp.status == 200:
                     return json.loads(resp.read())["data"][0]["id"]
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
@@ -230,7 +275,7 @@ def wait_ready(base, proc, timeout=240):
     return None
 
 
-def start_vllm_rs(args, workdir, env):
+def start_vllm_rs(args, workdir, env, flags):
     wrapper = os.path.join(workdir, "python")
     with open(wrapper, "w") as f:
         f.write(
@@ -244,16 +289,16 @@ def start_vllm_rs(args, workdir, env):
     port = free_port()
     log = open(os.path.join(workdir, "vllm-rs.log"), "w")
     proc = subprocess.Popen(
-        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port)],
+        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port)] + flags,
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     return f"http://127.0.0.1:{port}", [proc]
 
 
-def start_serve(args, workdir, env):
+def start_serve(args, workdir, env, flags):
     port, rpc = free_port(), free_port()
     log = open(os.path.join(workdir, "serve.log"), "w")
     server = subprocess.Popen(
-        [args.serve, args.model, "--port", str(port), "--data-parallel-rpc-port", str(rpc)],
+        [args.serve, args.model, "--port", str(port), "--data-parallel-rpc-port", str(rpc)] + flags,
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     engine = subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-rpc-port", str(rpc)]
@@ -275,14 +320,14 @@ def stop(procs):
             os.killpg(p.pid, signal.SIGKILL)
 
 
-def run(name, starter, args, workdir, env):
-    base, procs = starter(args, workdir, env)
+def run(name, starter, args, workdir, env, flags, calls):
+    base, procs = starter(args, workdir, env, flags)
     try:
         model = wait_ready(base, procs[0])
         if not model:
             print(f"FAIL: {name} did not start (logs in {workdir})")
             return None
-        return list(battery(base, model))
+        return list(calls(base, model))
     finally:
         stop(procs)
 
@@ -296,10 +341,14 @@ def main() -> int:
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="control-conformance-")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}
-    theirs = run("vllm-rs", start_vllm_rs, args, workdir, env)
-    ours = run("serve", start_serve, args, workdir, env)
-    if theirs is None or ours is None:
-        return 1
+    theirs, ours = [], []
+    for flags, calls in [([], battery), (OPS_FLAGS, ops_battery)]:
+        a = run("vllm-rs", start_vllm_rs, args, workdir, env, flags, calls)
+        b = run("serve", start_serve, args, workdir, env, flags, calls)
+        if a is None or b is None:
+            return 1
+        theirs += a
+        ours += b
     failures = known = 0
     for (name, a), (name_b, b) in zip(theirs, ours):
         assert name == name_b

@@ -271,3 +271,91 @@ fn sleep_weights_and_rpc_answer_as_vllm_does() {
     });
     drop(server);
 }
+
+#[test]
+fn api_key_request_ids_and_cors_wrap_every_route() {
+    use vllm_examples::serve::ops::{Cors, Operations};
+    let server = start(ServeConfig {
+        ops: Operations {
+            api_keys: vec!["sekret".into()],
+            request_id_headers: true,
+            cors: Some(Cors {
+                origins: vec!["http://a.example".into()],
+                methods: vec!["*".into()],
+                headers: vec!["*".into()],
+                credentials: false,
+            }),
+        },
+        ..config(LONG_TEXT)
+    });
+    let addr = server.addr;
+    run(async {
+        // The OpenAI and tokens-in paths need the key; health and version do not.
+        let denied = send(addr, Method::GET, "/v1/models", None).await;
+        assert_eq!(denied.status, StatusCode::UNAUTHORIZED);
+        assert_eq!(denied.json().await, json!({"error": "Unauthorized"}));
+        let with_key = [("authorization", "Bearer sekret")];
+        let allowed = send_with(addr, Method::GET, "/v1/models", None, &with_key).await;
+        assert_eq!(allowed.status, StatusCode::OK);
+        assert_eq!(get(addr, "/health").await.status, StatusCode::OK);
+        let generate = send(
+            addr,
+            Method::POST,
+            "/inference/v1/generate",
+            Some("{}".into()),
+        )
+        .await;
+        assert_eq!(generate.status, StatusCode::UNAUTHORIZED);
+
+        // X-Request-Id: the request's own, else a new one.
+        let echoed = send_with(
+            addr,
+            Method::GET,
+            "/version",
+            None,
+            &[("x-request-id", "abc")],
+        )
+        .await;
+        assert_eq!(echoed.headers["x-request-id"], "abc");
+        let fresh = send(addr, Method::GET, "/version", None).await;
+        assert_eq!(fresh.headers["x-request-id"].len(), 32);
+
+        // CORS: a preflight from an allowed origin needs no key.
+        let preflight = send_with(
+            addr,
+            Method::OPTIONS,
+            "/v1/chat/completions",
+            None,
+            &[
+                ("origin", "http://a.example"),
+                ("access-control-request-method", "POST"),
+                ("access-control-request-headers", "authorization"),
+            ],
+        )
+        .await;
+        assert_eq!(preflight.status, StatusCode::OK);
+        assert_eq!(
+            preflight.headers["access-control-allow-origin"],
+            "http://a.example"
+        );
+        assert_eq!(
+            preflight.headers["access-control-allow-headers"],
+            "authorization"
+        );
+        assert_eq!(
+            preflight.headers["access-control-allow-methods"],
+            "DELETE,GET,HEAD,OPTIONS,PATCH,POST,PUT"
+        );
+        let other = send_with(
+            addr,
+            Method::GET,
+            "/version",
+            None,
+            &[("origin", "http://b.example")],
+        )
+        .await;
+        assert!(!other.headers.contains_key("access-control-allow-origin"));
+        assert_eq!(other.headers["vary"], "origin");
+    });
+    drop(server);
+}

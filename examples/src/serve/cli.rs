@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::engine::{DEFAULT_MOCK_TEXT, EngineSource, MockSettings};
 use super::http::HttpLimits;
 use super::model::default_model_dir;
+use super::ops::{Cors, Operations};
 use super::{ParserChoice, ServeConfig};
 
 /// `serve`: an OpenAI-compatible server in front of vLLM engines.
@@ -83,6 +84,24 @@ pub struct Args {
     /// one per core); more wait for a free thread.
     #[arg(long)]
     pub renderer_num_workers: Option<usize>,
+    /// Require `Authorization: Bearer KEY` on the `/v1` and `/inference` paths.
+    #[arg(long, env = "VLLM_API_KEY")]
+    pub api_key: Option<String>,
+    /// Answer with an `X-Request-Id` header (the request's, or a new id).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
+    pub enable_request_id_headers: bool,
+    /// CORS allowed origins, a JSON list (`[]`: no cross-origin access).
+    #[arg(long, default_value = "[]")]
+    pub allowed_origins: String,
+    /// CORS allowed methods, a JSON list (`["*"]`: the standard set).
+    #[arg(long, default_value = r#"["*"]"#)]
+    pub allowed_methods: String,
+    /// CORS allowed request headers, a JSON list (`["*"]`: mirror the request's).
+    #[arg(long, default_value = r#"["*"]"#)]
+    pub allowed_headers: String,
+    /// Allow CORS credentials (cookies, authorization headers).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
+    pub allow_credentials: bool,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -102,6 +121,11 @@ pub fn load_chat_template(arg: &str) -> Result<String> {
             Err(e).with_context(|| format!("--chat-template {arg}: not a file and not a template"))
         }
     }
+}
+
+/// A flag's JSON list of strings.
+fn json_list(flag: &str, text: &str) -> Result<Vec<String>> {
+    serde_json::from_str(text).with_context(|| format!("{flag} must be a JSON list of strings"))
 }
 
 impl ParserChoice {
@@ -169,6 +193,23 @@ impl Args {
             shutdown_timeout: Some(Duration::from_secs(self.shutdown_timeout)),
             renderer_num_workers: self.renderer_num_workers,
             dev_mode: super::control::dev_mode_from_env(),
+            ops: Operations {
+                api_keys: self.api_key.into_iter().collect(),
+                request_id_headers: self.enable_request_id_headers,
+                cors: {
+                    let origins = json_list("--allowed-origins", &self.allowed_origins)?;
+                    (!origins.is_empty())
+                        .then(|| -> Result<Cors> {
+                            Ok(Cors {
+                                origins,
+                                methods: json_list("--allowed-methods", &self.allowed_methods)?,
+                                headers: json_list("--allowed-headers", &self.allowed_headers)?,
+                                credentials: self.allow_credentials,
+                            })
+                        })
+                        .transpose()?
+                },
+            },
         })
     }
 }

@@ -25,6 +25,7 @@ pub mod error;
 pub mod generation;
 pub mod http;
 pub mod model;
+pub mod ops;
 pub mod routing;
 pub mod sse;
 pub mod state;
@@ -108,6 +109,8 @@ pub struct ServeConfig {
     /// `VLLM_SERVER_DEV_MODE=1`: serve the development endpoints (pause, sleep, weight
     /// transfer, cache resets, `collective_rpc`, …).
     pub dev_mode: bool,
+    /// `--api-key`, `--enable-request-id-headers`, CORS.
+    pub ops: ops::Operations,
 }
 
 impl ServeConfig {
@@ -134,6 +137,7 @@ impl ServeConfig {
             shutdown_timeout: None,
             renderer_num_workers: None,
             dev_mode: false,
+            ops: ops::Operations::default(),
         }
     }
 
@@ -165,6 +169,7 @@ impl ServeConfig {
 /// A bound server, not yet serving.
 pub struct Server {
     state: AppState,
+    ops: ops::Operations,
     listener: tokio::net::TcpListener,
     mocks: Vec<MockEngineHandle>,
     http: HttpLimits,
@@ -232,6 +237,7 @@ impl Server {
         };
         Ok(Self {
             state,
+            ops: config.ops.clone(),
             listener,
             mocks: engines.mocks,
             http: config.http,
@@ -255,7 +261,7 @@ impl Server {
     /// within `--shutdown-timeout` (a second SIGINT/SIGTERM cuts that short), aborts
     /// the rest and stops the engines' link.
     pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-        let router = router(self.state.clone());
+        let router = self.ops.apply(router(self.state.clone()));
         let client = self.state.pipeline.client().clone();
         http::serve(
             self.listener,
@@ -279,7 +285,7 @@ impl Server {
     pub fn spawn(self) -> RunningServer {
         let addr = self.local_addr();
         let client = self.state.pipeline.client().clone();
-        let router = router(self.state.clone());
+        let router = self.ops.apply(router(self.state.clone()));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let aborting = client.clone();
         let task = tokio::spawn(http::serve(

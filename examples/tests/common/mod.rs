@@ -141,6 +141,8 @@ pub fn weather_tool() -> Value {
 pub struct Response {
     pub status: StatusCode,
     pub content_type: String,
+    /// The response headers, names lower-case, values as text.
+    pub headers: std::collections::HashMap<String, String>,
     body: Incoming,
     /// The connection task; aborting it closes the socket.
     connection: tokio::task::JoinHandle<()>,
@@ -187,9 +189,18 @@ pub async fn send_with(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
+            (name.as_str().to_owned(), value)
+        })
+        .collect();
     Response {
         status: response.status(),
         content_type,
+        headers,
         body: response.into_body(),
         connection,
     }
