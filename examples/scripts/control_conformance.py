@@ -258,6 +258,39 @@ def ops_battery(base: str, model: str):
     del key
 
 
+def metric_lines(text: str) -> list[str]:
+    """An exposition, comparable across servers: HELP/TYPE lines in order, then the
+    sample lines sorted, without the values of timing histograms and HTTP series."""
+    head, samples = [], []
+    for line in text.splitlines():
+        if line.startswith("#"):
+            head.append(line)
+        elif line.startswith("http_"):
+            continue
+        elif line:
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            if name.endswith(("_seconds_bucket", "_seconds_sum")):
+                continue  # timings differ between any two runs
+            samples.append(line)
+    return head + sorted(samples)
+
+
+def metrics_battery(base: str, model: str):
+    """/metrics of a fresh server after two completions (5 tokens each) and one chat."""
+    for i in range(2):
+        call(base, "POST", "/v1/completions", {"model": model, "prompt": f"Hello {i}",
+                                               "max_tokens": 5, "ignore_eos": True})
+    call(base, "POST", "/v1/chat/completions", {"model": model, "max_tokens": 3,
+                                                "messages": [{"role": "user", "content": "Hi"}]})
+    time.sleep(0.5)  # the scheduler statistics of the last step
+    status, ctype, text = call(base, "GET", "/metrics")
+    lines = metric_lines(normalize(text))
+    yield "GET /metrics content type", {"status": status, "content_type": ctype}
+    yield "GET /metrics families (HELP/TYPE)", {"lines": [l for l in lines if l.startswith("#")]}
+    for line in (l for l in lines if not l.startswith("#")):
+        yield f"metric {line.rsplit(' ', 1)[0]}", {"sample": line}
+
+
 def wait_ready(base, proc, timeout=240):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -338,11 +371,36 @@ def main() -> int:
     p.add_argument("--mock-engine", required=True)
     p.add_argument("--vllm-rs", default=os.path.join(REF, "vllm_src/vllm/vllm-rs"))
     p.add_argument("--model", default=os.path.join(REF, "models/qwen3"))
+    p.add_argument("--write-metric-families", metavar="PATH",
+                   help="write vllm-rs's /metrics of an idle server to PATH (the metric "
+                        "families serve declares) and exit")
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="control-conformance-")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}
+    if args.write_metric_families:
+        # Idle, then after one completion: the idle exposition says which series exist
+        # from the start, the second the buckets of the per-request histograms.
+        def expositions(base, model):
+            yield "idle", call(base, "GET", "/metrics")[2]
+            call(base, "POST", "/v1/completions", {"model": model, "prompt": "Hello", "max_tokens": 2})
+            time.sleep(0.5)
+            yield "after a request", call(base, "GET", "/metrics")[2]
+        captured = run("vllm-rs", start_vllm_rs, args, workdir, env, [], expositions)
+        if captured is None:
+            return 1
+        with open(args.write_metric_families, "w") as f:
+            f.write("# vllm-rs 0.33.0 /metrics in front of one mock engine, idle and then after one\n"
+                    "# request; written by examples/scripts/control_conformance.py "
+                    "--write-metric-families\n")
+            for name, text in captured:
+                # The HTTP instrumentation's samples come from this script's own calls.
+                kept = [line for line in text.replace(args.model, "MODEL").split("\n")
+                        if not line.startswith("http_")]
+                f.write(f"# ==== {name}\n" + "\n".join(kept).rstrip("\n") + "\n")
+        print(f"wrote {args.write_metric_families}")
+        return 0
     theirs, ours = [], []
-    for flags, calls in [([], battery), (OPS_FLAGS, ops_battery)]:
+    for flags, calls in [([], battery), (OPS_FLAGS, ops_battery), ([], metrics_battery)]:
         a = run("vllm-rs", start_vllm_rs, args, workdir, env, flags, calls)
         b = run("serve", start_serve, args, workdir, env, flags, calls)
         if a is None or b is None:
@@ -350,8 +408,11 @@ def main() -> int:
         theirs += a
         ours += b
     failures = known = 0
-    for (name, a), (name_b, b) in zip(theirs, ours):
-        assert name == name_b
+    theirs_by_name = dict(theirs)
+    ours_by_name = dict(ours)
+    names = list(dict.fromkeys([n for n, _ in theirs] + [n for n, _ in ours]))
+    for name in names:
+        a, b = theirs_by_name.get(name), ours_by_name.get(name)
         if a == b:
             print(f"PASS: {name}" + (f" ({a})" if "body" not in a else ""))
         elif name in KNOWN_DIFFERENCES:
@@ -360,7 +421,7 @@ def main() -> int:
         else:
             failures += 1
             print(f"FAIL: {name}\n    vllm-rs: {a}\n    serve:   {b}")
-    print(f"control conformance: {len(theirs) - failures - known}/{len(theirs)} equal, "
+    print(f"control conformance: {len(names) - failures - known}/{len(names)} equal, "
           f"{known} known differences ({'FAIL' if failures else 'PASS'}; logs in {workdir})")
     return 1 if failures else 0
 

@@ -359,3 +359,43 @@ fn api_key_request_ids_and_cors_wrap_every_route() {
     });
     drop(server);
 }
+
+#[test]
+fn metrics_count_tokens_requests_and_latencies_with_vllm_names() {
+    let addr = plain();
+    run(async {
+        let before = get(addr, "/metrics").await;
+        assert_eq!(
+            before.content_type,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        );
+        let before = before.text().await;
+        let value = |text: &str, series: &str| -> f64 {
+            text.lines()
+                .find(|l| l.starts_with(series))
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0)
+        };
+        let generation = r#"vllm:generation_tokens_total{model_name="qwen3",engine="0"}"#;
+        let success =
+            r#"vllm:request_success_total{model_name="qwen3",engine="0",finished_reason="length"}"#;
+        let ttft = r#"vllm:time_to_first_token_seconds_count{model_name="qwen3",engine="0"}"#;
+        let (status, _) = post(addr, "/v1/completions", completion(false, 4)).await;
+        assert_eq!(status, StatusCode::OK);
+        // The statistics of the last engine step arrive with its outputs.
+        let mut after = String::new();
+        for _ in 0..50 {
+            after = get(addr, "/metrics").await.text().await;
+            if value(&after, success) > value(&before, success) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        assert_eq!(value(&after, generation) - value(&before, generation), 4.0);
+        assert_eq!(value(&after, success) - value(&before, success), 1.0);
+        assert_eq!(value(&after, ttft) - value(&before, ttft), 1.0);
+        assert!(after.contains("# TYPE vllm:num_requests_running gauge"));
+        assert!(after.ends_with("# EOF\n"));
+    });
+}

@@ -317,6 +317,7 @@ async fn direct_mode_without_handshake_over_ipc() {
         start_rank: 0,
         ready_timeout: Duration::from_secs(20),
         client_index: 0,
+        stats: None,
     };
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -381,6 +382,7 @@ async fn handshake_over_ipc_picks_distinct_socket_paths() {
         start_rank: 0,
         ready_timeout: Duration::from_secs(20),
         client_index: 0,
+        stats: None,
     };
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -661,4 +663,82 @@ async fn lora_slots_evict_the_least_recently_used_and_requests_follow_their_adap
         1,
         "plain requests go by load"
     );
+}
+
+#[tokio::test]
+async fn statistics_reach_the_observer_as_vllm_computes_them() {
+    use std::sync::{Arc, Mutex};
+    use vllm_client::client::stats::{IterationStats, StatsObserver};
+    use vllm_client::protocol::SchedulerStats;
+
+    #[derive(Default)]
+    struct Collect {
+        iterations: Mutex<Vec<IterationStats>>,
+        schedulers: Mutex<Vec<SchedulerStats>>,
+    }
+    impl StatsObserver for Collect {
+        fn iteration(&self, _engine: i64, stats: &IterationStats) {
+            self.iterations.lock().unwrap().push(stats.clone());
+        }
+        fn scheduler(&self, _engine: i64, stats: &SchedulerStats) {
+            self.schedulers.lock().unwrap().push(stats.clone());
+        }
+    }
+
+    let port = free_port();
+    let collect = Arc::new(Collect::default());
+    let config = ClientConfig::handshake("127.0.0.1", port, 1)
+        .with_ready_timeout(Duration::from_secs(30))
+        .with_stats(collect.clone());
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    let _engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, slow());
+    let client = connecting.await.unwrap().unwrap();
+    for id in ["s-1", "s-2"] {
+        let outputs = client.generate_all(request(id, 5)).await.unwrap();
+        assert_eq!(
+            outputs.last().unwrap().finish_reason,
+            Some(FinishReason::Length)
+        );
+    }
+    let iterations = collect.iterations.lock().unwrap().clone();
+    let ttfts: Vec<f64> = iterations
+        .iter()
+        .flat_map(|i| i.time_to_first_tokens.clone())
+        .collect();
+    let itls: Vec<f64> = iterations
+        .iter()
+        .flat_map(|i| i.inter_token_latencies.clone())
+        .collect();
+    let finished: Vec<_> = iterations.iter().flat_map(|i| i.finished.clone()).collect();
+    assert_eq!(ttfts.len(), 2, "one first token per request");
+    assert!(ttfts.iter().all(|t| *t >= 0.0 && *t < 10.0), "{ttfts:?}");
+    // 5 tokens, one per step: 4 inter-token gaps per request, at the mock's 50 tokens/s.
+    assert_eq!(itls.len(), 8);
+    assert!(itls.iter().all(|t| *t > 0.005 && *t < 1.0), "{itls:?}");
+    assert_eq!(
+        iterations
+            .iter()
+            .map(|i| i.num_generation_tokens)
+            .sum::<u64>(),
+        10
+    );
+    assert_eq!(
+        iterations
+            .iter()
+            .map(|i| i.prompt_tokens.total)
+            .sum::<u64>(),
+        6,
+        "the mock reports each 3-token prefill"
+    );
+    assert_eq!(finished.len(), 2);
+    for done in &finished {
+        assert_eq!(done.finish_reason, FinishReason::Length);
+        assert_eq!((done.num_prompt_tokens, done.num_generation_tokens), (3, 5));
+        assert_eq!(done.max_tokens_param, Some(5));
+        assert!(done.queued_time >= 0.0 && done.prefill_time >= 0.0);
+        assert!(done.decode_time > 0.0);
+        assert!((done.inference_time - (done.prefill_time + done.decode_time)).abs() < 1e-9);
+        assert!(done.e2e_latency >= done.decode_time);
+    }
+    assert!(!collect.schedulers.lock().unwrap().is_empty());
 }

@@ -102,6 +102,9 @@ pub struct Args {
     /// Allow CORS credentials (cookies, authorization headers).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
     pub allow_credentials: bool,
+    /// Compute no request or scheduler statistics (`/metrics` stays at idle values).
+    #[arg(long)]
+    pub disable_log_stats: bool,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -193,6 +196,7 @@ impl Args {
             shutdown_timeout: Some(Duration::from_secs(self.shutdown_timeout)),
             renderer_num_workers: self.renderer_num_workers,
             dev_mode: super::control::dev_mode_from_env(),
+            disable_log_stats: self.disable_log_stats,
             ops: Operations {
                 api_keys: self.api_key.into_iter().collect(),
                 request_id_headers: self.enable_request_id_headers,

@@ -68,13 +68,17 @@ pub async fn connect(
     engine_count: u16,
     ready_timeout: Duration,
     model: &Model,
+    stats: Option<std::sync::Arc<dyn vllm_client::client::stats::StatsObserver>>,
 ) -> Result<Engines> {
     let (host, port) = match source {
         EngineSource::Embedded(_) => ("127.0.0.1".to_owned(), free_port()?),
         EngineSource::External { address, rpc_port } => (address.clone(), *rpc_port),
     };
-    let config =
+    let mut config =
         ClientConfig::handshake(&host, port, engine_count).with_ready_timeout(ready_timeout);
+    if let Some(observer) = stats {
+        config = config.with_stats(observer);
+    }
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     let mocks = match source {
         EngineSource::Embedded(settings) => {

@@ -24,6 +24,7 @@ pub mod engine;
 pub mod error;
 pub mod generation;
 pub mod http;
+pub mod metrics;
 pub mod model;
 pub mod ops;
 pub mod routing;
@@ -111,6 +112,9 @@ pub struct ServeConfig {
     pub dev_mode: bool,
     /// `--api-key`, `--enable-request-id-headers`, CORS.
     pub ops: ops::Operations,
+    /// `--disable-log-stats`: no request or scheduler statistics (`/metrics` shows the
+    /// families at their idle values).
+    pub disable_log_stats: bool,
 }
 
 impl ServeConfig {
@@ -138,6 +142,7 @@ impl ServeConfig {
             renderer_num_workers: None,
             dev_mode: false,
             ops: ops::Operations::default(),
+            disable_log_stats: false,
         }
     }
 
@@ -197,13 +202,18 @@ impl Server {
         };
         let model = Arc::new(Model::load(&config.model_dir, options)?);
         let parsers = config.parsers(&model)?;
+        let metrics = Arc::new(metrics::Metrics::new(&config.served_model_name)?);
+        let observer: Option<Arc<dyn vllm_client::client::stats::StatsObserver>> =
+            (!config.disable_log_stats).then(|| metrics.clone() as _);
         let engines = engine::connect(
             &config.engine,
             config.data_parallel_size.max(1),
             config.engine_ready_timeout,
             &model,
+            observer,
         )
         .await?;
+        metrics.init_engines(engines.client.engines());
         let addr = format!("{}:{}", config.host, config.port);
         let listener = tokio::net::TcpListener::bind(&addr)
             .await
@@ -234,6 +244,7 @@ impl Server {
             api,
             pipeline,
             dev_mode: config.dev_mode,
+            metrics,
         };
         Ok(Self {
             state,
@@ -349,7 +360,8 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(error::require_json))
         .merge(tokens::routes())
         .merge(control::routes())
-        .route("/health", get(health));
+        .route("/health", get(health))
+        .route("/metrics", get(metrics_text));
     if state.dev_mode {
         router = router.merge(control::dev_routes());
     }
@@ -370,6 +382,18 @@ async fn health(State(state): State<AppState>) -> Response {
         Err(_) => error::error_response(&ApiError::unavailable(
             "the engines did not answer within 10 s",
         )),
+    }
+}
+
+/// `GET /metrics`: the Prometheus exposition (OpenMetrics text).
+async fn metrics_text(State(state): State<AppState>) -> Response {
+    match state.metrics.encode() {
+        Ok(text) => (
+            [(axum::http::header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            text,
+        )
+            .into_response(),
+        Err(_) => error::error_response(&ApiError::internal("the metrics did not encode")),
     }
 }
 

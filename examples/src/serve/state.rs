@@ -44,6 +44,8 @@ pub struct AppState {
     pub pipeline: Pipeline,
     /// Whether the development endpoints are served (`VLLM_SERVER_DEV_MODE=1`).
     pub dev_mode: bool,
+    /// What `/metrics` exposes.
+    pub metrics: Arc<super::metrics::Metrics>,
 }
 
 impl FromRef<AppState> for Arc<ModelApi> {

@@ -11,6 +11,7 @@ use zeromq::{PullSocket, RouterRecvHalf, RouterSendHalf, SocketRecv, SocketSend,
 use super::ClientError;
 use super::batch::{OutputBatch, Staged};
 use super::shared::{Command, Shared};
+use super::stats;
 use crate::protocol::{Abort, ENGINE_CORE_DEAD, RequestType, StartDpWave, UtilityOutput};
 use crate::wire::{DecodeError, Reader};
 
@@ -134,6 +135,7 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
     let outputs = &mut batch.rest;
     let engine = outputs.engine_index;
     let mut wake = None;
+    let mut report = None;
     {
         let mut state = shared.lock();
         let state = &mut *state;
@@ -141,6 +143,14 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
         if let (Some(stats), Some(i)) = (&outputs.scheduler_stats, index) {
             state.fleet.loads[i].update(stats);
         }
+        // Statistics, when an observer wants them: one clock reading per message.
+        let mut iteration = state.observer.as_ref().map(|_| {
+            (
+                stats::IterationStats::default(),
+                stats::wall_clock(),
+                outputs.timestamp,
+            )
+        });
         let mut full = batch.full.drain(..);
         for staged in &batch.staged {
             match staged {
@@ -151,6 +161,11 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                 } => {
                     let request_id = OutputBatch::request_id(payload, request_id.clone());
                     let tokens = &batch.tokens[tokens.clone()];
+                    if let Some((it, now, ts)) = &mut iteration {
+                        state.record(request_id, |s| {
+                            s.update(it, tokens.len(), None, *finish_reason, *ts, *now)
+                        });
+                    }
                     state.deliver(request_id, finish_reason.is_some(), |tx| {
                         wakers.extend(tx.queue_tokens(tokens, *finish_reason))
                     });
@@ -158,11 +173,23 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                 Staged::Full => {
                     let Some(output) = full.next() else { break };
                     let (id, finished) = (output.request_id.clone(), output.finished());
+                    if let Some((it, now, ts)) = &mut iteration {
+                        let tokens = output.new_token_ids.len();
+                        state.record(&id, |s| {
+                            s.update(it, tokens, Some(&output), output.finish_reason, *ts, *now)
+                        });
+                    }
                     state.deliver(&id, finished, |tx| wakers.extend(tx.queue(Ok(output))));
                 }
             }
         }
         drop(full);
+        if let Some(observer) = &state.observer {
+            let iteration = iteration.map(|(it, ..)| it).filter(|it| !it.is_empty());
+            if iteration.is_some() || outputs.scheduler_stats.is_some() {
+                report = Some((observer.clone(), iteration, outputs.scheduler_stats.take()));
+            }
+        }
         if let Some(wave) = outputs.wave_complete {
             tracing::debug!(wave, engine, "data-parallel wave complete");
             state.fleet.wave_complete(wave);
@@ -174,6 +201,15 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
         }
         if let Some(utility) = outputs.utility_output.take() {
             answer_utility(&mut state.utilities, index, utility);
+        }
+    }
+    // The observer runs outside the lock that `generate` and the streams take.
+    if let Some((observer, iteration, scheduler)) = report {
+        if let Some(iteration) = &iteration {
+            observer.iteration(engine, iteration);
+        }
+        if let Some(scheduler) = &scheduler {
+            observer.scheduler(engine, scheduler);
         }
     }
     for waker in wakers.drain(..) {

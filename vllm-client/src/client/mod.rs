@@ -14,6 +14,7 @@ mod io;
 mod mailbox;
 mod shared;
 mod startup;
+pub mod stats;
 mod stream;
 
 use std::sync::Arc;
@@ -64,7 +65,7 @@ pub enum Startup {
 }
 
 /// Configuration of an [`EngineCoreClient`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ClientConfig {
     /// How engines connect.
     pub startup: Startup,
@@ -76,6 +77,21 @@ pub struct ClientConfig {
     pub ready_timeout: Duration,
     /// This frontend's index among several frontends sharing the engines.
     pub client_index: i64,
+    /// Receives request and scheduler statistics ([`ClientConfig::with_stats`]).
+    pub stats: Option<Arc<dyn stats::StatsObserver>>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("startup", &self.startup)
+            .field("engine_count", &self.engine_count)
+            .field("start_rank", &self.start_rank)
+            .field("ready_timeout", &self.ready_timeout)
+            .field("client_index", &self.client_index)
+            .field("stats", &self.stats.is_some())
+            .finish()
+    }
 }
 
 impl ClientConfig {
@@ -91,7 +107,15 @@ impl ClientConfig {
             start_rank: 0,
             ready_timeout: Duration::from_secs(600),
             client_index: 0,
+            stats: None,
         }
+    }
+
+    /// Computes request and scheduler statistics as vLLM's frontend does and hands
+    /// them to `observer` (for a metrics exporter; see [`stats`]).
+    pub fn with_stats(mut self, observer: Arc<dyn stats::StatsObserver>) -> Self {
+        self.stats = Some(observer);
+        self
     }
 
     /// Sets the start-up timeout.
@@ -218,6 +242,7 @@ impl EngineCoreClient {
             Fleet::new(ranks.len(), config.start_rank, rotation),
             commands_tx,
             identities,
+            config.stats.clone(),
         );
         let tasks = vec![
             tokio::spawn(io::input_task(shared.clone(), sender, commands_rx)),
@@ -303,9 +328,14 @@ impl EngineCoreClient {
                 state.fleet.engines_running = true;
                 state.fleet.current_wave
             });
-            state
-                .requests
-                .insert(request.request_id.clone(), RequestEntry { engine, tx });
+            let stats = state
+                .observer
+                .is_some()
+                .then(|| Box::new(stats::RequestStats::new(&request)));
+            state.requests.insert(
+                request.request_id.clone(),
+                RequestEntry { engine, tx, stats },
+            );
             (engine, wake)
         };
         let request_id = request.request_id.clone();

@@ -18,6 +18,8 @@ pub(crate) type StreamItem = Result<EngineCoreOutput, ClientError>;
 pub(crate) struct RequestEntry {
     pub engine: usize,
     pub tx: super::mailbox::Sender,
+    /// What the statistics need, when an observer wants them.
+    pub stats: Option<Box<super::stats::RequestStats>>,
 }
 
 /// An in-flight utility call: one result per engine called, answered when all are in
@@ -47,6 +49,8 @@ pub(crate) enum Command {
 
 pub(crate) struct State {
     pub requests: HashMap<String, RequestEntry>,
+    /// The statistics observer (`ClientConfig::with_stats`).
+    pub observer: Option<Arc<dyn super::stats::StatsObserver>>,
     pub utilities: HashMap<u64, UtilityEntry>,
     pub fleet: Fleet,
     /// Set once, when an engine dies or the client shuts down.
@@ -54,6 +58,21 @@ pub(crate) struct State {
 }
 
 impl State {
+    /// Updates the statistics of `request_id` (if it is tracked).
+    pub fn record(
+        &mut self,
+        request_id: &str,
+        update: impl FnOnce(&mut super::stats::RequestStats),
+    ) {
+        if let Some(stats) = self
+            .requests
+            .get_mut(request_id)
+            .and_then(|entry| entry.stats.as_deref_mut())
+        {
+            update(stats);
+        }
+    }
+
     /// Hands an output of `request_id` to `send` if anyone is listening (aborted and
     /// unknown requests have no entry); a request's last output removes its entry.
     pub fn deliver(
@@ -86,10 +105,12 @@ impl Shared {
         fleet: Fleet,
         commands: mpsc::UnboundedSender<Command>,
         identities: Vec<Bytes>,
+        observer: Option<Arc<dyn super::stats::StatsObserver>>,
     ) -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(State {
                 requests: HashMap::new(),
+                observer,
                 utilities: HashMap::new(),
                 fleet,
                 dead: None,

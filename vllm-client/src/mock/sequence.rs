@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::protocol::{
     EngineCoreEvent, EngineCoreEventType, EngineCoreOutput, EngineCoreRequest, FinishReason,
-    LogprobsLists, SamplingParams, StopReason,
+    LogprobsLists, PrefillStats, SamplingParams, StopReason,
 };
 
 use super::{MockConfig, OutputMode};
@@ -172,6 +172,15 @@ impl Sequence {
         let mut output = EngineCoreOutput {
             request_id: self.request_id.clone(),
             events: (!self.events.is_empty()).then(|| std::mem::take(&mut self.events)),
+            // The first output reports the prefill, as vLLM's scheduler does (the mock
+            // computes every prompt token; it has no prefix cache).
+            prefill_stats: (self.generated == 0).then(|| {
+                Box::new(PrefillStats {
+                    num_prompt_tokens: self.prompt_len as i64,
+                    num_computed_tokens: self.prompt_len as i64,
+                    ..PrefillStats::default()
+                })
+            }),
             ..EngineCoreOutput::default()
         };
         let mut rows = Vec::new();
