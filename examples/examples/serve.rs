@@ -35,11 +35,13 @@ async fn main() -> anyhow::Result<()> {
     let config = Args::parse().into_config()?;
     let model = config.served_model_name.clone();
     let server = Server::bind(config).await?;
-    let addr = server.local_addr();
-    tracing::info!("serving {model} on http://{addr}");
-    tracing::info!(
-        "try: curl -N http://{addr}/v1/chat/completions -H 'Content-Type: application/json' \
-         -d '{{\"model\":\"{model}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hi\"}}],\"stream\":true}}'"
-    );
+    let endpoint = server.endpoint();
+    tracing::info!("serving {model} on {endpoint}");
+    if endpoint.starts_with("http") {
+        tracing::info!(
+            "try: curl -N {endpoint}/v1/chat/completions -H 'Content-Type: application/json' \
+             -d '{{\"model\":\"{model}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hi\"}}],\"stream\":true}}'"
+        );
+    }
     server.serve(shutdown_signal()).await
 }

@@ -11,6 +11,7 @@ use super::engine::{DEFAULT_MOCK_TEXT, EngineSource, MockSettings};
 use super::http::HttpLimits;
 use super::model::default_model_dir;
 use super::ops::{Cors, Operations};
+use super::tls::TlsSettings;
 use super::{ParserChoice, ServeConfig};
 
 /// `serve`: an OpenAI-compatible server in front of vLLM engines.
@@ -102,6 +103,21 @@ pub struct Args {
     /// Allow CORS credentials (cookies, authorization headers).
     #[arg(long, num_args = 0..=1, default_missing_value = "true", default_value_t = false)]
     pub allow_credentials: bool,
+    /// Listen on this Unix domain socket; host and port are ignored.
+    #[arg(long)]
+    pub uds: Option<PathBuf>,
+    /// Serve HTTPS with this certificate chain (PEM).
+    #[arg(long)]
+    pub ssl_certfile: Option<PathBuf>,
+    /// The private key (PEM); default: the one in --ssl-certfile.
+    #[arg(long)]
+    pub ssl_keyfile: Option<PathBuf>,
+    /// CA certificates that client certificates must chain to (mTLS).
+    #[arg(long)]
+    pub ssl_ca_certs: Option<PathBuf>,
+    /// Client certificates: 0 none, 1 optional, 2 required (Python's `ssl.CERT_*`).
+    #[arg(long, default_value_t = 0)]
+    pub ssl_cert_reqs: u8,
     /// Compute no request or scheduler statistics (`/metrics` stays at idle values).
     #[arg(long)]
     pub disable_log_stats: bool,
@@ -197,6 +213,19 @@ impl Args {
             renderer_num_workers: self.renderer_num_workers,
             dev_mode: super::control::dev_mode_from_env(),
             disable_log_stats: self.disable_log_stats,
+            uds: self.uds,
+            tls: match self.ssl_certfile {
+                Some(certfile) => Some(TlsSettings {
+                    certfile,
+                    keyfile: self.ssl_keyfile,
+                    ca_certs: self.ssl_ca_certs,
+                    cert_reqs: self.ssl_cert_reqs,
+                }),
+                None if self.ssl_keyfile.is_some() => {
+                    anyhow::bail!("--ssl-keyfile needs --ssl-certfile")
+                }
+                None => None,
+            },
             ops: Operations {
                 api_keys: self.api_key.into_iter().collect(),
                 request_id_headers: self.enable_request_id_headers,

@@ -1,7 +1,9 @@
 //! The HTTP accept loop, with the limits `axum::serve` does not have: a cap on open
 //! connections, a header-read timeout that also closes idle keep-alive connections
 //! (hyper starts it again after every response), `TCP_NODELAY`, and a shutdown
-//! deadline after which requests in flight are aborted.
+//! deadline after which requests in flight are aborted. It listens on TCP or a Unix
+//! socket (`--uds`), with or without TLS (the handshake runs in the connection's task,
+//! bounded by the same header-read timeout).
 //!
 //! Without them ~20,000 idle TCP connections stopped the server, slowloris connections
 //! were never closed, and one long stream held shutdown forever.
@@ -15,8 +17,48 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::Semaphore;
+use tokio_rustls::TlsAcceptor;
+
+/// Where the server listens.
+#[derive(Debug)]
+pub enum Listener {
+    /// A TCP socket (`--host`, `--port`).
+    Tcp(TcpListener),
+    /// A Unix domain socket (`--uds PATH`; the file is removed when the server stops).
+    Unix(UnixListener, std::path::PathBuf),
+}
+
+/// A connection's byte stream, whatever it runs on.
+trait Connection: AsyncRead + AsyncWrite + Unpin + Send + 'static {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + 'static> Connection for T {}
+
+impl Listener {
+    async fn accept(&self) -> std::io::Result<Box<dyn Connection>> {
+        match self {
+            Listener::Tcp(listener) => {
+                let (tcp, _) = listener.accept().await?;
+                // SSE frames are small writes: without TCP_NODELAY each would wait for
+                // the client's delayed ACK of the previous one (up to 40 ms).
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!("TCP_NODELAY: {e}");
+                }
+                Ok(Box::new(tcp))
+            }
+            Listener::Unix(listener, _) => Ok(Box::new(listener.accept().await?.0)),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, path) = self {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
 
 /// Connection limits and timeouts (flags of `serve`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,8 +93,10 @@ pub enum Drain {
 /// Serves `router` on `listener` until `shutdown` resolves, then drains as `drain`
 /// says; `force` (e.g. a second signal) cuts a drain short. `abort` is called when a
 /// drain is cut: it should end the requests in flight (their streams then finish).
+#[allow(clippy::too_many_arguments)]
 pub async fn serve(
-    listener: TcpListener,
+    listener: Listener,
+    tls: Option<TlsAcceptor>,
     router: Router,
     limits: HttpLimits,
     shutdown: impl Future<Output = ()>,
@@ -70,9 +114,9 @@ pub async fn serve(
     let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (tcp, _) = tokio::select! {
+        let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok(connection) => connection,
+                Ok(stream) => stream,
                 Err(e) => {
                     // Out of file descriptors, or a connection reset before accept:
                     // wait a moment instead of spinning.
@@ -87,14 +131,29 @@ pub async fn serve(
             tracing::debug!("connection cap reached: closing a new connection");
             continue;
         };
-        // SSE frames are small writes: without TCP_NODELAY each would wait for the
-        // client's delayed ACK of the previous one (up to 40 ms).
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY: {e}");
-        }
         let service = TowerToHyperService::new(router.clone());
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        let tls = tls.clone();
+        let handshake_timeout = limits.keep_alive_timeout;
         tokio::spawn(async move {
+            let stream: Box<dyn Connection> = match tls {
+                None => stream,
+                Some(acceptor) => {
+                    match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => Box::new(tls),
+                        Ok(Err(e)) => {
+                            tracing::debug!("TLS handshake: {e}");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!("TLS handshake timed out");
+                            return;
+                        }
+                    }
+                }
+            };
+            let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
             let _ = connection.await;
             drop(slot);
         });

@@ -30,6 +30,7 @@ pub mod ops;
 pub mod routing;
 pub mod sse;
 pub mod state;
+pub mod tls;
 pub mod tokens;
 
 use std::net::SocketAddr;
@@ -115,6 +116,10 @@ pub struct ServeConfig {
     /// `--disable-log-stats`: no request or scheduler statistics (`/metrics` shows the
     /// families at their idle values).
     pub disable_log_stats: bool,
+    /// `--uds PATH`: listen on this Unix socket instead of `host:port`.
+    pub uds: Option<PathBuf>,
+    /// `--ssl-certfile` and friends: HTTPS.
+    pub tls: Option<tls::TlsSettings>,
 }
 
 impl ServeConfig {
@@ -143,6 +148,8 @@ impl ServeConfig {
             dev_mode: false,
             ops: ops::Operations::default(),
             disable_log_stats: false,
+            uds: None,
+            tls: None,
         }
     }
 
@@ -175,7 +182,8 @@ impl ServeConfig {
 pub struct Server {
     state: AppState,
     ops: ops::Operations,
-    listener: tokio::net::TcpListener,
+    listener: http::Listener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     mocks: Vec<MockEngineHandle>,
     http: HttpLimits,
     drain: Drain,
@@ -184,7 +192,7 @@ pub struct Server {
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Server")
-            .field("addr", &self.listener.local_addr().ok())
+            .field("endpoint", &self.endpoint())
             .finish_non_exhaustive()
     }
 }
@@ -214,10 +222,27 @@ impl Server {
         )
         .await?;
         metrics.init_engines(engines.client.engines());
-        let addr = format!("{}:{}", config.host, config.port);
-        let listener = tokio::net::TcpListener::bind(&addr)
-            .await
-            .with_context(|| format!("binding {addr}"))?;
+        let tls = config
+            .tls
+            .as_ref()
+            .map(tls::TlsSettings::acceptor)
+            .transpose()?;
+        let listener = match &config.uds {
+            Some(path) => {
+                // A socket file left by a server that did not stop cleanly.
+                let _ = std::fs::remove_file(path);
+                let listener = tokio::net::UnixListener::bind(path)
+                    .with_context(|| format!("binding the Unix socket {}", path.display()))?;
+                http::Listener::Unix(listener, path.clone())
+            }
+            None => {
+                let addr = format!("{}:{}", config.host, config.port);
+                let listener = tokio::net::TcpListener::bind(&addr).await.with_context(|| {
+                    format!("binding {addr} (is another server on this port? choose one with --port)")
+                })?;
+                http::Listener::Tcp(listener)
+            }
+        };
         let api = Arc::new(ModelApi {
             model,
             served_model_name: config.served_model_name.clone(),
@@ -250,17 +275,32 @@ impl Server {
             state,
             ops: config.ops.clone(),
             listener,
+            tls,
             mocks: engines.mocks,
             http: config.http,
             drain: config.shutdown_timeout.map_or(Drain::Unbounded, Drain::For),
         })
     }
 
-    /// The bound HTTP address.
+    /// The bound TCP address (unspecified on a Unix socket).
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener
-            .local_addr()
-            .expect("a bound listener has an address")
+        match &self.listener {
+            http::Listener::Tcp(listener) => listener
+                .local_addr()
+                .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
+            http::Listener::Unix(..) => SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+
+    /// Where clients reach the server: `http(s)://HOST:PORT` or `unix:PATH`.
+    pub fn endpoint(&self) -> String {
+        match &self.listener {
+            http::Listener::Unix(_, path) => format!("unix:{}", path.display()),
+            http::Listener::Tcp(_) => {
+                let scheme = if self.tls.is_some() { "https" } else { "http" };
+                format!("{scheme}://{}", self.local_addr())
+            }
+        }
     }
 
     /// The engine link.
@@ -276,6 +316,7 @@ impl Server {
         let client = self.state.pipeline.client().clone();
         http::serve(
             self.listener,
+            self.tls,
             router,
             self.http,
             shutdown,
@@ -301,6 +342,7 @@ impl Server {
         let aborting = client.clone();
         let task = tokio::spawn(http::serve(
             self.listener,
+            self.tls,
             router,
             self.http,
             async {
