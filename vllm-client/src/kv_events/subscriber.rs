@@ -140,7 +140,8 @@ pub enum KvEventMessage {
         batch: KVEventBatch,
     },
     /// The consumer fell behind: this many messages were dropped since the last one it
-    /// received. The cache state it tracks may be stale.
+    /// received (reported, in order, before the next message that finds room in the
+    /// buffer). The cache state it tracks may be stale.
     Lagged {
         /// Messages dropped.
         missed: u64,
