@@ -316,6 +316,14 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
             .await
             .unwrap()
     );
+    // The engine publishes what its block pool queued at its next scheduler step: a
+    // request shorter than a block (it stores nothing) makes one.
+    within(
+        "a request after the reset",
+        client.generate_all(request("after", vec![7; 5], 2, None)),
+    )
+    .await
+    .unwrap();
 
     // Ours, up to the AllBlocksCleared of the reset.
     let mut got = Vec::new();
