@@ -25,9 +25,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use futures::StreamExt;
 use vllm_client::kv_events::{
-    BlockHasher, BlockRemoved, BlockStored, ExternalBlockHash, HashAlgo, HashExtras,
-    KVCacheEvent, KVEventBatch, KvEventMessage, KvEventSubscriber, NoneHashSeed, StartFrom,
-    SubscriberConfig,
+    BlockHasher, BlockRemoved, BlockStored, ExternalBlockHash, HashAlgo, HashExtras, KVCacheEvent,
+    KVEventBatch, KvEventMessage, KvEventSubscriber, NoneHashSeed, StartFrom, SubscriberConfig,
 };
 use vllm_client::protocol::Value;
 
@@ -208,7 +207,10 @@ fn stored_json(e: &BlockStored) -> String {
     let mut entries = vec![
         ("type", json_str("BlockStored")),
         ("block_hashes", json_list(&e.block_hashes, hash_json)),
-        ("parent_block_hash", json_opt(&e.parent_block_hash, hash_json)),
+        (
+            "parent_block_hash",
+            json_opt(&e.parent_block_hash, hash_json),
+        ),
         ("token_ids", json_list(&e.token_ids, u32::to_string)),
         ("block_size", e.block_size.to_string()),
         ("lora_id", json_opt(&e.lora_id, i64::to_string)),
@@ -222,7 +224,10 @@ fn stored_json(e: &BlockStored) -> String {
     }
     let optional: [(&str, Option<String>); 6] = [
         ("group_idx", e.group_idx.map(|v| v.to_string())),
-        ("kv_cache_spec_kind", e.kv_cache_spec_kind.as_deref().map(json_str)),
+        (
+            "kv_cache_spec_kind",
+            e.kv_cache_spec_kind.as_deref().map(json_str),
+        ),
         (
             "kv_cache_spec_sliding_window",
             e.kv_cache_spec_sliding_window.map(|v| v.to_string()),

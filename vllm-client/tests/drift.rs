@@ -101,7 +101,10 @@ fn field_orders_match_vllm_python_source() {
     }
     // KVEventBatch itself may only re-declare fields of EventBatch.
     let narrowed = python_fields(&kv_events, "KVEventBatch");
-    if narrowed.iter().any(|f| !KVEventBatch::FIELDS.contains(&f.as_str())) {
+    if narrowed
+        .iter()
+        .any(|f| !KVEventBatch::FIELDS.contains(&f.as_str()))
+    {
         drift.push(format!("KVEventBatch declares new fields: {narrowed:?}"));
     }
     // The event tags are the class names (msgspec `tag=True`), and the classes are

@@ -583,7 +583,9 @@ mod kv {
             // Incremental hashing as the sequence grows gives the same hashes.
             let mut grown = Vec::new();
             for end in (0..=tokens.len()).step_by(block_size.max(7) / 2 + 1) {
-                hasher.clone().extend_hashes(&mut grown, &tokens[..end], &extras);
+                hasher
+                    .clone()
+                    .extend_hashes(&mut grown, &tokens[..end], &extras);
             }
             hasher.extend_hashes(&mut grown, &tokens, &extras);
             assert_eq!(grown, hashes, "{name}: incremental");

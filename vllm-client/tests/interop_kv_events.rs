@@ -140,10 +140,7 @@ impl Python {
 
     fn log_tail(&self) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text
-            .lines()
-            .filter(|l| !l.contains("deprecated"))
-            .collect();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.contains("deprecated")).collect();
         let tail = lines[lines.len().saturating_sub(30)..].join("\n");
         format!("--- {} ---\n{tail}", self.log.display())
     }
@@ -261,10 +258,7 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
         .kv_events_config()
         .expect("the engine reports its KV events config");
     assert_eq!(reported.endpoint, format!("tcp://*:{publish}"));
-    assert_eq!(
-        reported.replay_endpoint,
-        Some(format!("tcp://*:{replay}"))
-    );
+    assert_eq!(reported.replay_endpoint, Some(format!("tcp://*:{replay}")));
     assert_eq!(reported.topic, "kv");
     let subscription =
         SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0));
@@ -289,7 +283,9 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
         &[],
     );
     assert_eq!(
-        reference.expect_line("the reference subscriber", STARTUP).await["ready"],
+        reference
+            .expect_line("the reference subscriber", STARTUP)
+            .await["ready"],
         true
     );
 
@@ -304,9 +300,12 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
     ];
     let mut sequences = Vec::new();
     for (id, prompt, salt) in &prompts {
-        let outputs = within(id, client.generate_all(request(id, prompt.clone(), 10, *salt)))
-            .await
-            .unwrap_or_else(|e| panic!("{e}\n{}", engine.log_tail()));
+        let outputs = within(
+            id,
+            client.generate_all(request(id, prompt.clone(), 10, *salt)),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", engine.log_tail()));
         let mut all = prompt.clone();
         all.extend(outputs.iter().flat_map(|o| o.new_token_ids.iter().copied()));
         sequences.push((all, *salt));
@@ -489,7 +488,10 @@ async fn publisher(
 }
 
 fn seqs_of(published: &[serde_json::Value]) -> Vec<u64> {
-    published.iter().map(|p| p["seq"].as_u64().unwrap()).collect()
+    published
+        .iter()
+        .map(|p| p["seq"].as_u64().unwrap())
+        .collect()
 }
 
 fn published(answer: &serde_json::Value) -> Vec<serde_json::Value> {
@@ -504,8 +506,7 @@ async fn sync(publisher: &mut Python, sub: &mut KvEventSubscriber) -> Vec<serde_
     loop {
         all.extend(published(&publisher.command("publish 1").await));
         let last = all.last().unwrap()["seq"].as_u64().unwrap();
-        if let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(500), sub.next()).await
-        {
+        if let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(500), sub.next()).await {
             let KvEventMessage::Batch { mut seq, .. } = item else {
                 panic!("{item:?}");
             };

@@ -59,7 +59,9 @@ impl KVEventsConfig {
 pub enum EndpointError {
     /// Neither `tcp` nor `inproc` (vLLM raises `Invalid endpoint: must contain 'inproc'
     /// or 'tcp'` for ranks above 0).
-    #[error("invalid endpoint {0:?}: must contain 'inproc' or 'tcp' to be offset per data-parallel rank")]
+    #[error(
+        "invalid endpoint {0:?}: must contain 'inproc' or 'tcp' to be offset per data-parallel rank"
+    )]
     Transport(String),
     /// A tcp endpoint whose text after the last `:` is not a port number.
     #[error("invalid endpoint {0:?}: the text after the last ':' is not a port number")]
@@ -117,10 +119,7 @@ mod tests {
             connect_endpoint("tcp://*:5557", "10.0.0.2"),
             "tcp://10.0.0.2:5557"
         );
-        assert_eq!(
-            connect_endpoint("tcp://[::]:5557", "h"),
-            "tcp://h:5557"
-        );
+        assert_eq!(connect_endpoint("tcp://[::]:5557", "h"), "tcp://h:5557");
         assert_eq!(
             connect_endpoint("tcp://127.0.0.1:5557", "h"),
             "tcp://127.0.0.1:5557"

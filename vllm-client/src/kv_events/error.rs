@@ -8,7 +8,9 @@ use super::EndpointError;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum KvEventsError {
     /// The endpoint is not a ZMQ endpoint this crate can use.
-    #[error("invalid KV events endpoint {endpoint:?}: {detail} (use tcp://HOST:PORT or ipc://PATH)")]
+    #[error(
+        "invalid KV events endpoint {endpoint:?}: {detail} (use tcp://HOST:PORT or ipc://PATH)"
+    )]
     Endpoint {
         /// The endpoint given.
         endpoint: String,
@@ -44,7 +46,9 @@ pub enum KvEventsError {
         error: DecodeError,
     },
     /// The replay endpoint did not finish answering in time.
-    #[error("replay from {endpoint} timed out after {timeout_ms} ms (is replay_endpoint set on the engine's --kv-events-config?)")]
+    #[error(
+        "replay from {endpoint} timed out after {timeout_ms} ms (is replay_endpoint set on the engine's --kv-events-config?)"
+    )]
     ReplayTimeout {
         /// The replay endpoint.
         endpoint: String,

@@ -83,6 +83,9 @@ wire_map! {
 /// One event of a [`KVEventBatch`](super::KVEventBatch): vLLM's
 /// `BlockStored | BlockRemoved | AllBlocksCleared`.
 #[derive(Debug, Clone, PartialEq)]
+// Most events are `BlockStored`: boxing it would cost an allocation per event and save
+// no memory.
+#[allow(clippy::large_enum_variant)]
 pub enum KVCacheEvent {
     /// Blocks were stored.
     BlockStored(BlockStored),

@@ -197,7 +197,8 @@ impl KvEventSubscriber {
     /// Starts subscribing on the current Tokio runtime. The engine need not be up: the
     /// subscriber connects when it appears.
     pub fn start(config: SubscriberConfig) -> Result<Self, KvEventsError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| KvEventsError::NoRuntime)?;
+        let runtime =
+            tokio::runtime::Handle::try_current().map_err(|_| KvEventsError::NoRuntime)?;
         for endpoint in std::iter::once(&config.endpoint).chain(config.replay_endpoint.as_ref()) {
             endpoint
                 .parse::<zeromq::Endpoint>()
@@ -302,10 +303,13 @@ impl Reader {
                         .map(drop)
                         .map_err(|e| socket_error("bind", &endpoint, e))
                 } else {
-                    tokio::time::timeout(self.config.max_reconnect_interval, socket.connect(&endpoint))
-                        .await
-                        .unwrap_or(Err(zeromq::ZmqError::NoMessage))
-                        .map_err(|e| socket_error("connect", &endpoint, e))
+                    tokio::time::timeout(
+                        self.config.max_reconnect_interval,
+                        socket.connect(&endpoint),
+                    )
+                    .await
+                    .unwrap_or(Err(zeromq::ZmqError::NoMessage))
+                    .map_err(|e| socket_error("connect", &endpoint, e))
                 }
             }
             .await;
@@ -366,14 +370,14 @@ impl Reader {
             Ok(seq) => seq,
             Err(e) => return self.emit(KvEventMessage::Malformed(e)),
         };
-        if let Some(next) = self.next {
-            if seq < next {
-                if !self.reconnected {
-                    return Ok(()); // Already delivered by a replay.
-                }
-                self.emit(KvEventMessage::Restarted { seq })?;
-                self.next = Some(0);
+        if let Some(next) = self.next
+            && seq < next
+        {
+            if !self.reconnected {
+                return Ok(()); // Already delivered by a replay.
             }
+            self.emit(KvEventMessage::Restarted { seq })?;
+            self.next = Some(0);
         }
         self.reconnected = false;
         match self.next {
@@ -391,9 +395,12 @@ impl Reader {
     async fn fill(&mut self, from: u64, until: Option<u64>) -> Result<(), Closed> {
         if let Some(endpoint) = self.config.replay_endpoint.clone() {
             let mut replayed = Vec::new();
-            let result = replay(&endpoint, from, self.config.replay_timeout, |seq, payload| {
-                replayed.push((seq, payload))
-            })
+            let result = replay(
+                &endpoint,
+                from,
+                self.config.replay_timeout,
+                |seq, payload| replayed.push((seq, payload)),
+            )
             .await;
             if let Err(e) = result {
                 tracing::warn!("KV events: {e}");

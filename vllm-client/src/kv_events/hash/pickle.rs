@@ -153,7 +153,8 @@ impl Pickler {
             let mut n = 8;
             while n > 1 {
                 let (last, prev) = (bytes[n - 1], bytes[n - 2]);
-                let redundant = (last == 0 && prev & 0x80 == 0) || (last == 0xff && prev & 0x80 != 0);
+                let redundant =
+                    (last == 0 && prev & 0x80 == 0) || (last == 0xff && prev & 0x80 != 0);
                 if !redundant {
                     break;
                 }
