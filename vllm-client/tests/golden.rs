@@ -403,6 +403,23 @@ mod kv {
     }
 
     #[test]
+    fn truncated_and_corrupted_batches_fail_cleanly() {
+        let g = golden();
+        for v in g["vectors"].as_array().unwrap() {
+            let bytes = hex(v["hex"].as_str().unwrap());
+            for cut in 0..bytes.len() {
+                assert!(vllm_client::wire::from_slice::<KVEventBatch>(&bytes[..cut]).is_err());
+            }
+            // Every single-byte corruption decodes or fails; none panics.
+            for i in 0..bytes.len() {
+                let mut corrupt = bytes.clone();
+                corrupt[i] ^= 0xff;
+                let _ = vllm_client::wire::from_slice::<KVEventBatch>(&corrupt);
+            }
+        }
+    }
+
+    #[test]
     fn typed_events_encode_to_vllm_s_bytes() {
         // The same batch built from our types (not decoded first) encodes identically.
         let g = golden();
