@@ -27,6 +27,8 @@
 
 mod config;
 mod engine;
+mod kv_cache;
+mod kv_publisher;
 mod sequence;
 mod startup;
 mod utility;
@@ -177,14 +179,12 @@ fn ready_response(
     rank: u16,
     addresses: &EngineZmqAddresses,
 ) -> EngineCoreReadyResponse {
-    const BLOCK_SIZE: usize = 16;
-    let kv_tokens = config
-        .max_model_len
-        .saturating_mul(config.max_num_seqs.max(1));
+    let block_size = config.block_size.max(1);
+    let num_blocks = config.num_gpu_blocks();
     EngineCoreReadyResponse {
         max_model_len: config.max_model_len as i64,
-        num_gpu_blocks: kv_tokens.div_ceil(BLOCK_SIZE) as i64,
-        block_size: BLOCK_SIZE as i64,
+        num_gpu_blocks: num_blocks as i64,
+        block_size: block_size as i64,
         dp_stats_address: addresses.frontend_stats_publish_address.clone(),
         dtype: "bfloat16".into(),
         vllm_version: VLLM_VERSION.into(),
@@ -195,7 +195,10 @@ fn ready_response(
         instance_id: format!("mock-engine-{rank}-{}", std::process::id()),
         supports_lora: true,
         max_loras: 8,
-        kv_cache_size_tokens: Some(kv_tokens as i64),
+        kv_cache_size_tokens: Some(num_blocks.saturating_mul(block_size) as i64),
+        kv_events_config: config
+            .kv_events_for_rank(rank)
+            .map(|c| crate::wire::from_slice(&crate::wire::to_vec(&c)).unwrap_or_default()),
         kv_cache_max_concurrency: Some(config.max_num_seqs as f64),
         enable_sleep_mode: true,
         coordinator_input_address: addresses.coordinator_input.clone(),
