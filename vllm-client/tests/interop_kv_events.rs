@@ -4,7 +4,8 @@
 //!   `--enable-prefix-caching` and a `--kv-events-config`, driven by our
 //!   `EngineCoreClient`: our subscriber must see the same batches, in the same order, with
 //!   the same bytes, as vLLM's own classes decode (`scripts/kv_events_subscriber.py`), and
-//!   our `BlockHasher` must reproduce the block hashes the engine published.
+//!   our `BlockHasher` must reproduce the block hashes the engine published; the mock
+//!   engine, given the same requests and tokens, must publish the same events.
 //! - vLLM's `ZmqEventPublisher` with scripted batches (`scripts/kv_events_publisher.py`):
 //!   holes in the numbering filled from its replay buffer, holes it no longer covers
 //!   reported, a slow consumer told what it lost, a restarted publisher followed, the
@@ -28,6 +29,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use vllm_client::kv_events::*;
+use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
 use vllm_client::protocol::{EngineCoreRequest, SamplingParams};
 use vllm_client::{ClientConfig, EngineCoreClient};
 
@@ -454,6 +456,53 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
     assert_eq!(replayed, got);
     drop(reference);
     drop(engine);
+
+    // The mock engine, given the same requests and the scripted executor's tokens (a
+    // prompt starting with 1 gets 101, 102, …), publishes the same events.
+    let mock_handshake = free_port();
+    let mock_config = MockConfig {
+        output: OutputMode::FixedText((101..=110).collect()),
+        block_size: 16,
+        python_hash_seed: Some(HASH_SEED.into()),
+        kv_events: Some(KVEventsConfig {
+            enable_kv_cache_events: true,
+            publisher: Some("zmq".into()),
+            endpoint: format!("tcp://*:{}", free_port()),
+            replay_endpoint: Some(format!("tcp://*:{}", free_port())),
+            topic: "kv".into(),
+            ..KVEventsConfig::default()
+        }),
+        ..MockConfig::default()
+    };
+    let connecting = tokio::spawn(EngineCoreClient::connect(ClientConfig::handshake(
+        "127.0.0.1",
+        mock_handshake,
+        1,
+    )));
+    let _mock = MockEngine::spawn(format!("tcp://127.0.0.1:{mock_handshake}"), 0, mock_config);
+    let mock_client = connecting.await.unwrap().unwrap();
+    let reported = mock_client.engines()[0].kv_events_config().unwrap();
+    let mut mock_events = KvEventSubscriber::start(
+        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
+    )
+    .unwrap();
+    for (id, prompt, salt) in &prompts {
+        within(
+            id,
+            mock_client.generate_all(request(id, prompt.clone(), 10, *salt)),
+        )
+        .await
+        .unwrap();
+    }
+    // vLLM's batches up to the reset, which the mock's utility call does not reach yet.
+    let before_reset = &got[..got.len() - 1];
+    let (mocked, others) = batches(&mut mock_events, before_reset.len()).await;
+    assert!(others.is_empty(), "{others:?}");
+    for ((seq, vllm), (mock_seq, mock)) in before_reset.iter().zip(&mocked) {
+        assert_eq!(seq, mock_seq);
+        assert_eq!(vllm.events, mock.events, "batch {seq}");
+        assert_eq!(vllm.data_parallel_rank, mock.data_parallel_rank);
+    }
 }
 
 // --- vLLM's publisher with scripted batches ----------------------------------------------

@@ -10,7 +10,8 @@
 //! one is needed for a new block ([`BlockRemoved`]). `reset` clears an idle cache
 //! ([`AllBlocksCleared`]) and refuses while a request holds blocks, as vLLM does.
 //!
-//! Simplifications: no preemption (a request that finds no evictable block leaves its
+//! Stores carry the group's spec kind (`full_attention`), as `KVCacheManager.take_events`
+//! annotates them. Simplifications: no preemption (a request that finds no evictable block leaves its
 //! further blocks uncached), one KV-cache group (`group_idx` 0), medium `GPU`, integer
 //! hashes (vLLM's default `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1`), no multimodal keys.
 
@@ -21,6 +22,9 @@ use crate::kv_events::{
     MEDIUM_GPU,
 };
 use crate::protocol::{LoRARequest, Value};
+
+/// `KVCacheSpecKind.FULL_ATTENTION.value`: the kind of the mock's one KV-cache group.
+const FULL_ATTENTION: &str = "full_attention";
 
 /// A cached block.
 struct Block {
@@ -179,6 +183,8 @@ impl KvCache {
             lora_name: request.lora.as_ref().map(|(name, _)| name.clone()),
             extra_keys: Some(extra_keys),
             group_idx: Some(0),
+            // KVCacheManager.take_events annotates stores with the group's spec.
+            kv_cache_spec_kind: Some(FULL_ATTENTION.to_owned()),
             ..BlockStored::default()
         }
     }
