@@ -203,3 +203,111 @@ fn starting_outside_a_runtime_is_an_error_not_a_panic() {
         Err(KvEventsError::NoRuntime)
     ));
 }
+
+/// The mock engine publishes its prefix cache's events; a late subscriber gets them
+/// from its replay socket; the hashes are `BlockHasher`'s.
+#[cfg(feature = "mock")]
+#[tokio::test]
+async fn the_mock_engine_publishes_and_replays_its_cache_events() {
+    use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
+    use vllm_client::protocol::{EngineCoreRequest, SamplingParams};
+    use vllm_client::{ClientConfig, EngineCoreClient};
+
+    let port = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let handshake = port();
+    let config = MockConfig {
+        output: OutputMode::FixedText((1000..1100).collect()),
+        block_size: 4,
+        num_gpu_blocks_override: Some(6),
+        python_hash_seed: Some("7".into()),
+        kv_events: Some(KVEventsConfig {
+            enable_kv_cache_events: true,
+            publisher: Some("zmq".into()),
+            endpoint: format!("tcp://*:{}", port()),
+            replay_endpoint: Some(format!("tcp://*:{}", port())),
+            topic: "kv".into(),
+            ..KVEventsConfig::default()
+        }),
+        ..MockConfig::default()
+    };
+    let connecting = tokio::spawn(EngineCoreClient::connect(ClientConfig::handshake(
+        "127.0.0.1",
+        handshake,
+        1,
+    )));
+    let _engine = MockEngine::spawn(format!("tcp://127.0.0.1:{handshake}"), 0, config);
+    let client = connecting.await.unwrap().unwrap();
+    let reported = client.engines()[0].kv_events_config().expect("reported");
+    assert_eq!(reported.topic, "kv");
+
+    let request = |id: &str, prompt: Vec<u32>| {
+        let params = SamplingParams {
+            max_tokens: Some(3),
+            ..SamplingParams::default()
+        };
+        EngineCoreRequest::new(id, prompt, params)
+    };
+    // 10 prompt tokens + 3 generated, 12 computed: 3 blocks each; 6 blocks in all, so
+    // the second request's blocks evict the first's.
+    let first: Vec<u32> = (0..10).collect();
+    let second: Vec<u32> = (50..60).collect();
+    for (id, prompt) in [("a", &first), ("b", &second), ("c", &(90..100).collect())] {
+        client
+            .generate_all(request(id, prompt.clone()))
+            .await
+            .unwrap();
+    }
+
+    // Subscribed after the fact: everything comes from the replay buffer.
+    let mut sub = KvEventSubscriber::start(
+        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
+    )
+    .unwrap();
+    let hasher = BlockHasher::new(
+        HashAlgo::Sha256,
+        4,
+        NoneHashSeed::PythonHashSeed("7".into()),
+    )
+    .unwrap();
+    let computed = |prompt: &[u32]| {
+        let mut tokens = prompt.to_vec();
+        tokens.extend([1000, 1001]); // the last sampled token (1002) is not computed
+        hasher
+            .hash_blocks(&tokens, &HashExtras::none())
+            .iter()
+            .map(|h| h.external(true))
+            .collect::<Vec<_>>()
+    };
+    let mut stored = Vec::new();
+    let mut removed = Vec::new();
+    while removed.len() < 3 || stored.len() < 9 {
+        match next(&mut sub).await {
+            KvEventMessage::Batch { batch, .. } => {
+                assert_eq!(batch.data_parallel_rank, Some(0));
+                for event in batch.events {
+                    match event {
+                        KVCacheEvent::BlockStored(e) => stored.extend(e.block_hashes),
+                        KVCacheEvent::BlockRemoved(e) => removed.extend(e.block_hashes),
+                        other => panic!("{other:?}"),
+                    }
+                }
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let expected: Vec<ExternalBlockHash> = [&first, &second, &(90..100).collect()]
+        .into_iter()
+        .flat_map(|p| computed(p))
+        .collect();
+    assert_eq!(stored, expected);
+    // The third request needed 3 blocks of a full cache: the first's, tail first.
+    let mut first_blocks = computed(&first);
+    first_blocks.reverse();
+    assert_eq!(removed, first_blocks);
+}
