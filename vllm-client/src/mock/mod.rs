@@ -23,6 +23,13 @@
 //! # }
 //! ```
 //!
+//! With [`MockConfig::kv_events`] (vLLM's `--kv-events-config`) the engine keeps a prefix
+//! cache of [`MockConfig::num_gpu_blocks`] blocks of [`MockConfig::block_size`] tokens
+//! and publishes, on vLLM's PUB and replay sockets, the KV-cache events a vLLM engine
+//! publishes for the same requests: stores of computed full blocks (hashed as vLLM
+//! hashes them), LRU evictions. The `reset_prefix_cache` utility call does not clear it
+//! yet (the engine's `reset_prefix_cache` hook is there for it).
+//!
 //! Malformed input from the frontend is logged and skipped, never a panic.
 
 mod config;
