@@ -394,29 +394,29 @@ impl Reader {
     /// by the caller). Reports what the replay could not provide as a gap.
     async fn fill(&mut self, from: u64, until: Option<u64>) -> Result<(), Closed> {
         if let Some(endpoint) = self.config.replay_endpoint.clone() {
-            let mut replayed = Vec::new();
-            let result = replay(
-                &endpoint,
-                from,
-                self.config.replay_timeout,
-                |seq, payload| replayed.push((seq, payload)),
-            )
+            // Each replayed batch is handed on as it arrives: memory stays bounded by the
+            // consumer's buffer, whatever the engine's replay buffer holds.
+            let timeout = self.config.replay_timeout;
+            let result = replay(&endpoint, from, timeout, |seq, payload| {
+                let next = self.next.unwrap_or(from);
+                if seq < next || until.is_some_and(|u| seq >= u) {
+                    return;
+                }
+                if seq > next {
+                    // A closed consumer is noticed by the read loop.
+                    let _ = self.emit(KvEventMessage::Gap {
+                        first: next,
+                        last: seq - 1,
+                    });
+                }
+                self.deliver(seq, &payload);
+            })
             .await;
             if let Err(e) = result {
                 tracing::warn!("KV events: {e}");
             }
-            for (seq, payload) in replayed {
-                let next = self.next.unwrap_or(from);
-                if seq < next || until.is_some_and(|u| seq >= u) {
-                    continue;
-                }
-                if seq > next {
-                    self.emit(KvEventMessage::Gap {
-                        first: next,
-                        last: seq - 1,
-                    })?;
-                }
-                self.deliver(seq, &payload);
+            if self.tx.is_closed() {
+                return Err(Closed);
             }
         }
         let next = self.next.unwrap_or(from);
