@@ -45,8 +45,22 @@ def add(name, batch):
     payload = ENC.encode(batch)
     # The decoder vLLM's own subscribers use must read it back (nested tuples come back
     # as lists, so compare the re-encoded bytes).
-    assert ENC.encode(msgspec.msgpack.Decoder(KVEventBatch).decode(payload)) == payload, name
-    VECTORS.append({"name": name, "kind": "KVEventBatch", "hex": payload.hex()})
+    decoded = msgspec.msgpack.Decoder(KVEventBatch).decode(payload)
+    assert ENC.encode(decoded) == payload, name
+    # What a Python consumer renders: msgspec.to_builtins (tagged events with their
+    # `type`, defaults omitted), bytes as hex. The kv-events example prints the same.
+    builtins = hexify(msgspec.to_builtins(decoded, builtin_types=(bytes,)))
+    VECTORS.append({"name": name, "kind": "KVEventBatch", "hex": payload.hex(), "builtins": builtins})
+
+
+def hexify(value):
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: hexify(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [hexify(v) for v in value]
+    return value
 
 
 def stored(**kw):
