@@ -703,3 +703,52 @@ async fn data_parallel_ranks_publish_on_vllm_s_offset_ports() {
     assert_same_bytes(&got, &sent);
     assert!(got.iter().all(|(_, b)| b.data_parallel_rank == Some(2)));
 }
+
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn a_publisher_configured_with_a_host_connects_to_a_binding_subscriber() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    // vLLM's publisher binds only wildcard endpoints; given a host it connects, so the
+    // subscriber binds.
+    let (publish, replay) = (free_port(), free_port());
+    let config = SubscriberConfig {
+        bind: true,
+        ..SubscriberConfig::new(format!("tcp://127.0.0.1:{publish}"))
+            .with_replay_endpoint(format!("tcp://127.0.0.1:{replay}"))
+            .with_topic("kv")
+            .with_start(StartFrom::Seq(0))
+    };
+    let mut sub = KvEventSubscriber::start(config).unwrap();
+    let mut vllm = Python::spawn(
+        &python,
+        "kv_events_publisher.py",
+        &[
+            "--endpoint".into(),
+            format!("tcp://127.0.0.1:{publish}"),
+            "--replay-endpoint".into(),
+            format!("tcp://*:{replay}"),
+            "--topic".into(),
+            "kv".into(),
+        ],
+        &[],
+    );
+    vllm.expect_line("the publisher", STARTUP).await;
+    let mut sent = Vec::new();
+    let mut got = Vec::new();
+    // The first batches may go out before the connection is up; the next live one
+    // reveals the hole and the replay fills it.
+    for _ in 0..5 {
+        sent.extend(published(&vllm.command("publish 1").await));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    while got.len() < 5 {
+        match next(&mut sub).await {
+            KvEventMessage::Batch { seq, batch } => got.push((seq, batch)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(seqs(&got), vec![0, 1, 2, 3, 4]);
+    assert_same_bytes(&got, &sent);
+}
