@@ -7,7 +7,10 @@
 #    if $REF/venv/bin/python is missing it runs ../shared/peers/setup.sh (a few minutes).
 # 2. vllm-client against vLLM's real EngineCoreProc (real scheduler, KV cache manager,
 #    ZMQ threads; scripted executor): handshake, streaming, aborts, utility calls,
-#    data parallelism, engine death  (vllm-client/tests/interop_vllm.rs).
+#    data parallelism, engine death  (vllm-client/tests/interop_vllm.rs); KV-cache
+#    events from the engine and from vLLM's publisher: same batches as vLLM's own
+#    subscriber, replay over holes, restarts, per-rank ports, block hashes
+#    (vllm-client/tests/interop_kv_events.rs).
 #    Before that, the drift check: our declared field orders against vLLM's Python
 #    source (vllm-client/tests/drift.rs).
 # 3. If present, vllm-client/scripts/interop_mock.sh: the mock engine against vLLM's
@@ -53,6 +56,14 @@ if VLLM_REFERENCE_PYTHON="$REF/venv/bin/python" VLLM_REFERENCE_MODELS="$REF/mode
     record "vllm-client vs vLLM EngineCoreProc (tests/interop_vllm.rs)" PASS
 else
     record "vllm-client vs vLLM EngineCoreProc (tests/interop_vllm.rs)" FAIL
+fi
+
+echo "== KV-cache events: vLLM's engine and publisher, our subscriber and block hashes"
+if VLLM_REFERENCE_PYTHON="$REF/venv/bin/python" VLLM_REFERENCE_MODELS="$REF/models" \
+    cargo test -p vllm-client --all-features --test interop_kv_events -- --ignored --test-threads=1; then
+    record "KV events vs vLLM's publisher and engine (tests/interop_kv_events.rs)" PASS
+else
+    record "KV events vs vLLM's publisher and engine (tests/interop_kv_events.rs)" FAIL
 fi
 
 MOCK="vllm-client/scripts/interop_mock.sh"

@@ -21,6 +21,11 @@
 //! LoRA: `--enable-lora [--max-loras N] [--max-cpu-loras N]` as in vLLM (adapter slots
 //! with LRU eviction; no weights are read).
 //!
+//! KV-cache events: vLLM's `--kv-events-config JSON` with `--block-size`,
+//! `--num-gpu-blocks-override`, `--prefix-caching-hash-algo` (and `PYTHONHASHSEED`) make
+//! each engine keep a prefix cache and publish what a vLLM engine would (see
+//! `vllm_client::mock`); `cargo run --example kv-events` reads them.
+//!
 //! Output: `--mock-text` (tokenized with MODEL's `tokenizer.json`), `--mock-token-ids`,
 //! `--mock-output echo|random`; by default a short fixed text, or random tokens when
 //! MODEL has no tokenizer.
@@ -31,6 +36,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::{CommandFactory, Parser, ValueEnum};
 use tokio::signal::unix::{SignalKind, signal};
+use vllm_client::kv_events::{HashAlgo, KVEventsConfig};
 use vllm_client::mock::{MockConfig, MockEngine, MockLora, OutputMode};
 
 const DEFAULT_TEXT: &str = "Hello! I am a mock engine, answering without a GPU.";
@@ -115,6 +121,73 @@ struct Args {
     /// unpinned one is evicted for a new one.
     #[arg(long)]
     max_cpu_loras: Option<usize>,
+    /// Prefix caching is on by default, as in vLLM (accepted for compatibility).
+    #[arg(long)]
+    enable_prefix_caching: bool,
+    /// Turns prefix caching off (no KV-cache events then).
+    #[arg(long)]
+    no_enable_prefix_caching: bool,
+    /// Tokens per KV-cache block.
+    #[arg(long, default_value_t = 16)]
+    block_size: usize,
+    /// KV-cache size in blocks (default: max-num-seqs sequences of max-model-len tokens).
+    #[arg(long)]
+    num_gpu_blocks_override: Option<usize>,
+    /// Block hash algorithm: sha256, sha256_cbor, xxhash, xxhash_cbor.
+    #[arg(long, default_value = "sha256")]
+    prefix_caching_hash_algo: HashAlgo,
+    /// KV-cache event publishing, as vLLM's JSON (`{"enable_kv_cache_events": true,
+    /// "publisher": "zmq", "endpoint": "tcp://*:5557", "replay_endpoint": …, "topic": …}`).
+    #[arg(long)]
+    kv_events_config: Option<String>,
+}
+
+/// `--kv-events-config`: vLLM's `KVEventsConfig` fields, unknown keys refused as vLLM does.
+fn kv_events_config(json: &str) -> anyhow::Result<KVEventsConfig> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).context("--kv-events-config is not JSON")?;
+    let object = value
+        .as_object()
+        .context("--kv-events-config must be a JSON object")?;
+    let mut config = KVEventsConfig::default();
+    let text = |v: &serde_json::Value, key: &str| -> anyhow::Result<String> {
+        v.as_str()
+            .map(str::to_owned)
+            .with_context(|| format!("--kv-events-config: {key} must be a string"))
+    };
+    let int = |v: &serde_json::Value, key: &str| -> anyhow::Result<i64> {
+        v.as_i64()
+            .with_context(|| format!("--kv-events-config: {key} must be an integer"))
+    };
+    for (key, v) in object {
+        match key.as_str() {
+            "enable_kv_cache_events" => {
+                config.enable_kv_cache_events = v
+                    .as_bool()
+                    .context("--kv-events-config: enable_kv_cache_events must be a boolean")?
+            }
+            "publisher" if v.is_null() => config.publisher = None,
+            "publisher" => config.publisher = Some(text(v, key)?),
+            "endpoint" => config.endpoint = text(v, key)?,
+            "replay_endpoint" if v.is_null() => config.replay_endpoint = None,
+            "replay_endpoint" => config.replay_endpoint = Some(text(v, key)?),
+            "buffer_steps" => config.buffer_steps = int(v, key)?,
+            "hwm" => config.hwm = int(v, key)?,
+            "max_queue_size" => config.max_queue_size = int(v, key)?,
+            "topic" => config.topic = text(v, key)?,
+            other => bail!("--kv-events-config: unknown field {other:?}"),
+        }
+    }
+    // KVEventsConfig.__post_init__
+    if config.publisher.is_none() {
+        let publisher = if config.enable_kv_cache_events {
+            "zmq"
+        } else {
+            "null"
+        };
+        config.publisher = Some(publisher.to_owned());
+    }
+    Ok(config)
 }
 
 /// vLLM's short forms of the data-parallel flags.
@@ -220,6 +293,17 @@ async fn main() -> anyhow::Result<()> {
             max_loras: args.max_loras,
             max_cpu_loras: args.max_cpu_loras,
         }),
+        enable_prefix_caching: !args.no_enable_prefix_caching,
+        block_size: args.block_size.max(1),
+        num_gpu_blocks_override: args.num_gpu_blocks_override,
+        prefix_caching_hash_algo: args.prefix_caching_hash_algo,
+        // Like a vLLM engine, NONE_HASH follows this process's PYTHONHASHSEED.
+        python_hash_seed: std::env::var("PYTHONHASHSEED").ok(),
+        kv_events: args
+            .kv_events_config
+            .as_deref()
+            .map(kv_events_config)
+            .transpose()?,
         ..MockConfig::default()
     };
     let (start, local) = match args.data_parallel_rank {

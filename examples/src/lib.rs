@@ -2,8 +2,10 @@
 //!
 //! [`serve`] is the OpenAI-compatible server behind `cargo run --example serve`, kept
 //! as a library so that tests (and other programs) can start it in-process.
+//! [`kv_json`] renders KV-cache event batches for the `kv-events` example.
 #![deny(missing_docs)]
 
+pub mod kv_json;
 pub mod serve;
 
 /// The worked examples of `docs/` compile and run as doctests.

@@ -23,7 +23,12 @@ Usage (reference environment built by ../shared/peers/setup.sh):
         vllm-client/scripts/interop_engine_core.py \
         --handshake-address tcp://127.0.0.1:PORT --dp-size 2 [--start-rank 0] \
         [--local-count N] [--model $HOME/.cache/vllm-reference/models/qwen3] \
-        [--step-delay-ms 20] [--log-file engine.log]
+        [--step-delay-ms 20] [--log-file engine.log] \
+        [--enable-prefix-caching] [--block-size 16] [--num-gpu-blocks-override N] \
+        [--prefix-caching-hash-algo sha256] [--kv-events-config JSON]
+
+Block hashes are reproducible outside the engine when it runs with PYTHONHASHSEED set
+(vLLM derives NONE_HASH from it).
 
 With `--local-count 1` the engine runs in this process (its pid is the engine's pid, so
 killing it kills the engine); with more, this process is a launcher like
@@ -61,6 +66,22 @@ def parse_args():
         type=int,
         default=0,
         help="--enable-lora --max-loras N: LoRA adapter slots (adapters are validated, not loaded)",
+    )
+    # vLLM's own cache flags (`vllm serve --help`), for the KV-cache event tests.
+    p.add_argument(
+        "--enable-prefix-caching",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="vLLM's --enable-prefix-caching (default: vLLM's default, on)",
+    )
+    p.add_argument("--block-size", type=int, default=16, help="vLLM's --block-size")
+    p.add_argument("--num-gpu-blocks-override", type=int, default=None, help="vLLM's --num-gpu-blocks-override")
+    p.add_argument("--prefix-caching-hash-algo", default=None, help="vLLM's --prefix-caching-hash-algo")
+    p.add_argument(
+        "--kv-events-config",
+        default=None,
+        help='vLLM\'s --kv-events-config JSON, e.g. {"enable_kv_cache_events": true, '
+        '"publisher": "zmq", "endpoint": "tcp://*:5557", "replay_endpoint": "tcp://*:5558"}',
     )
     return p.parse_args()
 
@@ -322,13 +343,28 @@ def build_config(args, executor_class):
         # A scripted executor returns its output synchronously.
         async_scheduling=False,
     )
+    cache = dict(block_size=args.block_size)
+    if args.enable_prefix_caching is not None:
+        cache["enable_prefix_caching"] = args.enable_prefix_caching
+    if args.num_gpu_blocks_override is not None:
+        cache["num_gpu_blocks_override"] = args.num_gpu_blocks_override
+    if args.prefix_caching_hash_algo is not None:
+        cache["prefix_caching_hash_algo"] = args.prefix_caching_hash_algo
+    extra = {}
+    if args.kv_events_config is not None:
+        import json
+
+        from vllm.config import KVEventsConfig
+
+        extra["kv_events_config"] = KVEventsConfig(**json.loads(args.kv_events_config))
     return VllmConfig(
         model_config=model,
         device_config=DeviceConfig("cpu"),
         parallel_config=parallel,
         scheduler_config=scheduler,
-        cache_config=CacheConfig(block_size=16),
+        cache_config=CacheConfig(**cache),
         lora_config=LoRAConfig(max_loras=args.max_loras) if args.max_loras > 0 else None,
+        **extra,
     )
 
 

@@ -9,12 +9,19 @@
 //! - [`client`]: [`EngineCoreClient`], which binds the frontend sockets, waits for
 //!   data-parallel engines, routes requests, streams their outputs, batches aborts,
 //!   makes utility calls and turns an engine's death into one clear error.
+//! - [`kv_events`]: engines' KV-cache events (typed, sequence-checked, replayed over
+//!   holes) and prefix block hashes computed as vLLM computes them, for cache-aware
+//!   routing.
+//!
+//! Features: `mock` (a mock EngineCore), `sha256` and `xxhash` (the block-hash
+//! algorithms of [`kv_events::BlockHasher`]).
 #![deny(missing_docs)]
 
 #[macro_use]
 pub mod wire;
 
 pub mod client;
+pub mod kv_events;
 pub mod protocol;
 
 #[cfg(feature = "mock")]

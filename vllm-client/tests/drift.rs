@@ -5,6 +5,9 @@
 
 use std::path::Path;
 
+use vllm_client::kv_events::{
+    AllBlocksCleared, BlockRemoved, BlockStored, KVEventBatch, KVEventsConfig,
+};
 use vllm_client::protocol::*;
 
 /// Field names of `class NAME` in a Python file: the annotated assignments at the class
@@ -58,6 +61,8 @@ fn field_orders_match_vllm_python_source() {
     };
     let engine = read("v1/engine/__init__.py");
     let sampling = read("sampling_params.py");
+    let kv_events = read("distributed/kv_events.py");
+    let kv_events_config = read("config/kv_events.py");
     let checks: &[(&str, &str, &[&str])] = &[
         ("EngineCoreRequest", &engine, EngineCoreRequest::FIELDS),
         ("EngineCoreOutput", &engine, EngineCoreOutput::FIELDS),
@@ -80,6 +85,12 @@ fn field_orders_match_vllm_python_source() {
             &sampling,
             RepetitionDetectionParams::FIELDS,
         ),
+        // KVEventBatch(EventBatch) only narrows `events`: the fields are EventBatch's.
+        ("EventBatch", &kv_events, KVEventBatch::FIELDS),
+        ("BlockStored", &kv_events, BlockStored::FIELDS),
+        ("BlockRemoved", &kv_events, BlockRemoved::FIELDS),
+        ("AllBlocksCleared", &kv_events, AllBlocksCleared::FIELDS),
+        ("KVEventsConfig", &kv_events_config, KVEventsConfig::FIELDS),
     ];
     let mut drift = Vec::new();
     for (class, source, ours) in checks {
@@ -87,6 +98,28 @@ fn field_orders_match_vllm_python_source() {
         if theirs != *ours {
             drift.push(format!("{class}:\n  vLLM: {theirs:?}\n  ours: {ours:?}"));
         }
+    }
+    // KVEventBatch itself may only re-declare fields of EventBatch.
+    let narrowed = python_fields(&kv_events, "KVEventBatch");
+    if narrowed
+        .iter()
+        .any(|f| !KVEventBatch::FIELDS.contains(&f.as_str()))
+    {
+        drift.push(format!("KVEventBatch declares new fields: {narrowed:?}"));
+    }
+    // The event tags are the class names (msgspec `tag=True`), and the classes are
+    // declared with it.
+    for (class, tag) in [
+        ("BlockStored", BlockStored::TAG),
+        ("BlockRemoved", BlockRemoved::TAG),
+        ("AllBlocksCleared", AllBlocksCleared::TAG),
+    ] {
+        if tag != Some(class) || !kv_events.contains(&format!("class {class}(KVCacheEvent)")) {
+            drift.push(format!("{class}: not a KVCacheEvent tagged {tag:?}"));
+        }
+    }
+    if !kv_events.contains("tag=True") {
+        drift.push("KVCacheEvent is no longer declared tag=True".to_owned());
     }
     assert!(drift.is_empty(), "protocol drift:\n{}", drift.join("\n"));
 }

@@ -59,6 +59,20 @@ pub struct EngineInfo {
     pub ready: EngineCoreReadyResponse,
 }
 
+impl EngineInfo {
+    /// Where the engine publishes KV-cache events, if it does: its resolved
+    /// `kv_events_config` (endpoints already offset for its data-parallel rank; a
+    /// wildcard host means "this engine's host", see
+    /// [`SubscriberConfig::from_engine_config`](crate::kv_events::SubscriberConfig::from_engine_config)).
+    /// `None` when events are off or the reported value does not decode.
+    pub fn kv_events_config(&self) -> Option<crate::kv_events::KVEventsConfig> {
+        let value = self.ready.kv_events_config.as_ref()?;
+        crate::kv_events::KVEventsConfig::from_value(value)
+            .ok()
+            .filter(|c| c.enable_kv_cache_events)
+    }
+}
+
 /// The fleet's routing state.
 #[derive(Debug)]
 pub(crate) struct Fleet {

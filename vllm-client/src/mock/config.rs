@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::kv_events::{HashAlgo, KVEventsConfig};
+
 /// Where the mock engine's output tokens come from.
 ///
 /// Whatever the source, a model's behaviour is imitated: the text ends with the EOS token
@@ -64,6 +66,22 @@ pub struct MockConfig {
     pub include_finished_set: bool,
     /// How long the engine waits for the frontend's answer to HELLO.
     pub handshake_timeout: Duration,
+    /// vLLM's `--enable-prefix-caching` (on by default, as in vLLM): with KV events on,
+    /// the engine keeps a prefix cache and publishes its changes.
+    pub enable_prefix_caching: bool,
+    /// vLLM's `--block-size`: tokens per KV-cache block.
+    pub block_size: usize,
+    /// vLLM's `--num-gpu-blocks-override`: the cache's size in blocks (default: room for
+    /// `max_num_seqs` sequences of `max_model_len` tokens).
+    pub num_gpu_blocks_override: Option<usize>,
+    /// vLLM's `--prefix-caching-hash-algo` (needs the matching hash feature).
+    pub prefix_caching_hash_algo: HashAlgo,
+    /// The `PYTHONHASHSEED` the engine behaves as if started with (NONE_HASH's seed);
+    /// `None` is vLLM's behaviour without it (sha256 only).
+    pub python_hash_seed: Option<String>,
+    /// vLLM's `--kv-events-config`: publish KV-cache events on ZMQ (endpoints offset by
+    /// the engine's data-parallel rank, as vLLM does).
+    pub kv_events: Option<KVEventsConfig>,
     /// LoRA adapter slots (`--enable-lora`); `None` refuses LoRA calls as vLLM does
     /// without it.
     pub lora: Option<MockLora>,
@@ -104,11 +122,39 @@ impl Default for MockConfig {
             include_finished_set: false,
             handshake_timeout: Duration::from_secs(300),
             lora: None,
+            enable_prefix_caching: true,
+            block_size: 16,
+            num_gpu_blocks_override: None,
+            prefix_caching_hash_algo: HashAlgo::Sha256,
+            python_hash_seed: None,
+            kv_events: None,
         }
     }
 }
 
 impl MockConfig {
+    /// KV-cache blocks: the override, or room for `max_num_seqs` sequences of
+    /// `max_model_len` tokens.
+    pub fn num_gpu_blocks(&self) -> usize {
+        self.num_gpu_blocks_override.unwrap_or_else(|| {
+            self.max_model_len
+                .saturating_mul(self.max_num_seqs.max(1))
+                .div_ceil(self.block_size.max(1))
+        })
+    }
+
+    /// The KV events configuration engine `rank` publishes with, when it publishes.
+    pub fn kv_events_for_rank(&self, rank: u16) -> Option<KVEventsConfig> {
+        let config = self.kv_events.as_ref()?;
+        let enabled =
+            config.enable_kv_cache_events && config.publisher.as_deref().unwrap_or("zmq") == "zmq";
+        if !enabled {
+            return None;
+        }
+        let mut config = config.for_rank(u32::from(rank)).ok()?;
+        config.publisher = Some("zmq".to_owned());
+        Some(config)
+    }
     /// Time between two engine steps: `tokens_per_output / tokens_per_second`, zero when
     /// the rate is unlimited.
     pub fn step_interval(&self) -> Duration {

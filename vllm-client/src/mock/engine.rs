@@ -22,11 +22,14 @@ use crate::protocol::{
     UtilityCall,
 };
 
+use super::kv_cache::KvCache;
+use super::kv_publisher::KvPublisher;
 use super::lora::Adapters;
 use super::startup::Connections;
 use super::worker::Worker;
 use super::{MockConfig, MockError, OutputMode, Sequence};
 use crate::Value;
+use crate::kv_events::{BlockHasher, KVEventBatch, NoneHashSeed};
 
 /// Requests from the [`super::MockEngineHandle`].
 #[derive(Debug)]
@@ -80,6 +83,10 @@ pub(crate) struct Engine {
     /// The engine's clock: `timestamp` of outputs and events, in seconds (vLLM uses
     /// `time.monotonic()`; the frontend only compares one engine's times).
     started: std::time::Instant,
+    /// The prefix cache, kept when KV events are published.
+    kv: Option<KvCache>,
+    /// Where its events go.
+    kv_publisher: Option<KvPublisher>,
 }
 
 impl Engine {
@@ -108,7 +115,61 @@ impl Engine {
             current_wave: 0,
             engines_running: false,
             started: std::time::Instant::now(),
+            kv: None,
+            kv_publisher: None,
         }
+    }
+
+    /// Starts publishing KV-cache events if the configuration asks for it.
+    async fn start_kv_events(&mut self) -> Result<(), MockError> {
+        let Some(events) = self.config.kv_events_for_rank(self.rank) else {
+            return Ok(());
+        };
+        if !self.config.enable_prefix_caching {
+            tracing::warn!(
+                "KV cache events are on, but prefix caching is not enabled. \
+                 Use --enable-prefix-caching to enable."
+            );
+            return Ok(());
+        }
+        let seed = NoneHashSeed::from_env_value(self.config.python_hash_seed.as_deref());
+        let hasher = BlockHasher::new(
+            self.config.prefix_caching_hash_algo,
+            self.config.block_size.max(1),
+            seed,
+        )
+        .map_err(|e| MockError::Handshake(format!("KV events: {e}")))?;
+        self.kv = Some(KvCache::new(hasher, self.config.num_gpu_blocks()));
+        self.kv_publisher = Some(KvPublisher::start(&events).await?);
+        Ok(())
+    }
+
+    /// `reset_prefix_cache`: clears the prefix cache (publishing `AllBlocksCleared` with
+    /// the next step) unless a request holds blocks; true without a cache.
+    // The hook for the `reset_prefix_cache` utility method (mock/utility.rs, which still
+    // answers `true` without calling it).
+    #[allow(dead_code)]
+    pub(crate) fn reset_prefix_cache(&mut self) -> bool {
+        self.kv.as_mut().is_none_or(KvCache::reset)
+    }
+
+    /// Publishes the cache's events of this step as one batch.
+    fn publish_kv_events(&mut self) {
+        let (Some(kv), Some(publisher)) = (self.kv.as_mut(), self.kv_publisher.as_ref()) else {
+            return;
+        };
+        let events = kv.take_events();
+        if events.is_empty() {
+            return;
+        }
+        let ts = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64());
+        publisher.publish(KVEventBatch {
+            ts,
+            events,
+            data_parallel_rank: Some(i64::from(self.rank)),
+        });
     }
 
     /// Runs the engine until it is told to die or shut down.
@@ -132,6 +193,7 @@ impl Engine {
         let _abort_readers = AbortOnDrop(readers);
 
         let mut engine = Engine::new(config, rank, outputs);
+        engine.start_kv_events().await?;
         let interval = engine.config.step_interval();
         let mut next_step = Instant::now();
         let mut stalled_until: Option<Instant> = None;
@@ -257,6 +319,15 @@ impl Engine {
         let abort_immediately = request
             .abort_immediately
             .then(|| request.request_id.clone());
+        if let (Some(kv), Some(prompt)) = (self.kv.as_mut(), request.prompt_token_ids.as_ref()) {
+            let salt = request.cache_salt.as_deref();
+            kv.add(
+                &request.request_id,
+                prompt,
+                request.lora_request.as_ref(),
+                salt,
+            );
+        }
         let mut seq = Sequence::new(request, client, &self.config, &self.text);
         seq.record(EngineCoreEventType::Queued, self.now());
         self.waiting.push_back(seq);
@@ -292,6 +363,11 @@ impl Engine {
         self.running = running;
         self.waiting = waiting;
         removed.extend(removed_waiting);
+        if let Some(kv) = self.kv.as_mut() {
+            for seq in &removed {
+                kv.release(&seq.request_id);
+            }
+        }
         removed
     }
 
@@ -401,6 +477,9 @@ impl Engine {
             let mut finished = Vec::new();
             for (i, seq) in self.running.iter_mut().enumerate() {
                 let output = seq.step(n, max_len);
+                if let Some(kv) = self.kv.as_mut() {
+                    kv.advance(&seq.request_id, &output.new_token_ids);
+                }
                 if output.finished() {
                     finished.push(i);
                 }
@@ -412,6 +491,9 @@ impl Engine {
             }
             for i in finished.into_iter().rev() {
                 let seq = self.running.remove(i);
+                if let Some(kv) = self.kv.as_mut() {
+                    kv.release(&seq.request_id);
+                }
                 if self.config.include_finished_set {
                     self.finished
                         .entry(seq.client_index)
@@ -423,6 +505,7 @@ impl Engine {
         for (client, ids) in std::mem::take(&mut self.finished) {
             messages.entry(client).or_default().finished_requests = Some(ids);
         }
+        self.publish_kv_events();
         let counts = self.counts();
         if !messages.is_empty() || self.reported_counts != Some(counts) {
             self.reported_counts = Some(counts);

@@ -23,10 +23,19 @@
 //! # }
 //! ```
 //!
+//! With [`MockConfig::kv_events`] (vLLM's `--kv-events-config`) the engine keeps a prefix
+//! cache of [`MockConfig::num_gpu_blocks`] blocks of [`MockConfig::block_size`] tokens
+//! and publishes, on vLLM's PUB and replay sockets, the KV-cache events a vLLM engine
+//! publishes for the same requests: stores of computed full blocks (hashed as vLLM
+//! hashes them), LRU evictions. The `reset_prefix_cache` utility call does not clear it
+//! yet (the engine's `reset_prefix_cache` hook is there for it).
+//!
 //! Malformed input from the frontend is logged and skipped, never a panic.
 
 mod config;
 mod engine;
+mod kv_cache;
+mod kv_publisher;
 mod lora;
 mod sequence;
 mod startup;
@@ -179,14 +188,12 @@ fn ready_response(
     rank: u16,
     addresses: &EngineZmqAddresses,
 ) -> EngineCoreReadyResponse {
-    const BLOCK_SIZE: usize = 16;
-    let kv_tokens = config
-        .max_model_len
-        .saturating_mul(config.max_num_seqs.max(1));
+    let block_size = config.block_size.max(1);
+    let num_blocks = config.num_gpu_blocks();
     EngineCoreReadyResponse {
         max_model_len: config.max_model_len as i64,
-        num_gpu_blocks: kv_tokens.div_ceil(BLOCK_SIZE) as i64,
-        block_size: BLOCK_SIZE as i64,
+        num_gpu_blocks: num_blocks as i64,
+        block_size: block_size as i64,
         dp_stats_address: addresses.frontend_stats_publish_address.clone(),
         dtype: "bfloat16".into(),
         vllm_version: VLLM_VERSION.into(),
@@ -197,7 +204,10 @@ fn ready_response(
         instance_id: format!("mock-engine-{rank}-{}", std::process::id()),
         supports_lora: config.lora.is_some(),
         max_loras: config.lora.map_or(0, |l| l.max_loras as i64),
-        kv_cache_size_tokens: Some(kv_tokens as i64),
+        kv_cache_size_tokens: Some(num_blocks.saturating_mul(block_size) as i64),
+        kv_events_config: config
+            .kv_events_for_rank(rank)
+            .map(|c| crate::wire::from_slice(&crate::wire::to_vec(&c)).unwrap_or_default()),
         kv_cache_max_concurrency: Some(config.max_num_seqs as f64),
         enable_sleep_mode: true,
         coordinator_input_address: addresses.coordinator_input.clone(),

@@ -116,7 +116,7 @@ impl Engine {
                 self.resume();
                 Value::Nil
             }
-            "reset_prefix_cache" => Value::Bool(true),
+            "reset_prefix_cache" => Value::Bool(self.reset_prefix_cache()),
             "reset_mm_cache" | "reset_encoder_cache" | "execute_dummy_batch" | "profile" => {
                 Value::Nil
             }

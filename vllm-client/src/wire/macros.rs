@@ -3,11 +3,17 @@
 //! `wire_array!` declares a struct that vLLM encodes `array_like` (fields in order, all
 //! of them); `wire_map!` one that it encodes as a map keyed by field name, in one of
 //! three modes: `all` (dataclasses: every field), `omit_defaults` (msgspec structs: the
-//! fields equal to their Python default are left out, and msgspec, not knowing the count
-//! in advance, always writes a map16 header), or `sparse` (plain dicts with optional
-//! keys: defaults left out, smallest header). Each macro emits the struct, its `Default`, a
-//! `FIELDS` constant with the wire names in order (checked against vLLM's Python source
-//! by the drift check), and the `Encode` / `Decode` implementations.
+//! fields equal to their Python default are left out; header size below), or `sparse`
+//! (plain dicts with optional keys: defaults left out, smallest header). Each macro emits
+//! the struct, its `Default`, a `FIELDS` constant with the wire names in order (checked
+//! against vLLM's Python source by the drift check), and the `Encode` / `Decode`
+//! implementations.
+//!
+//! msgspec reserves an `omit_defaults` struct's map header before it knows the count, so
+//! the header's size follows the number of fields the struct *could* write: a fixmap
+//! below 16, else a map16 (even for 1 entry). A `tag = "Name"` after the mode declares a
+//! msgspec tagged struct (`tag=True`): the tag entry `"type": "Name"` comes first and
+//! counts as a field; decoding checks it when present.
 //!
 //! Field syntax: `pub name: Type = default`, optionally followed by `=> "wire_name"` when
 //! the Python name differs (private fields such as `_eos_token_id`), and by `; always`
@@ -132,7 +138,7 @@ pub(crate) const fn field_index(fields: &[&str], name: &str) -> usize {
 macro_rules! wire_map {
     (
         $(#[$meta:meta])*
-        pub struct $name:ident ($mode:ident) {
+        pub struct $name:ident ($mode:ident $(, tag = $tag:literal)?) {
             $(
                 $(#[$fmeta:meta])*
                 pub $field:ident : $ty:ty = $default:expr $(=> $wire:literal)? $(; $always:ident)?
@@ -148,6 +154,8 @@ macro_rules! wire_map {
         impl $name {
             /// The wire field names, in vLLM's declaration order.
             pub const FIELDS: &'static [&'static str] = &[$(wire_name!($field $($wire)?)),*];
+            /// The msgspec tag of this struct (`tag=True`: the class name), if it has one.
+            pub const TAG: Option<&'static str> = wire_map!(@tag $($tag)?);
         }
 
         impl Default for $name {
@@ -158,19 +166,26 @@ macro_rules! wire_map {
 
         impl $crate::wire::Encode for $name {
             fn encode(&self, w: &mut $crate::wire::Writer) {
-                let (omit_defaults, map16_header) = wire_map!(@mode $mode);
-                let present = [$(
+                #[allow(unused_variables)] // A struct without fields never reads it.
+                let (omit_defaults, reserved_header) = wire_map!(@mode $mode);
+                let present: &[bool] = &[$(
                     !omit_defaults || wire_always!($($always)?) || {
                         let default: $ty = $default;
                         self.$field != default
                     }
                 ),*];
-                let len = present.iter().filter(|p| **p).count();
-                if map16_header {
+                let tagged = Self::TAG.is_some() as usize;
+                let len = tagged + present.iter().filter(|p| **p).count();
+                if reserved_header && Self::FIELDS.len() + tagged >= 16 {
                     w.map16_len(len);
                 } else {
                     w.map_len(len);
                 }
+                if let Some(tag) = Self::TAG {
+                    w.str($crate::wire::TAG_FIELD);
+                    w.str(tag);
+                }
+                #[allow(unused_mut, unused_variables)]
                 let mut i = 0usize;
                 $(
                     if present[i] {
@@ -189,9 +204,23 @@ macro_rules! wire_map {
             ) -> Result<Self, $crate::wire::DecodeError> {
                 // Missing keys take their defaults; unknown keys are skipped.
                 let len = r.map()?;
+                #[allow(unused_mut)]
                 let mut value = Self::default();
+                #[allow(unused_labels)]
                 'entries: for _ in 0..len {
                     let key = r.str()?;
+                    if let Some(tag) = Self::TAG {
+                        if key == $crate::wire::TAG_FIELD {
+                            let found = r.str()?;
+                            if found != tag {
+                                return Err($crate::wire::DecodeError::Invalid {
+                                    what: stringify!($name),
+                                    detail: format!("tag {found:?}, expected {tag:?}"),
+                                });
+                            }
+                            continue;
+                        }
+                    }
                     $(
                         if key == wire_name!($field $($wire)?) {
                             value.$field = $crate::wire::Decode::decode(r)?;
@@ -205,6 +234,8 @@ macro_rules! wire_map {
             }
         }
     };
+    (@tag) => { None };
+    (@tag $tag:literal) => { Some($tag) };
     (@mode omit_defaults) => { (true, true) };
     (@mode sparse) => { (true, false) };
     (@mode all) => { (false, false) };

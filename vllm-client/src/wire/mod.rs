@@ -30,6 +30,9 @@ pub const EXT_PICKLE: i8 = 1;
 /// msgpack extension type for cloudpickled functions (`CUSTOM_TYPE_CLOUDPICKLE`); always refused.
 pub const EXT_CLOUDPICKLE: i8 = 2;
 
+/// The key of a msgspec tagged struct's tag (msgspec's default `tag_field`).
+pub const TAG_FIELD: &str = "type";
+
 /// Encodes a value into a fresh buffer.
 pub fn to_vec<T: Encode + ?Sized>(value: &T) -> Vec<u8> {
     let mut w = Writer::new();
