@@ -122,6 +122,11 @@ impl Pipeline {
                 Some("n"),
             ));
         }
+        // A request for a LoRA adapter renders as one for the served model.
+        let adapter = self.resolve_adapter(request.model.as_deref())?;
+        if adapter.is_some() {
+            request.model = None;
+        }
         let parsers = &self.config.parsers;
         // vLLM's request checks and the parsers' `adjust_request`, before rendering.
         let tools = RequestTools::of(&request);
@@ -186,6 +191,8 @@ impl Pipeline {
         engine_request.priority = request.priority;
         engine_request.cache_salt = request.cache_salt.clone();
         engine_request.data_parallel_rank = routing.data_parallel_rank;
+        let model_name = self.answer_model(adapter.as_ref());
+        engine_request.lora_request = adapter;
         // The parser starts in vLLM's state for the rendered prompt.
         let kwargs = generate
             .parse_context
@@ -205,7 +212,7 @@ impl Pipeline {
             echo: echo_text(&request),
             request,
             id: generate.request_id,
-            model: self.config.served_model_name.clone(),
+            model: model_name,
             prompt_token_ids,
             generation,
             parser,

@@ -38,7 +38,7 @@ impl Pipeline {
     /// sends it to the engines.
     pub async fn completion(
         &self,
-        request: CompletionRequest,
+        mut request: CompletionRequest,
         routing: Routing,
     ) -> Result<AcceptedCompletion, ApiError> {
         if request.n.is_some_and(|n| n > 1) {
@@ -60,6 +60,11 @@ impl Pipeline {
                 "echo with max_tokens=0 is not supported by this server.",
                 Some("max_tokens"),
             ));
+        }
+        // A request for a LoRA adapter renders as one for the served model.
+        let adapter = self.resolve_adapter(request.model.as_deref())?;
+        if adapter.is_some() {
+            request.model = None;
         }
         let model = self.model.clone();
         let size = match &request.prompt {
@@ -100,11 +105,13 @@ impl Pipeline {
         engine_request.priority = request.priority;
         engine_request.cache_salt = request.cache_salt.clone();
         engine_request.data_parallel_rank = routing.data_parallel_rank;
+        let model_name = self.answer_model(adapter.as_ref());
+        engine_request.lora_request = adapter;
         let generation = Generation::start(&self.client, model, engine_request).await?;
         Ok(AcceptedCompletion {
             request,
             id: generate.request_id,
-            model: self.config.served_model_name.clone(),
+            model: model_name,
             prompt_token_ids,
             prompt_text,
             generation,

@@ -286,7 +286,14 @@ impl std::fmt::Debug for AcceptedGenerate {
 impl Pipeline {
     /// Accepts a tokens-in request: checks it as vLLM does and sends it to the engines.
     pub async fn generate(&self, request: TokensRequest) -> Result<AcceptedGenerate, ApiError> {
-        self.check_model(request.model.as_ref())?;
+        let adapter = match request.model.as_ref() {
+            None => None,
+            Some(serde_json::Value::String(name)) => self.resolve_adapter(Some(name))?,
+            Some(other) => {
+                self.check_model(Some(other))?;
+                None
+            }
+        };
         let text_mode = match request.output_mode.as_str() {
             "tokens" => false,
             "text" => true,
@@ -333,12 +340,14 @@ impl Pipeline {
         engine_request.external_req_id = Some(request_id.clone());
         engine_request.priority = request.priority;
         engine_request.cache_salt = request.cache_salt;
+        let model_name = self.answer_model(adapter.as_ref());
+        engine_request.lora_request = adapter;
         let generation = Generation::start(&self.client, &self.model, engine_request).await?;
         let options = request.stream_options.unwrap_or_default();
         let include_usage = options.include_usage == Some(true);
         Ok(AcceptedGenerate {
             request_id,
-            model: self.config.served_model_name.clone(),
+            model: model_name,
             text_mode,
             stream,
             return_token_ids: request.return_token_ids == Some(true),

@@ -34,6 +34,7 @@ mod generate;
 pub mod generation;
 pub mod ids;
 pub mod logprobs;
+pub mod lora;
 mod model;
 mod offload;
 mod parse;
@@ -91,6 +92,9 @@ pub struct PipelineConfig {
     pub max_logprobs: i64,
     /// Where rendering and tokenization of large requests run.
     pub offload: Offload,
+    /// LoRA adapters requests may name as their `model` (`None`: only the served
+    /// model).
+    pub loras: Option<Arc<lora::LoraRegistry>>,
 }
 
 impl PipelineConfig {
@@ -102,6 +106,7 @@ impl PipelineConfig {
             parsers,
             max_logprobs: 20,
             offload: Offload::default(),
+            loras: None,
         }
     }
 }
@@ -160,6 +165,32 @@ impl Pipeline {
     /// A request naming another model than the served one is a 404, as in vLLM.
     pub fn check_model(&self, model: Option<&Value>) -> Result<(), ApiError> {
         check_model(&self.config.served_model_name, model)
+    }
+
+    /// The LoRA adapter a request's `model` names (`None` for the served model or no
+    /// model); another name is vLLM's 404.
+    pub fn resolve_adapter(
+        &self,
+        model: Option<&str>,
+    ) -> Result<Option<vllm_client::protocol::LoRARequest>, ApiError> {
+        let Some(name) = model.filter(|m| *m != self.config.served_model_name) else {
+            return Ok(None);
+        };
+        match self.config.loras.as_ref().and_then(|loras| loras.get(name)) {
+            Some(adapter) => Ok(Some(adapter)),
+            None => Err(ApiError::not_found(
+                format!("The model `{name}` does not exist."),
+                Some("model"),
+            )),
+        }
+    }
+
+    /// The model name an answer reports: the adapter's, or the served model's.
+    fn answer_model(&self, adapter: Option<&vllm_client::protocol::LoRARequest>) -> String {
+        adapter.map_or_else(
+            || self.config.served_model_name.clone(),
+            |a| a.lora_name.clone(),
+        )
     }
 }
 

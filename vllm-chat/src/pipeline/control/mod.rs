@@ -29,6 +29,8 @@ use super::ApiError;
 pub enum ControlAnswer {
     /// `200` with this JSON body.
     Json(serde_json::Value),
+    /// `200` with this plain text (the LoRA endpoints' success messages).
+    Text(String),
     /// `200` without a body.
     Empty,
 }
