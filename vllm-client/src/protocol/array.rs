@@ -215,3 +215,60 @@ impl LogprobsLists {
         self.sampled_token_ranks.i32_at(row)
     }
 }
+
+wire_array! {
+    /// Log probabilities as torch tensors (`vllm.v1.outputs.LogprobsTensors`, a
+    /// `NamedTuple`: every field on the wire). The engine sends a request's **prompt**
+    /// logprobs this way, once, when its prefill completes: `[prompt_len - 1, k + 1]`
+    /// rows, row `i` scoring prompt token `i + 1` (the token itself first, then the
+    /// top-k), dtypes `int32` / `float32`. Large tensors travel as extra frames, like
+    /// every array.
+    pub struct LogprobsTensors {
+        /// `[rows, k + 1]` int32 token ids.
+        pub logprob_token_ids: NdArray = NdArray::default(),
+        /// `[rows, k + 1]` float32 log probabilities.
+        pub logprobs: NdArray = NdArray::default(),
+        /// `[rows]` int32 ranks of the scored tokens.
+        pub selected_token_ranks: NdArray = NdArray::default(),
+        /// Row offsets per request (speculative decoding; `None` for prompt logprobs).
+        pub cu_num_generated_tokens: Option<Vec<i64>> = None,
+        /// The same offsets as a tensor (`None` for prompt logprobs).
+        pub cu_num_generated_tokens_tensor: Option<NdArray> = None,
+    }
+}
+
+impl LogprobsTensors {
+    /// The same rows as [`LogprobsLists`], whose accessors read them (the arrays are
+    /// shared, not copied).
+    pub fn to_lists(&self) -> LogprobsLists {
+        LogprobsLists {
+            logprob_token_ids: self.logprob_token_ids.clone(),
+            logprobs: self.logprobs.clone(),
+            sampled_token_ranks: self.selected_token_ranks.clone(),
+            cu_num_generated_tokens: self.cu_num_generated_tokens.clone(),
+        }
+    }
+
+    /// Builds torch-style tensors (dtype names `int32` / `float32`, as torch tensors
+    /// travel) from rows of `(token id, logprob)` pairs and ranks, as the engine builds
+    /// prompt logprobs. All rows must have the same length.
+    pub fn from_rows(rows: &[Vec<(i32, f32)>], ranks: &[i32]) -> Self {
+        let lists = LogprobsLists::from_rows(rows, ranks);
+        let torch = |mut a: NdArray, dtype: &str| {
+            a.dtype = dtype.into();
+            a
+        };
+        Self {
+            logprob_token_ids: torch(lists.logprob_token_ids, "int32"),
+            logprobs: torch(lists.logprobs, "float32"),
+            selected_token_ranks: torch(lists.sampled_token_ranks, "int32"),
+            cu_num_generated_tokens: None,
+            cu_num_generated_tokens_tensor: None,
+        }
+    }
+
+    /// Checks that dtypes and shapes agree ([`LogprobsLists::validate`]).
+    pub fn validate(&self) -> Result<(), DecodeError> {
+        self.to_lists().validate()
+    }
+}

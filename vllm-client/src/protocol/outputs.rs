@@ -1,6 +1,6 @@
 //! Engine-to-frontend outputs.
 
-use super::{LogprobsLists, NdArray, SchedulerStats, UtilityOutput};
+use super::{LogprobsLists, LogprobsTensors, NdArray, SchedulerStats, UtilityOutput};
 use crate::wire::{Decode, DecodeError, Encode, Map, Reader, Value, Writer};
 
 wire_int_enum! {
@@ -124,8 +124,8 @@ wire_array! {
         pub new_token_ids: Vec<u32> = Vec::new(),
         /// Their log probabilities, when requested.
         pub new_logprobs: Option<Box<LogprobsLists>> = None,
-        /// Prompt log probabilities (a `LogprobsTensors`), kept undecoded.
-        pub new_prompt_logprobs_tensors: Option<Box<Value>> = None,
+        /// Prompt log probabilities, sent once when the prefill completes.
+        pub new_prompt_logprobs_tensors: Option<Box<LogprobsTensors>> = None,
         /// Pooling output tensor.
         pub pooling_output: Option<Box<NdArray>> = None,
         /// Set when the request finished.
