@@ -21,7 +21,8 @@ pub mod protocol;
 pub mod mock;
 
 pub use client::{
-    ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream, Startup,
+    ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream,
+    ParallelStream, Startup,
 };
 
 pub use wire::{DecodeError, Map, Value};

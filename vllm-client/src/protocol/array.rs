@@ -69,6 +69,28 @@ impl NdArray {
         self.word(i).map(f32::from_le_bytes)
     }
 
+    /// This array with `other`'s rows appended (concatenation along the first axis),
+    /// or `None` when dtypes or the other dimensions differ.
+    pub fn concat_rows(&self, other: &NdArray) -> Option<NdArray> {
+        if self.dtype != other.dtype
+            || self.shape.is_empty()
+            || self.shape.len() != other.shape.len()
+            || self.shape[1..] != other.shape[1..]
+        {
+            return None;
+        }
+        let mut shape = self.shape.clone();
+        shape[0] = shape[0].checked_add(other.shape[0])?;
+        let mut data = Vec::with_capacity(self.data.len() + other.data.len());
+        data.extend_from_slice(&self.data);
+        data.extend_from_slice(&other.data);
+        Some(NdArray {
+            dtype: self.dtype.clone(),
+            shape,
+            data: data.into(),
+        })
+    }
+
     /// Checks dtype and size: `element` bytes per element, matching the shape.
     fn validate(
         &self,
@@ -188,6 +210,29 @@ impl LogprobsLists {
                 detail: "inconsistent shapes".into(),
             });
         }
+        Ok(())
+    }
+
+    /// Appends the rows of a later step of the same request (as vLLM's
+    /// `RequestOutput.add` extends a lagging consumer's logprobs). Fails, leaving
+    /// `self` unchanged, when the two do not have the same columns and dtypes.
+    pub fn append(&mut self, later: &LogprobsLists) -> Result<(), DecodeError> {
+        let concat = |a: &NdArray, b: &NdArray| {
+            a.concat_rows(b).ok_or_else(|| DecodeError::Invalid {
+                what: "LogprobsLists",
+                detail: format!(
+                    "cannot append rows of shape {:?} ({}) to shape {:?} ({})",
+                    b.shape, b.dtype, a.shape, a.dtype
+                ),
+            })
+        };
+        let ids = concat(&self.logprob_token_ids, &later.logprob_token_ids)?;
+        let logprobs = concat(&self.logprobs, &later.logprobs)?;
+        let ranks = concat(&self.sampled_token_ranks, &later.sampled_token_ranks)?;
+        self.logprob_token_ids = ids;
+        self.logprobs = logprobs;
+        self.sampled_token_ranks = ranks;
+        self.cu_num_generated_tokens = None;
         Ok(())
     }
 
