@@ -425,17 +425,23 @@ impl ChatStream {
         }
     }
 
-    /// Choice `index`'s usage so far (continuous usage stats count one choice).
+    /// Choice `index`'s usage so far (continuous usage stats count one choice). vLLM
+    /// sets `completion_tokens_details` (null without reasoning-token details) on
+    /// these, unlike the final usage chunk.
     fn usage(&self, index: usize) -> Usage {
         let a = &self.accepted;
         let output = a.samples.get(index).map_or(0, |g| g.num_output_tokens);
-        Usage::new(a.prompt_token_ids.len() as u64, output as u64)
+        let mut usage = Usage::new(a.prompt_token_ids.len() as u64, output as u64);
+        usage.completion_tokens_details = Emit::null();
+        usage
     }
 
     fn leading_usage(&self) -> Emit<Usage> {
         if self.continuous_usage {
             let prompt = self.accepted.prompt_token_ids.len() as u64;
-            Emit::value(Usage::new(prompt, 0))
+            let mut usage = Usage::new(prompt, 0);
+            usage.completion_tokens_details = Emit::null();
+            Emit::value(usage)
         } else {
             Emit::Unset
         }
