@@ -101,6 +101,11 @@ def stub_missing_modules() -> None:
         sys.modules["orjson"] = stub
 
 
+# The engines' and vLLM's frontend's `max_num_seqs` (vLLM's frontend checks `n` against
+# its own configuration; `serve` against what the engines report).
+MAX_NUM_SEQS = 128
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -112,7 +117,7 @@ def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
         [args.mock_engine, args.model, "--headless", "--data-parallel-address", "127.0.0.1",
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
          "--max-model-len", str(args.max_model_len), "--mock-output", mode, "--mock-seed", "3",
-         "--mock-tokens-per-second", "0"],
+         "--mock-tokens-per-second", "0", "--max-num-seqs", str(MAX_NUM_SEQS)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
@@ -170,16 +175,63 @@ def http_post(base: str, path: str, body) -> tuple[int, str, str]:
 # nothing. Both are taken out before comparing.
 KNOWN_DIFFERENCES = [
     (re.compile(r'(chatcmpl|cmpl)-[0-9a-f]{16}(?![0-9a-f])'), r"\1-ID"),
+    (re.compile(r'"generate-tokens-[0-9a-f]{16}([0-9a-f]{16})?"'), '"generate-tokens-ID"'),
     (re.compile(r',"system_fingerprint":(null|"vllm-[^"]*")'), ""),
     (re.compile(r'"system_fingerprint":(null|"vllm-[^"]*"),'), ""),
 ]
+
+
+def merge(into: dict, event: dict) -> None:
+    """Folds a later chunk of the same choice into `into`: strings and lists are
+    appended, objects merged, other values replaced by a later non-null one."""
+    for key, value in event.items():
+        old = into.get(key)
+        if isinstance(old, str) and isinstance(value, str):
+            into[key] = old + value
+        elif isinstance(old, list) and isinstance(value, list):
+            into[key] = old + value
+        elif isinstance(old, dict) and isinstance(value, dict):
+            merge(old, value)
+        elif value is not None or key not in into:
+            into[key] = value
+
+
+def merge_stream(text: str) -> str:
+    """A stream with each choice's chunks folded into one (`merge`). How many chunks
+    carry a choice's tokens depends on timing (a consumer that lags gets outputs merged,
+    in vLLM and in `serve`), so streams compare by what each choice adds up to, in
+    the order of the choices' first chunks; chunks without a choice (usage, errors)
+    and `[DONE]` compare as they are."""
+    if not text.startswith("data: "):
+        return text
+    merged, order, rest = {}, [], []
+    for event in text.split("\n\n"):
+        if not event:
+            continue
+        try:
+            chunk = json.loads(event[len("data: "):])
+        except ValueError:
+            rest.append(event)
+            continue
+        choices = chunk.get("choices") if isinstance(chunk, dict) else None
+        if not choices:
+            rest.append(event)
+            continue
+        index = choices[0].get("index")
+        if index not in merged:
+            merged[index] = chunk
+            order.append(index)
+        else:
+            merge(merged[index], chunk)
+    return "".join(f"data: {json.dumps(merged[i], separators=(',', ':'), ensure_ascii=False)}\n\n"
+                   for i in order) + "".join(e + "\n\n" for e in rest)
 
 
 def answer(status: int, ctype: str, text: str) -> str:
     media = (ctype or "").split(";")[0].strip()
     for pattern, repl in KNOWN_DIFFERENCES:
         text = pattern.sub(repl, text)
-    return f"{status} {media}\n{serve_answers.normalize_answer(text)}"
+    return f"{status} {media}\n{merge_stream(serve_answers.normalize_answer(text))}"
 
 
 async def compare(args, mode: str) -> list[str]:
@@ -209,7 +261,7 @@ async def compare(args, mode: str) -> list[str]:
             "--max-model-len", str(args.max_model_len),
             "--data-parallel-size", "1", "--data-parallel-size-local", "0",
             "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(vllm_port),
-            "--enable-scale-out",
+            "--enable-scale-out", "--max-num-seqs", str(MAX_NUM_SEQS),
         ])
         async with build_async_engine_client(vargs) as engine_client:
             tasks = await engine_client.get_supported_tasks()

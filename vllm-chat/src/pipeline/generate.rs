@@ -332,7 +332,12 @@ impl Pipeline {
             .sampling_params
             .resolve(stream, max_model_len - prompt_len);
         let params = sampling::engine_params(&resolved, &self.model, self.config.max_logprobs)?;
-        let request_id = request.request_id.unwrap_or_else(ids::random_hex);
+        // vLLM's `serve_tokens`: `generate-tokens-{request_id}`, the body's id or a
+        // random one.
+        let request_id = format!(
+            "generate-tokens-{}",
+            request.request_id.unwrap_or_else(ids::random_hex)
+        );
         let mut engine_request = EngineCoreRequest::new(
             ids::engine_request_id(&request_id),
             request.token_ids.clone(),
@@ -397,6 +402,10 @@ impl AcceptedGenerate {
         let mut usage = Usage::new(self.prompt_token_ids.len() as u64, output as u64);
         if details {
             usage.prompt_tokens_details = crate::openai::Emit::null();
+        }
+        if index.is_none() && details {
+            // The whole answer's `UsageInfo` is dumped with every field.
+            usage.completion_tokens_details = crate::openai::Emit::null();
         }
         usage
     }
