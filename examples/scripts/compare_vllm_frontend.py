@@ -181,12 +181,19 @@ KNOWN_DIFFERENCES = [
 ]
 
 
+# The string fields that chunks deliver piece by piece.
+PIECEWISE = {"text", "content", "reasoning", "arguments"}
+
+
 def merge(into: dict, event: dict) -> None:
-    """Folds a later chunk of the same choice into `into`: strings and lists are
-    appended, objects merged, other values replaced by a later non-null one."""
+    """Folds a later chunk of the same choice into `into`: the piecewise strings and
+    lists are appended, objects merged (a chunk's one choice into the other's), other
+    values replaced by a later non-null one."""
     for key, value in event.items():
         old = into.get(key)
-        if isinstance(old, str) and isinstance(value, str):
+        if key == "choices" and old and value:
+            merge(old[0], value[0])
+        elif key in PIECEWISE and isinstance(old, str) and isinstance(value, str):
             into[key] = old + value
         elif isinstance(old, list) and isinstance(value, list):
             into[key] = old + value
@@ -196,15 +203,29 @@ def merge(into: dict, event: dict) -> None:
             into[key] = value
 
 
+def reorder(value, template):
+    """`value` with its keys in `template`'s order (the choice's last chunk: the one
+    with every field), then the keys `template` lacks in their own order."""
+    if isinstance(value, dict) and isinstance(template, dict):
+        ordered = {k: reorder(value[k], template[k]) for k in template if k in value}
+        ordered.update((k, v) for k, v in value.items() if k not in ordered)
+        return ordered
+    if (isinstance(value, list) and isinstance(template, list) and value and template
+            and isinstance(value[0], dict) and "index" in value[0]):
+        return [reorder(value[0], template[0]), *value[1:]]
+    return value
+
+
 def merge_stream(text: str) -> str:
     """A stream with each choice's chunks folded into one (`merge`). How many chunks
     carry a choice's tokens depends on timing (a consumer that lags gets outputs merged,
     in vLLM and in `serve`), so streams compare by what each choice adds up to, in
-    the order of the choices' first chunks; chunks without a choice (usage, errors)
-    and `[DONE]` compare as they are."""
+    the order of the choices' first chunks, with the fields in the order of the
+    choice's last chunk; chunks without a choice (usage, errors) and `[DONE]` compare
+    as they are."""
     if not text.startswith("data: "):
         return text
-    merged, order, rest = {}, [], []
+    merged, last, order, rest = {}, {}, [], []
     for event in text.split("\n\n"):
         if not event:
             continue
@@ -218,13 +239,15 @@ def merge_stream(text: str) -> str:
             rest.append(event)
             continue
         index = choices[0].get("index")
+        last[index] = json.loads(event[len("data: "):])
         if index not in merged:
             merged[index] = chunk
             order.append(index)
         else:
             merge(merged[index], chunk)
-    return "".join(f"data: {json.dumps(merged[i], separators=(',', ':'), ensure_ascii=False)}\n\n"
-                   for i in order) + "".join(e + "\n\n" for e in rest)
+    return "".join(
+        f"data: {json.dumps(reorder(merged[i], last[i]), separators=(',', ':'), ensure_ascii=False)}\n\n"
+        for i in order) + "".join(e + "\n\n" for e in rest)
 
 
 def answer(status: int, ctype: str, text: str) -> str:

@@ -87,8 +87,8 @@ N_CASES = [
      {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 30, "stop": ["mock"]}, TEXT),
     ("chat n=2 greedy", "/v1/chat/completions",
      {"model": "qwen3", "messages": MSG, "n": 2, "temperature": 0}, TEXT),
-    ("chat n=2 prompt_logprobs", "/v1/chat/completions",
-     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 3, "prompt_logprobs": 2}, BOTH),
+    ("chat n=2 seed prompt_logprobs", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "seed": 4, "max_tokens": 3, "prompt_logprobs": 2}, BOTH),
     ("completions batch n=2", "/v1/completions",
      {"model": "qwen3", "prompt": ["Once upon", "a time"], "n": 2, "max_tokens": 5}, TEXT),
     ("completions batch n=2 stream usage", "/v1/completions",
@@ -97,8 +97,14 @@ N_CASES = [
     ("completions token batch n=3 seed echo logprobs", "/v1/completions",
      {"model": "qwen3", "prompt": [[9707, 11, 1879], [40, 1079]], "n": 3, "seed": 7, "max_tokens": 4,
       "echo": True, "logprobs": 2}, BOTH),
-    ("completions n=8 seed stream echo logprobs", "/v1/completions",
+    ("completions n=8 seed stream echo", "/v1/completions",
      {"model": "qwen3", "prompt": "Once upon a time", "n": 8, "seed": 11, "max_tokens": 4, "stream": True,
+      "echo": True, "stream_options": {"include_usage": True}}, BOTH),
+    # Streamed echo with logprobs and n > 1 is left out: vLLM 0.33 fails it with a 500
+    # (`KeyError`) whenever two choices' outputs reach the consumer merged, as the
+    # merged `RequestOutput` carries one choice's prompt logprobs.
+    ("completions seed stream echo logprobs", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "seed": 11, "max_tokens": 4, "stream": True,
       "echo": True, "logprobs": 1, "stream_options": {"include_usage": True}}, BOTH),
     ("completions echo max_tokens=0 logprobs", "/v1/completions",
      {"model": "qwen3", "prompt": "Once upon a time", "echo": True, "max_tokens": 0, "logprobs": 1,

@@ -385,7 +385,8 @@ impl CompletionStream {
             std::mem::take(&mut step.text)
         };
         let chunk_logprobs = a.request.logprobs.map(|_| logprobs.take());
-        let send_prompt_ids = self.return_token_ids && first;
+        // vLLM sends the prompt's ids with the echo whatever `return_token_ids` says.
+        let send_prompt_ids = first && (self.return_token_ids || a.request.echo);
         let prompt = &a.prompts[prompt_index];
         let finish = step.finish.take();
         let mut chunk = CompletionChunk::delta(

@@ -189,9 +189,6 @@ pub enum GenerateLogprobs {
 pub struct GenerateChoice {
     /// The sample's index in `0..n`.
     pub index: u32,
-    /// Text mode, streamed: the new text (written before the finish reason).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
     /// `stop`, `length`, `abort`, or null mid-stream.
     pub finish_reason: Option<&'static str>,
     /// The stop string or token id.
@@ -204,9 +201,9 @@ pub struct GenerateChoice {
     pub sampling_mask: Option<Value>,
     /// Always null.
     pub weight_versions: Option<Value>,
-    /// Text mode, whole answer: the text (written after `weight_versions`).
-    #[serde(rename = "text", skip_serializing_if = "Option::is_none")]
-    pub full_text: Option<String>,
+    /// Text mode: the text (streamed: the new text), written after `weight_versions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// The logprobs, when requested.
     pub logprobs: Option<GenerateLogprobs>,
 }
@@ -401,10 +398,9 @@ impl AcceptedGenerate {
         };
         let mut usage = Usage::new(self.prompt_token_ids.len() as u64, output as u64);
         if details {
+            // vLLM dumps these `UsageInfo`s with every field (only the final usage
+            // chunk drops the nulls).
             usage.prompt_tokens_details = crate::openai::Emit::null();
-        }
-        if index.is_none() && details {
-            // The whole answer's `UsageInfo` is dumped with every field.
             usage.completion_tokens_details = crate::openai::Emit::null();
         }
         usage
@@ -432,14 +428,13 @@ impl super::Accepted for AcceptedGenerate {
                 .ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
             choices.push(GenerateChoice {
                 index: i as u32,
-                text: None,
                 finish_reason: Some(finish.reason),
                 stop_reason: finish.stop_reason,
                 token_ids: step.token_ids,
                 routed_experts: None,
                 sampling_mask: None,
                 weight_versions: None,
-                full_text: self.text_mode.then_some(step.text),
+                text: self.text_mode.then_some(step.text),
                 logprobs: step_logprobs(step.logprobs, self.text_mode),
             });
         }
@@ -533,14 +528,13 @@ impl GenerateStream {
             let finish = step.finish.take();
             let choice = GenerateChoice {
                 index: index as u32,
-                text: a.text_mode.then(|| std::mem::take(&mut step.text)),
                 finish_reason: finish.as_ref().map(|f| f.reason),
                 stop_reason: finish.and_then(|f| f.stop_reason),
                 token_ids: std::mem::take(&mut step.token_ids),
                 routed_experts: None,
                 sampling_mask: None,
                 weight_versions: None,
-                full_text: None,
+                text: a.text_mode.then(|| std::mem::take(&mut step.text)),
                 logprobs: step_logprobs(step.logprobs.take(), a.text_mode),
             };
             let prompt = (!std::mem::replace(&mut self.prompt_sent, true))
