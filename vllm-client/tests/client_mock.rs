@@ -404,7 +404,10 @@ async fn collect_n(
     let mut children: Vec<(Vec<u32>, Option<_>)> = vec![(Vec::new(), None); stream.n()];
     while let Some((index, output)) = stream.next().await {
         let output = output.unwrap();
-        assert!(children[index].1.is_none(), "child {index} went on after its end");
+        assert!(
+            children[index].1.is_none(),
+            "child {index} went on after its end"
+        );
         children[index].0.extend(&output.new_token_ids);
         if output.finished() {
             children[index].1 = Some(output);
@@ -428,7 +431,11 @@ async fn parallel_sampling_children_are_vllm_s_children_spread_over_engines() {
         stream.child_request_ids(),
         ["0_par", "1_par", "2_par", "3_par"]
     );
-    assert_eq!(client.inflight(), vec![2, 2], "children spread over engines");
+    assert_eq!(
+        client.inflight(),
+        vec![2, 2],
+        "children spread over engines"
+    );
     let children = collect_n(stream).await;
     for (i, (tokens, last)) in children.iter().enumerate() {
         assert_eq!(last.request_id, format!("{i}_par"));
@@ -466,10 +473,7 @@ async fn final_only_yields_the_n_merged_outputs_in_index_order() {
     while let Some((index, output)) = stream.next().await {
         items.push((index, output.unwrap()));
     }
-    assert_eq!(
-        items.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
-        [0, 1, 2]
-    );
+    assert_eq!(items.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
     for (index, output) in &items {
         assert_eq!(output.request_id, format!("{index}_fin"));
         assert_eq!(output.new_token_ids.len(), 7, "every token, merged");
@@ -480,7 +484,11 @@ async fn final_only_yields_the_n_merged_outputs_in_index_order() {
         for (row, token) in output.new_token_ids.iter().enumerate() {
             assert_eq!(lp.entry(row, 0).unwrap().0 as u32, *token);
         }
-        let prompt = output.new_prompt_logprobs_tensors.as_ref().unwrap().to_lists();
+        let prompt = output
+            .new_prompt_logprobs_tensors
+            .as_ref()
+            .unwrap()
+            .to_lists();
         assert_eq!((prompt.rows(), prompt.cols()), (2, 2), "prompt of 3 tokens");
         assert_eq!(prompt.entry(0, 0).unwrap().0, 11);
     }
@@ -534,7 +542,10 @@ async fn one_child_aborted_alone_leaves_its_siblings_running() {
 #[tokio::test]
 async fn a_duplicate_parent_id_is_refused_while_in_flight() {
     let (client, _engines) = fleet(1, slow()).await;
-    let _first = client.generate_n(sampled("dup", 2, None, 10_000)).await.unwrap();
+    let _first = client
+        .generate_n(sampled("dup", 2, None, 10_000))
+        .await
+        .unwrap();
     assert!(matches!(
         client.generate_n(sampled("dup", 2, None, 1)).await,
         Err(ClientError::DuplicateRequestId(id)) if id == "dup"

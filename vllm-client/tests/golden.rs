@@ -253,7 +253,11 @@ fn prompt_logprobs_inline_and_in_extra_frames() {
     let lists = tensors.to_lists();
     assert_eq!((lists.rows(), lists.cols()), (4, 3));
     let v = vector("outputs_prompt_logprobs_multiframe");
-    assert_eq!(v.frames.len(), 3, "prompt ids and logprobs travel as extra frames");
+    assert_eq!(
+        v.frames.len(),
+        3,
+        "prompt ids and logprobs travel as extra frames"
+    );
     let out: EngineCoreOutputs = round_trip(&v);
     let output = &out.outputs[0];
     let lists = output
@@ -272,7 +276,11 @@ fn prompt_logprobs_inline_and_in_extra_frames() {
     assert_eq!(output.new_logprobs.as_ref().unwrap().rows(), 1);
     // A tensor built here encodes as vLLM's does.
     let rows: Vec<Vec<(i32, f32)>> = (0..lists.rows())
-        .map(|r| (0..lists.cols()).map(|c| lists.entry(r, c).unwrap()).collect())
+        .map(|r| {
+            (0..lists.cols())
+                .map(|c| lists.entry(r, c).unwrap())
+                .collect()
+        })
         .collect();
     let ranks: Vec<i32> = (0..lists.rows()).map(|r| lists.rank(r).unwrap()).collect();
     assert_eq!(

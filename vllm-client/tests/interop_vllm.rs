@@ -668,7 +668,11 @@ async fn parallel_sampling_children_run_on_vllm_engines() {
     // Aborting the parent aborts every child on its engine.
     let parent = request("par-2", vec![50], 10_000, |sp| sp.n = 3);
     let mut stream = client.generate_n(parent).await.unwrap();
-    within("a first child output", stream.next()).await.unwrap().1.unwrap();
+    within("a first child output", stream.next())
+        .await
+        .unwrap()
+        .1
+        .unwrap();
     client.abort(&["par-2"]);
     let mut aborted = 0;
     while let Some((_, item)) = within("the aborted children", stream.next()).await {
@@ -705,7 +709,10 @@ async fn prompt_logprobs_arrive_from_vllm_engines() {
         let lists = with_prompt[0].to_lists();
         lists.validate().unwrap();
         let k = k as usize;
-        assert_eq!((lists.rows(), lists.cols()), (prompt_len as usize - 1, k + 1));
+        assert_eq!(
+            (lists.rows(), lists.cols()),
+            (prompt_len as usize - 1, k + 1)
+        );
         for row in 0..lists.rows() {
             let t = prompt[row + 1];
             let base = -((row + 1) as f32) / 8.0;

@@ -250,11 +250,18 @@ impl super::Accepted for AcceptedChat {
                 finishes[i] = step.finish;
             }
         }
-        let hide = self.parsers.first().is_some_and(ChoiceParser::hides_metadata);
+        let hide = self
+            .parsers
+            .first()
+            .is_some_and(ChoiceParser::hides_metadata);
         let wants_logprobs = self.request.logprobs == Some(true) && !hide;
         let return_token_ids = self.request.return_token_ids == Some(true);
         let mut choices = Vec::with_capacity(n);
-        let parts = texts.into_iter().zip(token_ids).zip(positions).zip(finishes);
+        let parts = texts
+            .into_iter()
+            .zip(token_ids)
+            .zip(positions)
+            .zip(finishes);
         for (i, (((text, token_ids), positions), finish)) in parts.enumerate() {
             let finish =
                 finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
@@ -395,7 +402,8 @@ impl ChatStream {
                         a.prompt_token_ids.len() as u64,
                         a.samples.num_output_tokens() as u64,
                     );
-                    let chunk = ChatCompletionChunk::usage(&a.id, self.created, &a.model, usage, None);
+                    let chunk =
+                        ChatCompletionChunk::usage(&a.id, self.created, &a.model, usage, None);
                     self.queue.push_back(ChatEvent::Chunk(chunk));
                 }
                 continue;
@@ -477,8 +485,7 @@ impl ChatStream {
         let num_output_tokens = a.samples.get(index).map_or(0, |g| g.num_output_tokens);
         let parser = a.parsers.get_mut(index)?;
         let hide = parser.hides_metadata();
-        let delta = if step.text.is_empty() && step.token_ids.is_empty() && num_output_tokens == 0
-        {
+        let delta = if step.text.is_empty() && step.token_ids.is_empty() && num_output_tokens == 0 {
             if !finished {
                 // vLLM's "chunked prefill case": no empty chunks.
                 return None;

@@ -82,7 +82,12 @@ impl Pipeline {
                 .unwrap_or(&g.request_id)
                 .to_owned(),
             Some(g) => g.request_id.clone(),
-            None => return Err(ApiError::bad_request("Prompt cannot be empty", Some("prompt"))),
+            None => {
+                return Err(ApiError::bad_request(
+                    "Prompt cannot be empty",
+                    Some("prompt"),
+                ));
+            }
         };
         let inputs = request.prompt.prompts();
         let mut prompts = Vec::with_capacity(generated.len());

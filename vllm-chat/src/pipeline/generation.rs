@@ -252,7 +252,11 @@ impl Generation {
                 .validate()
                 .map_err(|e| GenerationError(ApiError::internal(e.to_string())))?;
             let rows = positions(texts, &lists, lists.rows()).map_err(detok_error)?;
-            self.prompt_logprobs = Some(std::iter::once(None).chain(rows.into_iter().map(Some)).collect());
+            self.prompt_logprobs = Some(
+                std::iter::once(None)
+                    .chain(rows.into_iter().map(Some))
+                    .collect(),
+            );
         }
         let mut kept = ids.len();
         match output.finish_reason {

@@ -95,7 +95,11 @@ fn check_logprobs(
     vocab_size: u64,
 ) -> Result<(), ApiError> {
     let vocab = i64::try_from(vocab_size).unwrap_or(i64::MAX);
-    let max = if max_logprobs == -1 { vocab } else { max_logprobs };
+    let max = if max_logprobs == -1 {
+        vocab
+    } else {
+        max_logprobs
+    };
     match requested {
         Some(0) | None => Ok(()),
         Some(l) => {
