@@ -125,6 +125,9 @@ N_CASES = [
       "output_mode": "text", "stream": True}, TEXT),
     ("generate prompt_logprobs", "/inference/v1/generate",
      {"token_ids": [9707, 11, 1879, 0], "sampling_params": {"max_tokens": 2, "prompt_logprobs": 1}}, TEXT),
+    ("completions best_of (not a vLLM 0.33 field)", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once", "best_of": 3, "max_tokens": 3}, TEXT),
+    ("chat n=0", "/v1/chat/completions", {"model": "qwen3", "messages": MSG, "n": 0}, TEXT),
     ("generate n above max_num_seqs", "/inference/v1/generate",
      {"token_ids": [9707], "sampling_params": {"n": 300}}, TEXT),
 ]
