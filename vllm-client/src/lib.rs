@@ -8,7 +8,8 @@
 //!   vLLM's own encoder.
 //! - [`client`]: [`EngineCoreClient`], which binds the frontend sockets, waits for
 //!   data-parallel engines, routes requests, streams their outputs, batches aborts,
-//!   makes utility calls and turns an engine's death into one clear error.
+//!   makes utility calls and turns an engine's death into one clear error;
+//!   [`EngineCoreClient::generate_n`] runs `n > 1` as vLLM's parallel sampling.
 #![deny(missing_docs)]
 
 #[macro_use]
