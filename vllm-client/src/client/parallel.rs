@@ -185,7 +185,11 @@ impl ParallelStream {
         };
         let output = match item {
             Ok(output) => output,
-            Err(error) => return Some((index, Err(error))),
+            Err(error) => {
+                // The error stands for this child: nothing of it is aggregated.
+                aggregated[index] = None;
+                return Some((index, Err(error)));
+            }
         };
         match &mut aggregated[index] {
             None => aggregated[index] = Some(output),
