@@ -9,7 +9,9 @@ no uvicorn). Our side is the `serve` example. Each dials its own `mock-engine` s
 with the same flags, so both frontends see the same engine behaviour: with
 `--mock-output text` every request gets the same tokens; with `--mock-output random` a
 seeded request's tokens depend only on its seed (vLLM's child `i` samples with
-`seed + i`), so seeded cases compare sample by sample.
+`seed + i`), so seeded cases compare sample by sample; in the `parsers` run both
+frontends parse a reasoning section and a tool call (qwen3 / hermes), one parser per
+choice.
 
 The reference venv has neither uvicorn nor orjson: see `stub_missing_modules`.
 
@@ -112,11 +114,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# The runs: the mock engine's output, and the flags both frontends get. `parsers`
+# answers a reasoning section then a tool call, through the qwen3 reasoning parser and
+# the hermes tool parser: one parser per choice.
+PARSED_TEXT = ('<think>The user wants the weather.</think>\n\n<tool_call>\n'
+               '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
+MODES = {
+    "text": (["--mock-output", "text"], []),
+    "random": (["--mock-output", "random"], []),
+    "parsers": (["--mock-output", "text", "--mock-text", PARSED_TEXT],
+                ["--reasoning-parser", "qwen3", "--tool-call-parser", "hermes",
+                 "--enable-auto-tool-choice"]),
+}
+
+
 def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
     return subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-address", "127.0.0.1",
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
-         "--max-model-len", str(args.max_model_len), "--mock-output", mode, "--mock-seed", "3",
+         "--max-model-len", str(args.max_model_len), *MODES[mode][0], "--mock-seed", "3",
          "--mock-tokens-per-second", "0", "--max-num-seqs", str(MAX_NUM_SEQS)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
@@ -172,17 +188,37 @@ def http_post(base: str, path: str, body) -> tuple[int, str, str]:
 # Differences outside this comparison's subject, found by it and left to their own fix
 # (see the report of issue 14): vLLM 0.33's ids are 16 hex digits (`random_uuid`),
 # `serve`'s 32; vLLM writes a `system_fingerprint` (`vllm-0.33.0-…`), `serve` null or
-# nothing. Both are taken out before comparing.
+# nothing; with a reasoning parser vLLM counts `completion_tokens_details.reasoning_tokens`
+# (the parsers' `count_reasoning_tokens`), which `serve` does not. They are taken out
+# before comparing.
 KNOWN_DIFFERENCES = [
-    (re.compile(r'(chatcmpl|cmpl)-[0-9a-f]{16}(?![0-9a-f])'), r"\1-ID"),
+    (re.compile(r'(chatcmpl-tool|chatcmpl|cmpl)-[0-9a-f]{16}(?![0-9a-f])'), r"\1-ID"),
     (re.compile(r'"generate-tokens-[0-9a-f]{16}([0-9a-f]{16})?"'), '"generate-tokens-ID"'),
     (re.compile(r',"system_fingerprint":(null|"vllm-[^"]*")'), ""),
     (re.compile(r'"system_fingerprint":(null|"vllm-[^"]*"),'), ""),
+    (re.compile(r'"completion_tokens_details":\{"reasoning_tokens":\d+\}'),
+     '"completion_tokens_details":null'),
+    (re.compile(r',"completion_tokens_details":null\}\}\n'), "}}\n"),
 ]
 
 
 # The string fields that chunks deliver piece by piece.
 PIECEWISE = {"text", "content", "reasoning", "arguments"}
+
+
+def fold_calls(calls: list) -> list:
+    """Tool-call deltas as one entry per call `index` (name, then the arguments piece
+    by piece): how a call's parts split over entries and chunks depends on how many
+    tokens each engine output carried (vLLM may put a call's name and its arguments in
+    two entries of one chunk)."""
+    folded: list = []
+    for call in calls:
+        same = next((c for c in folded if c.get("index") == call.get("index")), None)
+        if same is None:
+            folded.append(dict(call))
+        else:
+            merge(same, call)
+    return folded
 
 
 def merge(into: dict, event: dict) -> None:
@@ -193,6 +229,8 @@ def merge(into: dict, event: dict) -> None:
         old = into.get(key)
         if key == "choices" and old and value:
             merge(old[0], value[0])
+        elif key == "tool_calls" and isinstance(old, list) and isinstance(value, list):
+            into[key] = fold_calls(old + value)
         elif key in PIECEWISE and isinstance(old, str) and isinstance(value, str):
             into[key] = old + value
         elif isinstance(old, list) and isinstance(value, list):
@@ -207,6 +245,9 @@ def reorder(value, template):
     """`value` with its keys in `template`'s order (the choice's last chunk: the one
     with every field), then the keys `template` lacks in their own order."""
     if isinstance(value, dict) and isinstance(template, dict):
+        if "role" in value or "tool_calls" in value:
+            # A merged delta: which chunk brought which part depends on timing.
+            return dict(sorted(value.items()))
         ordered = {k: reorder(value[k], template[k]) for k in template if k in value}
         ordered.update((k, v) for k, v in value.items() if k not in ordered)
         return ordered
@@ -240,6 +281,9 @@ def merge_stream(text: str) -> str:
             continue
         index = choices[0].get("index")
         last[index] = json.loads(event[len("data: "):])
+        delta = choices[0].get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("tool_calls"), list):
+            delta["tool_calls"] = fold_calls(delta["tool_calls"])
         if index not in merged:
             merged[index] = chunk
             order.append(index)
@@ -254,7 +298,7 @@ def answer(status: int, ctype: str, text: str) -> str:
     media = (ctype or "").split(";")[0].strip()
     for pattern, repl in KNOWN_DIFFERENCES:
         text = pattern.sub(repl, text)
-    return f"{status} {media}\n{merge_stream(serve_answers.normalize_answer(text))}"
+    return f"{status} {media}\n{merge_stream(serve_answers.normalize_answer(text))}\n"
 
 
 async def compare(args, mode: str) -> list[str]:
@@ -273,7 +317,8 @@ async def compare(args, mode: str) -> list[str]:
     engines = [mock_engine(args, vllm_port, mode), mock_engine(args, serve_rpc, mode)]
     serve = subprocess.Popen(
         [args.serve, args.model, "--served-model-name", "qwen3", "--port", str(serve_http),
-         "--max-model-len", str(args.max_model_len), "--data-parallel-rpc-port", str(serve_rpc)],
+         "--max-model-len", str(args.max_model_len), "--data-parallel-rpc-port", str(serve_rpc),
+         *MODES[mode][1]],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     failed = []
@@ -284,7 +329,7 @@ async def compare(args, mode: str) -> list[str]:
             "--max-model-len", str(args.max_model_len),
             "--data-parallel-size", "1", "--data-parallel-size-local", "0",
             "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(vllm_port),
-            "--enable-scale-out", "--max-num-seqs", str(MAX_NUM_SEQS),
+            "--enable-scale-out", "--max-num-seqs", str(MAX_NUM_SEQS), *MODES[mode][1],
         ])
         async with build_async_engine_client(vargs) as engine_client:
             tasks = await engine_client.get_supported_tasks()
@@ -334,7 +379,7 @@ def main() -> int:
     parser.add_argument("--mock-engine", required=True, help="the mock-engine example binary")
     parser.add_argument("--model", required=True, help="model directory (qwen3)")
     parser.add_argument("--max-model-len", type=int, default=4096)
-    parser.add_argument("--modes", default="text,random")
+    parser.add_argument("--modes", default=",".join(MODES))
     args = parser.parse_args()
     stub_missing_modules()
     failed = []

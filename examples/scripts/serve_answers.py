@@ -128,6 +128,13 @@ N_CASES = [
     ("completions best_of (not a vLLM 0.33 field)", "/v1/completions",
      {"model": "qwen3", "prompt": "Once", "best_of": 3, "max_tokens": 3}, TEXT),
     ("chat n=0", "/v1/chat/completions", {"model": "qwen3", "messages": MSG, "n": 0}, TEXT),
+    ("chat n=3 parsers", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 3, "tools": TOOLS}, ("parsers",)),
+    ("chat n=3 parsers stream", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 3, "tools": TOOLS, "stream": True,
+      "stream_options": {"include_usage": True}}, ("parsers",)),
+    ("chat n=2 parsers no tools stream", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 12, "stream": True}, ("parsers",)),
     ("generate n above max_num_seqs", "/inference/v1/generate",
      {"token_ids": [9707], "sampling_params": {"n": 300}}, TEXT),
 ]
