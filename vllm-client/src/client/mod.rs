@@ -415,9 +415,10 @@ impl EngineCoreClient {
     }
 
     /// Aborts requests. Their streams receive a final output with
-    /// [`FinishReason::Abort`]; unknown or finished ids are ignored. The request id of a
-    /// request sent with [`generate_n`](Self::generate_n) aborts all its unfinished
-    /// children, as vLLM aborts a parent request.
+    /// [`FinishReason::Abort`](crate::protocol::FinishReason::Abort); unknown or
+    /// finished ids are ignored. The request id of a request sent with
+    /// [`generate_n`](Self::generate_n) aborts all its unfinished children, as vLLM
+    /// aborts a parent request.
     pub fn abort(&self, request_ids: &[&str]) {
         self.inner.shared.abort(request_ids);
     }
