@@ -12,6 +12,7 @@
 #    source (vllm-client/tests/drift.rs).
 # 3. If present, vllm-client/scripts/interop_mock.sh: the mock engine against vLLM's
 #    real frontend and behind vllm-rs.
+# 4. `serve` against vLLM's own OpenAI frontend (examples/scripts/compare_vllm_frontend.py).
 # Prints a PASS/FAIL summary; exits non-zero if anything failed.
 set -uo pipefail
 
@@ -61,6 +62,20 @@ if [ -f "$MOCK" ]; then
     else
         record "mock engine vs vLLM frontend / vllm-rs ($MOCK)" FAIL
     fi
+fi
+
+echo "== serve against vLLM's own OpenAI frontend, each in front of a mock engine"
+# n > 1, batched prompts, echo, prompt logprobs, parsers per choice: answers compared
+# byte for byte (examples/scripts/compare_vllm_frontend.py).
+if [ "${PROFILE:-release}" = release ]; then cmp_flag=--release; cmp_dir=release; else cmp_flag=; cmp_dir=debug; fi
+cmp_target="${CARGO_TARGET_DIR:-$ROOT/target}"
+if cargo build -p vllm-examples --example serve --example mock-engine $cmp_flag \
+    && "$REF/venv/bin/python" examples/scripts/compare_vllm_frontend.py \
+        --serve "$cmp_target/$cmp_dir/examples/serve" \
+        --mock-engine "$cmp_target/$cmp_dir/examples/mock-engine" --model "$REF/models/qwen3"; then
+    record "serve vs vLLM's OpenAI frontend (examples/scripts/compare_vllm_frontend.py)" PASS
+else
+    record "serve vs vLLM's OpenAI frontend (examples/scripts/compare_vllm_frontend.py)" FAIL
 fi
 
 echo
