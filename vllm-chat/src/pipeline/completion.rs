@@ -147,9 +147,14 @@ impl AcceptedCompletion {
         &self.id
     }
 
+    /// The index of choice `index`'s prompt (there is always at least one prompt).
+    fn prompt_index(&self, index: usize) -> usize {
+        (index / self.n).min(self.prompts.len().saturating_sub(1))
+    }
+
     /// The prompt of choice `index`.
     fn prompt(&self, index: usize) -> &Prompt {
-        &self.prompts[(index / self.n).min(self.prompts.len() - 1)]
+        &self.prompts[self.prompt_index(index)]
     }
 
     /// The prompt logprobs of choice `index`, once the engine sent them.
@@ -358,7 +363,7 @@ impl CompletionStream {
     /// Choice `i`'s chunk for one step (none for an empty step before any output).
     fn chunk(&mut self, i: usize, mut step: Step) -> Option<CompletionChunk> {
         let a = &self.accepted;
-        let prompt_index = (i / a.n).min(a.prompts.len() - 1);
+        let prompt_index = a.prompt_index(i);
         self.prompt_seen[prompt_index] = true;
         let first = !std::mem::replace(&mut self.started[i], true);
         let logprobs = &mut self.logprobs[i];

@@ -300,6 +300,8 @@ impl Pipeline {
                 Some("token_ids"),
             ));
         }
+        // vLLM checks its own `scheduler_config.max_num_seqs`, which its engines share;
+        // here the engines report theirs.
         let max_num_seqs = self
             .client
             .engines()
