@@ -106,6 +106,14 @@ N_CASES = [
     ("completions seed stream echo logprobs", "/v1/completions",
      {"model": "qwen3", "prompt": "Once upon a time", "seed": 11, "max_tokens": 4, "stream": True,
       "echo": True, "logprobs": 1, "stream_options": {"include_usage": True}}, BOTH),
+    # With the random mock, "personnel" is in sample 1's text only: that sample alone
+    # stops (its engine request aborted), the others run to max_tokens.
+    ("completions n=4 seed stop string in one sample", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "n": 4, "seed": 40, "max_tokens": 12,
+      "stop": ["personnel"], "return_token_ids": True}, BOTH),
+    ("completions n=4 seed stop string in one sample stream", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "n": 4, "seed": 40, "max_tokens": 12,
+      "stop": ["personnel"], "stream": True, "stream_options": {"include_usage": True}}, BOTH),
     ("completions echo max_tokens=0 logprobs", "/v1/completions",
      {"model": "qwen3", "prompt": "Once upon a time", "echo": True, "max_tokens": 0, "logprobs": 1,
       "return_token_ids": True}, TEXT),
