@@ -8,7 +8,8 @@
 //!   vLLM's own encoder.
 //! - [`client`]: [`EngineCoreClient`], which binds the frontend sockets, waits for
 //!   data-parallel engines, routes requests, streams their outputs, batches aborts,
-//!   makes utility calls and turns an engine's death into one clear error.
+//!   makes utility calls and turns an engine's death into one clear error;
+//!   [`EngineCoreClient::generate_n`] runs `n > 1` as vLLM's parallel sampling.
 //! - [`kv_events`]: engines' KV-cache events (typed, sequence-checked, replayed over
 //!   holes) and prefix block hashes computed as vLLM computes them, for cache-aware
 //!   routing.
@@ -28,7 +29,8 @@ pub mod protocol;
 pub mod mock;
 
 pub use client::{
-    ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream, Startup,
+    ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream,
+    ParallelStream, Startup,
 };
 
 pub use wire::{DecodeError, Map, Value};

@@ -18,6 +18,11 @@
 //! [`ChoiceParser`] applies the reasoning and tool parsers with vLLM's serving rules.
 //! Errors are [`ApiError`]s carrying vLLM's HTTP status and body.
 //!
+//! `n > 1` and batched completion prompts run as vLLM runs them: every sample of every
+//! prompt is its own engine request (vLLM's child requests, with their ids and seeds),
+//! each with its own [`Generation`](generation::Generation) and parser, joined by
+//! [`Samples`](generation::Samples); choice `p × n + j` is sample `j` of prompt `p`.
+//!
 //! Cancellation is by drop: dropping an accepted request or its stream drops the engine
 //! stream, which aborts the engine request. There is no global state.
 //!
