@@ -70,6 +70,11 @@ CASES = [
 BOTH, TEXT = ("text", "random"), ("text",)
 SO_N = {"include_usage": True, "continuous_usage_stats": True}
 N_CASES = [
+    ("chat n=2 weight versions", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 4, "return_weight_versions": True}, TEXT),
+    ("chat weight versions stream", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "max_tokens": 4, "stream": True,
+      "return_weight_versions": True}, TEXT),
     ("chat n=2", "/v1/chat/completions",
      {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 6}, TEXT),
     ("chat n=2 stream usage logprobs token ids", "/v1/chat/completions",

@@ -261,6 +261,9 @@ pub struct ChatCompletionRequest {
     /// Return token ids in the response.
     #[serde(default)]
     pub return_token_ids: Option<bool>,
+    /// Return each choice's `weight_versions` (which weights produced its tokens).
+    #[serde(default)]
+    pub return_weight_versions: Option<bool>,
     /// Return logprob tokens as `token_id:N`.
     #[serde(default)]
     pub return_tokens_as_token_ids: Option<bool>,

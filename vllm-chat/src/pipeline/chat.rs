@@ -11,7 +11,7 @@ use vllm_parser::serving::{ChoiceParser, ServingError, StructuredOutputs};
 
 use super::error::ApiError;
 use super::frames::ChatDeltaFrames;
-use super::generation::{Finish, PositionLogprobs, Samples, Step};
+use super::generation::{Finish, PositionLogprobs, Samples, Step, weight_versions_json};
 use super::parse::{RequestTools, delta_message};
 use super::{Pipeline, Routing, ids, logprobs, sampling, sse};
 use crate::openai::{
@@ -305,7 +305,11 @@ impl super::Accepted for AcceptedChat {
                 stop_reason: finish.stop_reason.clone(),
                 token_ids: (return_token_ids && !hide).then_some(token_ids),
                 routed_experts: None,
-                weight_versions: None,
+                weight_versions: if self.request.return_weight_versions == Some(true) {
+                    weight_versions_json(finish.weight_versions.as_deref())
+                } else {
+                    None
+                },
             });
         }
         let prompt_tokens = self.prompt_token_ids.len() as u64;
@@ -525,8 +529,14 @@ impl ChatStream {
         if let Some(finish) = &step.finish {
             choice.finish_reason = Emit::value(finish_reason(finish, parser));
             choice.stop_reason = Emit::Set(finish.stop_reason.clone());
-            // vLLM sets `weight_versions` (null) on the final choice.
-            choice.weight_versions = Emit::null();
+            // vLLM sets `weight_versions` on the final choice (null unless asked for).
+            choice.weight_versions = Emit::Set(
+                if self.accepted.request.return_weight_versions == Some(true) {
+                    weight_versions_json(finish.weight_versions.as_deref())
+                } else {
+                    None
+                },
+            );
         }
         let usage = self.continuous_usage.then(|| self.usage(index));
         Some(ChatEvent::Delta { choice, usage })

@@ -199,7 +199,8 @@ pub struct GenerateChoice {
     pub routed_experts: Option<Value>,
     /// Always null.
     pub sampling_mask: Option<Value>,
-    /// Always null.
+    /// On the final output: which weights produced the tokens
+    /// (`[{"version", "start", "end"}]`), null without versions from the engines.
     pub weight_versions: Option<Value>,
     /// Text mode: the text (streamed: the new text), written after `weight_versions`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -440,11 +441,13 @@ impl super::Accepted for AcceptedGenerate {
             choices.push(GenerateChoice {
                 index: i as u32,
                 finish_reason: Some(finish.reason),
+                weight_versions: super::generation::weight_versions_json(
+                    finish.weight_versions.as_deref(),
+                ),
                 stop_reason: finish.stop_reason,
                 token_ids: step.token_ids,
                 routed_experts: None,
                 sampling_mask: None,
-                weight_versions: None,
                 text: self.text_mode.then_some(step.text),
                 logprobs: step_logprobs(step.logprobs, self.text_mode),
             });
@@ -540,11 +543,13 @@ impl GenerateStream {
             let choice = GenerateChoice {
                 index: index as u32,
                 finish_reason: finish.as_ref().map(|f| f.reason),
+                weight_versions: finish.as_ref().and_then(|f| {
+                    super::generation::weight_versions_json(f.weight_versions.as_deref())
+                }),
                 stop_reason: finish.and_then(|f| f.stop_reason),
                 token_ids: std::mem::take(&mut step.token_ids),
                 routed_experts: None,
                 sampling_mask: None,
-                weight_versions: None,
                 text: a.text_mode.then(|| std::mem::take(&mut step.text)),
                 logprobs: step_logprobs(step.logprobs.take(), a.text_mode),
             };

@@ -24,6 +24,9 @@ pub struct Finish {
     pub reason: &'static str,
     /// The stop string or stop token id, `None` for EOS and other reasons.
     pub stop_reason: Option<Value>,
+    /// Which weights produced the output tokens (vLLM's `weight_versions`), `None` when
+    /// the engines reported no version.
+    pub weight_versions: Option<Vec<vllm_client::client::WeightVersionSpan>>,
 }
 
 /// A token with its logprob and text.
@@ -275,12 +278,14 @@ impl Generation {
                     // A stop string ends the request here: the engine keeps generating
                     // until told, so abort it.
                     kept = stop.tokens_kept.min(ids.len());
+                    let weight_versions = self.weight_versions(self.num_output_tokens + kept);
                     if let Some(stream) = self.stream.take() {
                         self.client.abort(&[stream.request_id()]);
                     }
                     step.finish = Some(Finish {
                         reason: "stop",
                         stop_reason: Some(Value::String(stop.stop)),
+                        weight_versions,
                     });
                 }
             }
@@ -294,6 +299,11 @@ impl Generation {
                     .decoder
                     .finish_into(ids, kind, &mut step.text)
                     .map_err(detok_error)?;
+                let weight_versions = match &stop {
+                    Some(stop) => self
+                        .weight_versions(self.num_output_tokens + stop.tokens_kept.min(ids.len())),
+                    None => self.weight_versions(usize::MAX),
+                };
                 self.stream = None;
                 step.finish = Some(match stop {
                     Some(stop) => {
@@ -301,6 +311,7 @@ impl Generation {
                         Finish {
                             reason: "stop",
                             stop_reason: Some(Value::String(stop.stop)),
+                            weight_versions,
                         }
                     }
                     None => Finish {
@@ -309,6 +320,7 @@ impl Generation {
                             StopReason::Token(t) => Value::from(*t),
                             StopReason::Text(s) => Value::String(s.clone()),
                         }),
+                        weight_versions,
                     },
                 });
             }
@@ -319,6 +331,23 @@ impl Generation {
             step.logprobs = Some(positions(texts, lists, kept).map_err(detok_error)?);
         }
         Ok(step)
+    }
+}
+
+impl Generation {
+    /// The weight versions of the output tokens (from the engine stream), cut at
+    /// `kept` tokens when a stop string ended the output early (vLLM counts the tokens
+    /// it kept).
+    fn weight_versions(&self, kept: usize) -> Option<Vec<vllm_client::client::WeightVersionSpan>> {
+        let spans = self.stream.as_ref()?.weight_version_spans()?;
+        let mut kept_spans: Vec<_> = spans
+            .into_iter()
+            .filter(|span| span.start < kept || span.start == 0)
+            .collect();
+        for span in &mut kept_spans {
+            span.end = span.end.min(kept);
+        }
+        Some(kept_spans)
     }
 }
 
@@ -468,4 +497,18 @@ pub fn positions(
         }
     }
     Ok(out)
+}
+
+/// vLLM's `weight_versions`: a list of `{"version", "start", "end"}` spans.
+pub(crate) fn weight_versions_json(
+    spans: Option<&[vllm_client::client::WeightVersionSpan]>,
+) -> Option<Value> {
+    spans.map(|spans| {
+        Value::Array(
+            spans
+                .iter()
+                .map(|s| serde_json::json!({"version": s.version, "start": s.start, "end": s.end}))
+                .collect(),
+        )
+    })
 }

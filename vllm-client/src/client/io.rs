@@ -151,6 +151,7 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                 outputs.timestamp,
             )
         });
+        let weight_version = outputs.weight_version.as_deref();
         let mut full = batch.full.drain(..);
         for staged in &batch.staged {
             match staged {
@@ -167,6 +168,9 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                         });
                     }
                     state.deliver(request_id, finish_reason.is_some(), |tx| {
+                        if let Some(version) = weight_version.filter(|_| !tokens.is_empty()) {
+                            tx.track_weight_version(version);
+                        }
                         wakers.extend(tx.queue_tokens(tokens, *finish_reason))
                     });
                 }
@@ -179,7 +183,13 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                             s.update(it, tokens, Some(&output), output.finish_reason, *ts, *now)
                         });
                     }
-                    state.deliver(&id, finished, |tx| wakers.extend(tx.queue(Ok(output))));
+                    let has_tokens = !output.new_token_ids.is_empty();
+                    state.deliver(&id, finished, |tx| {
+                        if let Some(version) = weight_version.filter(|_| has_tokens) {
+                            tx.track_weight_version(version);
+                        }
+                        wakers.extend(tx.queue(Ok(output)))
+                    });
                 }
             }
         }

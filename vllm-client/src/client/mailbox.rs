@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
 use super::shared::StreamItem;
+use super::stream::WeightVersionSpan;
 use crate::protocol::FinishReason;
 
 /// What a mailbox holds.
@@ -36,6 +37,10 @@ struct State {
     waker: Option<Waker>,
     /// The sending side is gone: once `items` is drained the stream ends.
     closed: bool,
+    /// Output tokens queued so far.
+    tokens: usize,
+    /// Where each weight version's tokens start (`RequestState.weight_version_starts`).
+    weight_version_starts: Vec<(String, usize)>,
 }
 
 /// The shared queue.
@@ -70,6 +75,32 @@ impl Mailbox {
         }
         Poll::Pending
     }
+
+    /// The weight versions that produced the tokens queued so far, as vLLM's
+    /// `_weight_version_spans`: `None` when tokens came without any version.
+    pub fn weight_version_spans(&self) -> Option<Vec<WeightVersionSpan>> {
+        let state = self.lock();
+        let starts = &state.weight_version_starts;
+        if starts.is_empty() && state.tokens > 0 {
+            return None;
+        }
+        let ends = starts
+            .iter()
+            .skip(1)
+            .map(|(_, start)| *start)
+            .chain([state.tokens]);
+        Some(
+            starts
+                .iter()
+                .zip(ends)
+                .map(|((version, start), end)| WeightVersionSpan {
+                    version: version.clone(),
+                    start: *start,
+                    end,
+                })
+                .collect(),
+        )
+    }
 }
 
 /// The sending side; dropping it ends the stream after the queued items.
@@ -87,7 +118,26 @@ impl Sender {
     /// once it has queued everything it has (outside its locks, all at once).
     #[must_use = "a waiting consumer sleeps until its waker is woken"]
     pub fn queue(&self, item: StreamItem) -> Option<Waker> {
-        self.deliver(|items| items.push_back(Delivery::Item(Box::new(item))))
+        let tokens = item.as_ref().map_or(0, |o| o.new_token_ids.len());
+        self.deliver(tokens, |items| {
+            items.push_back(Delivery::Item(Box::new(item)))
+        })
+    }
+
+    /// Records that the next tokens come from weights `version` (a new span when the
+    /// version changes), before they are queued.
+    pub fn track_weight_version(&self, version: &str) {
+        let mut state = self.0.lock();
+        if state
+            .weight_version_starts
+            .last()
+            .is_none_or(|(v, _)| v != version)
+        {
+            let start = state.tokens;
+            state
+                .weight_version_starts
+                .push((version.to_owned(), start));
+        }
     }
 
     /// Queues the tokens of an output that carries nothing else, appending them to the
@@ -98,7 +148,7 @@ impl Sender {
         token_ids: &[u32],
         finish_reason: Option<FinishReason>,
     ) -> Option<Waker> {
-        self.deliver(|items| match items.back_mut() {
+        self.deliver(token_ids.len(), |items| match items.back_mut() {
             Some(Delivery::Tokens {
                 token_ids: queued,
                 finish_reason: queued_finish @ None,
@@ -113,9 +163,10 @@ impl Sender {
         })
     }
 
-    fn deliver(&self, queue: impl FnOnce(&mut VecDeque<Delivery>)) -> Option<Waker> {
+    fn deliver(&self, tokens: usize, queue: impl FnOnce(&mut VecDeque<Delivery>)) -> Option<Waker> {
         let mut state = self.0.lock();
         queue(&mut state.items);
+        state.tokens += tokens;
         state.waker.take()
     }
 }

@@ -30,7 +30,7 @@ use zeromq::{RouterSocket, Socket, SocketEvent};
 pub use engines::{ADAPTER_AFFINITY_SLACK, EngineInfo, EngineLoad};
 pub use error::ClientError;
 pub use parallel::{ParallelStream, child_request_id, child_requests};
-pub use stream::OutputStream;
+pub use stream::{OutputStream, WeightVersionSpan};
 
 use crate::protocol::{
     EngineCoreOutput, EngineCoreRequest, EngineZmqAddresses, RequestOutputKind, RequestType,

@@ -48,6 +48,26 @@ impl OutputStream {
     pub fn is_finished(&self) -> bool {
         self.done
     }
+
+    /// Which weights produced the request's output tokens so far, from the
+    /// `weight_version` of the engine messages that carried them (vLLM's
+    /// `CompletionOutput.weight_versions`, which it reports when a request finishes).
+    /// `None` when the engines reported no version.
+    pub fn weight_version_spans(&self) -> Option<Vec<WeightVersionSpan>> {
+        self.mailbox.weight_version_spans()
+    }
+}
+
+/// Output tokens `start..end` of a request came from weights `version` (vLLM's
+/// `WeightVersionSpan`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightVersionSpan {
+    /// The engines' weight version (`"default"` until one is set).
+    pub version: String,
+    /// The first output token of the span.
+    pub start: usize,
+    /// One past its last output token.
+    pub end: usize,
 }
 
 impl Stream for OutputStream {

@@ -512,10 +512,9 @@ impl Engine {
             let stats = self.scheduler_stats();
             messages.entry(0).or_default().scheduler_stats = Some(stats);
         }
-        // vLLM attaches `weight_version` to every step's outputs; the mock does not yet,
-        // because the pipeline does not report `weight_versions` spans from it yet (a real
-        // engine's answers differ there: see the issue notes).
-        for (client, message) in messages {
+        // Like vLLM's `_attach_weight_version`: every step's outputs carry the version.
+        for (client, mut message) in messages {
+            message.weight_version = Some(self.weight_version.clone());
             self.send(client, message).await?;
         }
         if self.running.is_empty() {
