@@ -313,9 +313,12 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
         sequences.push((all, *salt));
     }
     assert!(
-        within("reset_prefix_cache", client.reset_prefix_cache(false, false))
-            .await
-            .unwrap()
+        within(
+            "reset_prefix_cache",
+            client.reset_prefix_cache(false, false)
+        )
+        .await
+        .unwrap()
     );
     // The engine publishes what its block pool queued at its next scheduler step: a
     // request shorter than a block (it stores nothing) makes one.

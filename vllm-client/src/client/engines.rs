@@ -161,7 +161,8 @@ impl Fleet {
                 if matched == 0 || !(score <= best_score + hint.slack) {
                     continue;
                 }
-                let better = pick.is_none_or(|(_, m, s)| matched > m || (matched == m && score < s));
+                let better =
+                    pick.is_none_or(|(_, m, s)| matched > m || (matched == m && score < s));
                 if better {
                     pick = Some((idx, matched, score));
                 }

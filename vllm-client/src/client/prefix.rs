@@ -188,24 +188,25 @@ impl PrefixRouter {
         engines: &[EngineInfo],
     ) -> Result<(Self, Vec<JoinHandle<()>>), ClientError> {
         let invalid = |detail: String| ClientError::Config(format!("prefix routing: {detail}"));
-        let block_size = match config.block_size {
-            Some(size) => size,
-            None => {
-                let sizes: Vec<i64> = engines.iter().map(|e| e.ready.block_size).collect();
-                if sizes.windows(2).any(|w| w[0] != w[1]) {
-                    return Err(invalid(format!(
-                        "the engines report different block sizes {sizes:?}; set \
+        let block_size =
+            match config.block_size {
+                Some(size) => size,
+                None => {
+                    let sizes: Vec<i64> = engines.iter().map(|e| e.ready.block_size).collect();
+                    if sizes.windows(2).any(|w| w[0] != w[1]) {
+                        return Err(invalid(format!(
+                            "the engines report different block sizes {sizes:?}; set \
                          PrefixRouting::block_size"
-                    )));
-                }
-                let size = sizes.first().copied().unwrap_or(0);
-                usize::try_from(size).ok().filter(|&s| s > 0).ok_or_else(|| {
+                        )));
+                    }
+                    let size = sizes.first().copied().unwrap_or(0);
+                    usize::try_from(size).ok().filter(|&s| s > 0).ok_or_else(|| {
                     invalid(format!(
                         "the engines report block size {size}; set PrefixRouting::block_size"
                     ))
                 })?
-            }
-        };
+                }
+            };
         let hasher = BlockHasher::new(config.hash_algo, block_size, config.none_hash_seed.clone())
             .map_err(|e| invalid(e.to_string()))?;
         let mut subscriptions = Vec::with_capacity(engines.len());

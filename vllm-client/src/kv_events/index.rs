@@ -149,16 +149,16 @@ impl PrefixIndex {
         let Some(view) = self.views.get_mut(engine) else {
             return;
         };
-        let counts = |medium: &Option<String>, group_idx: Option<i64>, locality: &Option<String>| {
-            medium.as_deref().is_none_or(|m| m == MEDIUM_GPU)
-                && group_idx.unwrap_or(0) == group
-                && locality.as_deref().is_none_or(|l| l == LOCALITY_LOCAL)
-        };
+        let counts =
+            |medium: &Option<String>, group_idx: Option<i64>, locality: &Option<String>| {
+                medium.as_deref().is_none_or(|m| m == MEDIUM_GPU)
+                    && group_idx.unwrap_or(0) == group
+                    && locality.as_deref().is_none_or(|l| l == LOCALITY_LOCAL)
+            };
         match event {
             KVCacheEvent::BlockStored(e) if counts(&e.medium, e.group_idx, &e.locality) => {
                 for hash in &e.block_hashes {
-                    if view.blocks.len() >= max_blocks && !view.blocks.contains(&Self::key(hash))
-                    {
+                    if view.blocks.len() >= max_blocks && !view.blocks.contains(&Self::key(hash)) {
                         tracing::warn!(
                             engine,
                             max_blocks,
