@@ -115,7 +115,9 @@ impl Rng {
     }
 
     fn tokens(&mut self, n: usize) -> Vec<u32> {
-        (0..n).map(|_| 100 + (self.next() % 30_000) as u32).collect()
+        (0..n)
+            .map(|_| 100 + (self.next() % 30_000) as u32)
+            .collect()
     }
 }
 
@@ -160,7 +162,12 @@ fn free_ports(n: u16) -> Result<u16> {
     bail!("no run of {n} free ports")
 }
 
-async fn run(args: &Args, prefix: bool, systems: &[Vec<u32>], scripts: &[Script]) -> Result<Report> {
+async fn run(
+    args: &Args,
+    prefix: bool,
+    systems: &[Vec<u32>],
+    scripts: &[Script],
+) -> Result<Report> {
     let n = args.engines;
     let engine = MockConfig {
         output: OutputMode::Random { seed: 1 },
@@ -181,8 +188,8 @@ async fn run(args: &Args, prefix: bool, systems: &[Vec<u32>], scripts: &[Script]
         ..MockConfig::default()
     };
     let port = free_ports(1)?;
-    let mut config = ClientConfig::handshake("127.0.0.1", port, n)
-        .with_ready_timeout(Duration::from_secs(30));
+    let mut config =
+        ClientConfig::handshake("127.0.0.1", port, n).with_ready_timeout(Duration::from_secs(30));
     if prefix {
         config = config.with_prefix_routing(
             PrefixRouting::new(HashAlgo::Sha256, NoneHashSeed::PythonHashSeed("0".into()))
@@ -230,7 +237,9 @@ async fn run(args: &Args, prefix: bool, systems: &[Vec<u32>], scripts: &[Script]
                     let sent = Instant::now();
                     let mut stream = client.generate(request).await?;
                     let after = client.inflight();
-                    let engine = (0..after.len()).find(|&i| after[i] > before[i]).unwrap_or(0);
+                    let engine = (0..after.len())
+                        .find(|&i| after[i] > before[i])
+                        .unwrap_or(0);
                     let mut ttft = None;
                     let mut cached = 0;
                     let mut answer = Vec::new();
@@ -271,7 +280,11 @@ async fn run(args: &Args, prefix: bool, systems: &[Vec<u32>], scripts: &[Script]
     }
     let samples = std::mem::take(&mut *samples.lock().await);
     Ok(Report {
-        mode: if prefix { "prefix-aware" } else { "least-loaded" },
+        mode: if prefix {
+            "prefix-aware"
+        } else {
+            "least-loaded"
+        },
         samples,
         elapsed,
         routing,
@@ -303,8 +316,8 @@ fn print(reports: &[Report], engines: usize) {
         };
         let mut ttfts: Vec<Duration> = r.samples.iter().map(|s| s.ttft).collect();
         ttfts.sort();
-        let mean = ttfts.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3
-            / ttfts.len().max(1) as f64;
+        let mean =
+            ttfts.iter().map(Duration::as_secs_f64).sum::<f64>() * 1e3 / ttfts.len().max(1) as f64;
         let mut per_engine = vec![0; engines];
         for s in &r.samples {
             if let Some(n) = per_engine.get_mut(s.engine) {

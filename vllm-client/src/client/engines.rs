@@ -157,8 +157,9 @@ impl Fleet {
             for idx in rotation.clone() {
                 let matched = hint.matches.get(idx).copied().unwrap_or(0);
                 let score = self.loads[idx].score();
-                // `!(a <= b)`: a NaN slack admits nobody.
-                if matched == 0 || !(score <= best_score + hint.slack) {
+                // False for a NaN slack: it admits nobody.
+                let within = score <= best_score + hint.slack;
+                if matched == 0 || !within {
                     continue;
                 }
                 let better =
