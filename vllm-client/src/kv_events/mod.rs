@@ -35,7 +35,9 @@ mod subscriber;
 
 pub use batch::KVEventBatch;
 pub use block_hash::ExternalBlockHash;
-pub use config::{EndpointError, KVEventsConfig, connect_endpoint, offset_endpoint_port};
+pub use config::{
+    EndpointError, KVEventsConfig, connect_endpoint, offset_endpoint_port, publisher_binds,
+};
 pub use error::KvEventsError;
 pub use events::{
     AllBlocksCleared, BlockRemoved, BlockStored, KVCacheEvent, MEDIUM_CPU, MEDIUM_GPU,
