@@ -32,9 +32,12 @@ pub enum OutputMode {
 ///     output: OutputMode::FixedText(vec![9707, 11, 1879, 0]),
 ///     eos_token_id: Some(151645),
 ///     tokens_per_second: 50.0,
+///     prefill_tokens_per_second: 10_000.0,
 ///     ..MockConfig::default()
 /// };
 /// assert_eq!(config.step_interval().as_millis(), 20);
+/// // A 2,000-token prompt with 1,500 tokens cached: 500 computed, 50 ms.
+/// assert_eq!(config.prefill_time(2_000 - 1_500).as_millis(), 50);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockConfig {
