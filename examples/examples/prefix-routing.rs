@@ -97,6 +97,10 @@ struct Args {
     /// Prefix routing's load slack (score units, about one request each).
     #[arg(long, default_value_t = vllm_client::client::PREFIX_AFFINITY_SLACK)]
     load_slack: f64,
+    /// Prefix routing also expects an engine to hold a prompt's blocks for this long
+    /// after sending it a request (`PrefixRouting::with_prediction`); 0: off.
+    #[arg(long, default_value_t = 0)]
+    predict_ms: u64,
     /// Seed of the workload.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -191,10 +195,13 @@ async fn run(
     let mut config =
         ClientConfig::handshake("127.0.0.1", port, n).with_ready_timeout(Duration::from_secs(30));
     if prefix {
-        config = config.with_prefix_routing(
+        let mut routing =
             PrefixRouting::new(HashAlgo::Sha256, NoneHashSeed::PythonHashSeed("0".into()))
-                .with_load_slack(args.load_slack),
-        );
+                .with_load_slack(args.load_slack);
+        if args.predict_ms > 0 {
+            routing = routing.with_prediction(Duration::from_millis(args.predict_ms));
+        }
+        config = config.with_prefix_routing(routing);
     }
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     let engines: Vec<MockEngineHandle> = (0..n)
@@ -280,10 +287,10 @@ async fn run(
     }
     let samples = std::mem::take(&mut *samples.lock().await);
     Ok(Report {
-        mode: if prefix {
-            "prefix-aware"
-        } else {
-            "least-loaded"
+        mode: match (prefix, args.predict_ms > 0) {
+            (false, _) => "least-loaded",
+            (true, false) => "prefix-aware",
+            (true, true) => "prefix-aware + predictions",
         },
         samples,
         elapsed,

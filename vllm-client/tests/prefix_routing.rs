@@ -254,3 +254,34 @@ async fn engines_without_kv_events_refuse_prefix_routing() {
         other => panic!("{other:?}"),
     }
 }
+
+#[tokio::test]
+async fn with_predictions_a_burst_sharing_a_new_prefix_follows_its_first_request() {
+    for (predict, expected) in [(false, vec![0, 1, 2]), (true, vec![0, 0, 0])] {
+        let mut routing = routing();
+        if predict {
+            routing = routing.with_prediction(Duration::from_secs(30));
+        }
+        let (client, _engines) = fleet(Some(routing)).await;
+        // Three requests sent at once, before any engine has reported a block.
+        let mut sent = Vec::new();
+        for i in 0..3u32 {
+            let mut prompt = system_prompt();
+            prompt.push(9000 + i);
+            sent.push(send(&client, request(&format!("burst-{i}"), prompt, 3, None)).await);
+        }
+        let engines: Vec<usize> = sent.iter().map(|(_, engine)| *engine).collect();
+        assert_eq!(engines, expected, "predictions {predict}");
+        let mut cached = Vec::new();
+        for (stream, _) in sent {
+            cached.push(cached_tokens(stream).await);
+        }
+        let stats = client.prefix_routing_stats().unwrap();
+        if predict {
+            assert_eq!(stats.routed_by_prefix, 2, "{stats:?}");
+        } else {
+            assert_eq!(cached, vec![0, 0, 0]);
+            assert_eq!(stats.no_match, 3, "{stats:?}");
+        }
+    }
+}

@@ -343,7 +343,7 @@ impl EngineCoreClient {
             None => None,
         };
         let hint = match (&lookup, &self.inner.prefix) {
-            (Some(PrefixLookup::Matches(matches)), Some(router)) => Some(PrefixHint {
+            (Some(PrefixLookup::Matches { matches, .. }), Some(router)) => Some(PrefixHint {
                 matches,
                 slack: router.load_slack,
             }),
@@ -391,6 +391,9 @@ impl EngineCoreClient {
         };
         if let Some(router) = &self.inner.prefix {
             router.record(decision.unwrap_or(PrefixDecision::NotConsidered));
+            if let Some(PrefixLookup::Matches { keys, .. }) = &lookup {
+                router.sent(engine, keys);
+            }
         }
         let request_id = request.request_id.clone();
         let (payload, extra) = crate::encode(&request);
@@ -478,8 +481,10 @@ impl EngineCoreClient {
     /// prompt embeddings, `skip_reading_prefix_cache`).
     pub fn prefix_matches(&self, request: &EngineCoreRequest) -> Option<Vec<usize>> {
         match self.inner.prefix.as_ref()?.lookup(request) {
-            PrefixLookup::Matches(m) if m.is_empty() => Some(vec![0; self.inner.engines.len()]),
-            PrefixLookup::Matches(m) => Some(m),
+            PrefixLookup::Matches { matches, .. } if matches.is_empty() => {
+                Some(vec![0; self.inner.engines.len()])
+            }
+            PrefixLookup::Matches { matches, .. } => Some(matches),
             PrefixLookup::NotConsidered => None,
         }
     }

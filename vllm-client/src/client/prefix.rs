@@ -15,6 +15,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use tokio::task::JoinHandle;
@@ -83,6 +84,12 @@ pub struct PrefixRouting {
     /// Event messages buffered per engine before the subscriber reports lag (after
     /// which that engine's view is rebuilt from scratch).
     pub subscriber_capacity: usize,
+    /// Expect an engine to hold a request's prompt blocks for this long after the
+    /// request is sent to it, before its events say so ([`PrefixIndex::predict`]): a
+    /// burst of requests sharing a prefix no engine holds yet then follows the first
+    /// one (within the load slack) instead of being spread by load. `None` (the
+    /// default): only blocks the engines reported count.
+    pub predict_for: Option<Duration>,
 }
 
 impl PrefixRouting {
@@ -99,7 +106,14 @@ impl PrefixRouting {
             engine_hosts: Vec::new(),
             max_blocks_per_engine: None,
             subscriber_capacity: 4096,
+            predict_for: None,
         }
+    }
+
+    /// Sets [`PrefixRouting::predict_for`].
+    pub fn with_prediction(mut self, ttl: Duration) -> Self {
+        self.predict_for = Some(ttl);
+        self
     }
 
     /// Sets [`PrefixRouting::load_slack`].
@@ -166,6 +180,7 @@ pub(crate) struct PrefixRouter {
     index: Arc<RwLock<PrefixIndex>>,
     pub load_slack: f64,
     min_match_blocks: usize,
+    predict_for: Option<Duration>,
     routed: AtomicU64,
     fallbacks: AtomicU64,
     no_match: AtomicU64,
@@ -176,8 +191,14 @@ pub(crate) struct PrefixRouter {
 pub(crate) enum PrefixLookup {
     /// Not a candidate for prefix routing.
     NotConsidered,
-    /// Leading blocks each engine holds (below the minimum counts as zero).
-    Matches(Vec<usize>),
+    /// A candidate.
+    Matches {
+        /// Leading blocks each engine holds (below the minimum counts as zero; empty
+        /// when the prompt has fewer full blocks than the minimum).
+        matches: Vec<usize>,
+        /// The index keys of the prompt's blocks.
+        keys: Vec<u64>,
+    },
 }
 
 impl PrefixRouter {
@@ -257,6 +278,7 @@ impl PrefixRouter {
             index,
             load_slack: config.load_slack,
             min_match_blocks: config.min_match_blocks.max(1),
+            predict_for: config.predict_for,
             routed: AtomicU64::new(0),
             fallbacks: AtomicU64::new(0),
             no_match: AtomicU64::new(0),
@@ -292,17 +314,30 @@ impl PrefixRouter {
         // it to sample), so a block ending there cannot be a hit.
         let usable = &prompt[..prompt.len().saturating_sub(1)];
         let hashes = self.hasher.hash_blocks(usable, &extras);
-        if hashes.len() < self.min_match_blocks {
-            return PrefixLookup::Matches(Vec::new());
-        }
         let keys = PrefixIndex::keys(&hashes);
+        if hashes.len() < self.min_match_blocks {
+            return PrefixLookup::Matches {
+                matches: Vec::new(),
+                keys,
+            };
+        }
         let mut matches = read(&self.index).match_lengths(&keys);
         for m in &mut matches {
             if *m < self.min_match_blocks {
                 *m = 0;
             }
         }
-        PrefixLookup::Matches(matches)
+        PrefixLookup::Matches { matches, keys }
+    }
+
+    /// Records that a request whose prompt blocks have these keys went to `engine`, when
+    /// predictions are on ([`PrefixRouting::predict_for`]).
+    pub(crate) fn sent(&self, engine: usize, keys: &[u64]) {
+        if let Some(ttl) = self.predict_for
+            && !keys.is_empty()
+        {
+            write(&self.index).predict(engine, keys, Instant::now() + ttl);
+        }
     }
 
     /// Counts a routing decision.

@@ -39,7 +39,8 @@
 //! [`Lagged`]: KvEventMessage::Lagged
 //! [`Disconnected`]: KvEventMessage::Disconnected
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use super::{
     BlockHash, ExternalBlockHash, KVCacheEvent, KVEventBatch, KvEventMessage, KvEventsError,
@@ -53,6 +54,9 @@ const LOCALITY_LOCAL: &str = "LOCAL";
 #[derive(Debug, Clone, Default)]
 struct View {
     blocks: HashSet<u64>,
+    /// Blocks expected soon (a request holding them was just sent to the engine), until
+    /// when.
+    pending: HashMap<u64, Instant>,
     clears: u64,
 }
 
@@ -168,15 +172,22 @@ impl PrefixIndex {
                         view.blocks.clear();
                         view.clears += 1;
                     }
-                    view.blocks.insert(Self::key(hash));
+                    let key = Self::key(hash);
+                    view.pending.remove(&key);
+                    view.blocks.insert(key);
                 }
             }
             KVCacheEvent::BlockRemoved(e) if counts(&e.medium, e.group_idx, &e.locality) => {
                 for hash in &e.block_hashes {
-                    view.blocks.remove(&Self::key(hash));
+                    let key = Self::key(hash);
+                    view.blocks.remove(&key);
+                    view.pending.remove(&key);
                 }
             }
-            KVCacheEvent::AllBlocksCleared(_) => view.blocks.clear(),
+            KVCacheEvent::AllBlocksCleared(_) => {
+                view.blocks.clear();
+                view.pending.clear();
+            }
             _ => {}
         }
     }
@@ -185,8 +196,41 @@ impl PrefixIndex {
     pub fn clear(&mut self, engine: usize) {
         if let Some(view) = self.views.get_mut(engine) {
             view.blocks.clear();
+            view.pending.clear();
             view.clears += 1;
         }
+    }
+
+    /// Expects engine `engine` to hold the blocks with these keys until `until` (or
+    /// until events confirm or remove them): a request with that prompt was just sent
+    /// to it, and its prefill will store them. Lets a burst of requests sharing a new
+    /// prefix follow the first one before the engine has reported anything. Pending
+    /// blocks count toward the view's bound; when it is reached, expired ones are
+    /// dropped and, if that is not enough, the prediction is not recorded.
+    pub fn predict(&mut self, engine: usize, keys: &[u64], until: Instant) {
+        let max_blocks = self.max_blocks;
+        let Some(view) = self.views.get_mut(engine) else {
+            return;
+        };
+        if view.blocks.len() + view.pending.len() + keys.len() > max_blocks {
+            let now = Instant::now();
+            view.pending.retain(|_, expiry| *expiry > now);
+            if view.blocks.len() + view.pending.len() + keys.len() > max_blocks {
+                return;
+            }
+        }
+        for key in keys {
+            if !view.blocks.contains(key) {
+                let expiry = view.pending.entry(*key).or_insert(until);
+                *expiry = (*expiry).max(until);
+            }
+        }
+    }
+
+    /// The number of blocks engine `engine` is expected to hold soon
+    /// ([`PrefixIndex::predict`]), expired ones included until they are dropped.
+    pub fn pending(&self, engine: usize) -> usize {
+        self.views.get(engine).map_or(0, |v| v.pending.len())
     }
 
     /// The number of blocks engine `engine` is known to hold (0 for unknown engines).
@@ -213,12 +257,19 @@ impl PrefixIndex {
     }
 
     /// For each engine, how many leading blocks of a prompt (the keys of its block
-    /// hashes, in order) it holds. Costs one lookup per engine plus one per matched
+    /// hashes, in order) it holds, or is expected to hold soon
+    /// ([`PrefixIndex::predict`]). Costs one lookup per engine plus one per matched
     /// block.
     pub fn match_lengths(&self, keys: &[u64]) -> Vec<usize> {
+        let now = Instant::now();
         self.views
             .iter()
-            .map(|v| keys.iter().take_while(|k| v.blocks.contains(k)).count())
+            .map(|v| {
+                let held = |k: &u64| {
+                    v.blocks.contains(k) || v.pending.get(k).is_some_and(|&until| until > now)
+                };
+                keys.iter().take_while(|k| held(k)).count()
+            })
             .collect()
     }
 }
@@ -354,6 +405,33 @@ mod tests {
         index.apply(7, &batch(vec![stored(&[1])]));
         index.clear(7);
         assert_eq!(index.len(7), 0);
+    }
+
+    #[test]
+    fn predicted_blocks_count_until_they_expire_or_events_settle_them() {
+        let mut index = PrefixIndex::new(2, 8);
+        let soon = Instant::now() + std::time::Duration::from_secs(60);
+        index.predict(1, &[1, 2, 3], soon);
+        assert_eq!(index.match_lengths(&[1, 2, 3, 4]), vec![0, 3]);
+        // Stored: confirmed; removed: gone.
+        index.apply(1, &batch(vec![stored(&[1]), removed(&[3])]));
+        assert_eq!((index.len(1), index.pending(1)), (1, 1));
+        assert_eq!(index.match_lengths(&[1, 2, 3]), vec![0, 2]);
+        // Expired predictions do not count, and make room when the bound is reached.
+        let past = Instant::now() - std::time::Duration::from_millis(1);
+        index.predict(0, &[1, 2, 3, 4, 5, 6, 7, 8], past);
+        assert_eq!(index.match_lengths(&[1]), vec![0, 1]);
+        index.predict(0, &[9, 10], soon);
+        assert_eq!(
+            (index.pending(0), index.match_lengths(&[9])),
+            (2, vec![1, 0])
+        );
+        // Past the bound with live predictions: not recorded.
+        index.predict(0, &[11, 12, 13, 14, 15, 16, 17], soon);
+        assert_eq!(index.pending(0), 2);
+        // A clear drops predictions too.
+        index.clear(0);
+        assert_eq!(index.pending(0), 0);
     }
 
     #[test]
