@@ -17,6 +17,7 @@
 #    real frontend and behind vllm-rs.
 # 4. serve's control plane (pause, sleep, weights, caches, RPC, …) side by side with
 #    vllm-rs, both in front of the mock engine (examples/scripts/control_conformance.py).
+# 5. `serve` against vLLM's own OpenAI frontend (examples/scripts/compare_vllm_frontend.py).
 # Prints a PASS/FAIL summary; exits non-zero if anything failed.
 set -uo pipefail
 
@@ -76,15 +77,29 @@ if [ -f "$MOCK" ]; then
     fi
 fi
 
-echo "== serve's control plane side by side with vllm-rs (examples/scripts/control_conformance.py)"
+# serve and the mock engine, built once for the two comparisons below.
 if [ "${PROFILE:-release}" = release ]; then flag=--release; dir=release; else flag=; dir=debug; fi
 target="${CARGO_TARGET_DIR:-$ROOT/target}"
-if cargo build -p vllm-examples --example serve --example mock-engine $flag \
-    && REF="$REF" python3 examples/scripts/control_conformance.py \
-        --serve "$target/$dir/examples/serve" --mock-engine "$target/$dir/examples/mock-engine"; then
+if cargo build -p vllm-examples --example serve --example mock-engine $flag; then built=1; else built=0; fi
+SERVE="$target/$dir/examples/serve"
+MOCK_ENGINE_BIN="$target/$dir/examples/mock-engine"
+
+echo "== serve's control plane side by side with vllm-rs (examples/scripts/control_conformance.py)"
+if [ "$built" = 1 ] && REF="$REF" python3 examples/scripts/control_conformance.py \
+        --serve "$SERVE" --mock-engine "$MOCK_ENGINE_BIN"; then
     record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" PASS
 else
     record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" FAIL
+fi
+
+echo "== serve against vLLM's own OpenAI frontend, each in front of a mock engine"
+# n > 1, batched prompts, echo, prompt logprobs, parsers per choice: answers compared
+# byte for byte (examples/scripts/compare_vllm_frontend.py).
+if [ "$built" = 1 ] && "$REF/venv/bin/python" examples/scripts/compare_vllm_frontend.py \
+        --serve "$SERVE" --mock-engine "$MOCK_ENGINE_BIN" --model "$REF/models/qwen3"; then
+    record "serve vs vLLM's OpenAI frontend (examples/scripts/compare_vllm_frontend.py)" PASS
+else
+    record "serve vs vLLM's OpenAI frontend (examples/scripts/compare_vllm_frontend.py)" FAIL
 fi
 
 echo

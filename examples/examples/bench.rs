@@ -15,6 +15,10 @@
 //! arrivals (at most `--concurrency` in flight). It stops after `--num-requests` or
 //! `--duration` seconds and prints requests/s, output tokens/s, TTFT, inter-token
 //! latency (ITL) and end-to-end latency percentiles.
+//!
+//! `--n N` asks for `N` samples per request (parallel sampling, at temperature 1 since
+//! vLLM refuses `n > 1` with greedy sampling): output tokens count every sample, TTFT
+//! is the first content of any sample and ITL the gaps within each sample.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -75,6 +79,9 @@ struct Args {
     /// Lengths are drawn uniformly from `[len·(1−r), len·(1+r)]`; 0 = fixed lengths.
     #[arg(long, default_value_t = 0.0)]
     random_range_ratio: f64,
+    /// Samples per request (`n`); above 1, requests sample at temperature 1.
+    #[arg(long, default_value_t = 1)]
+    n: u32,
     /// A fixed prompt text instead of random ones.
     #[arg(long)]
     prompt: Option<String>,
@@ -151,7 +158,12 @@ fn body(args: &Args, model: &str, rng: &mut Rng) -> Value {
     };
     body["max_tokens"] = json!(output);
     body["ignore_eos"] = json!(true);
-    body["temperature"] = json!(0.0);
+    if args.n > 1 {
+        body["n"] = json!(args.n);
+        body["temperature"] = json!(1.0);
+    } else {
+        body["temperature"] = json!(0.0);
+    }
     if !args.no_stream {
         body["stream"] = json!(true);
         body["stream_options"] = json!({"include_usage": true});
@@ -250,7 +262,8 @@ async fn one(pool: &Pool, path: &str, body: Value, stream: bool) -> Sample {
             sample.output_tokens = value["usage"]["completion_tokens"].as_u64().unwrap_or(0);
         } else {
             let mut buffer = String::new();
-            let mut last = None;
+            // The last content time of each choice (samples interleave with `n > 1`).
+            let mut last: std::collections::HashMap<u64, f64> = Default::default();
             while let Some(frame) = body.frame().await {
                 let Ok(data) = frame?.into_data() else {
                     continue;
@@ -273,11 +286,11 @@ async fn one(pool: &Pool, path: &str, body: Value, stream: bool) -> Sample {
                     }
                     if chunk_text(&chunk) > 0 {
                         let now = start.elapsed().as_secs_f64();
-                        match last {
-                            None => sample.ttft = Some(now),
-                            Some(previous) => sample.itl.push(now - previous),
+                        let index = chunk["choices"][0]["index"].as_u64().unwrap_or(0);
+                        sample.ttft.get_or_insert(now);
+                        if let Some(previous) = last.insert(index, now) {
+                            sample.itl.push(now - previous);
                         }
-                        last = Some(now);
                     }
                 }
             }

@@ -103,12 +103,8 @@ async fn main() -> anyhow::Result<()> {
         max_model_len: args.max_model_len,
         ..Default::default()
     };
-    let api = ModelApi {
-        model: std::sync::Arc::new(Model::load(&args.model_dir, options)?),
-        served_model_name,
-        model_root,
-        offload: Default::default(),
-    };
+    let model = std::sync::Arc::new(Model::load(&args.model_dir, options)?);
+    let api = ModelApi::new(model, &served_model_name, &model_root);
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
         .context("--host/--port")?;

@@ -258,6 +258,62 @@ def ops_battery(base: str, model: str):
     del key
 
 
+LORA_DIR = tempfile.mkdtemp(prefix="conformance-loras-")
+for _name in ("pre", "js", "a", "b"):
+    os.makedirs(os.path.join(LORA_DIR, _name), exist_ok=True)
+    with open(os.path.join(LORA_DIR, _name, "adapter_config.json"), "w") as _f:
+        _f.write('{"r": 8, "lora_alpha": 16, "target_modules": ["q_proj"], "peft_type": "LORA"}')
+LORA_FLAGS = ["--lora-modules", f"pre={LORA_DIR}/pre",
+              json.dumps({"name": "js", "path": f"{LORA_DIR}/js", "base_model_name": "basey"})]
+LORA_MOCK_FLAGS = ["--enable-lora", "--max-loras", "4"]
+LORA_ENV = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1", "VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES": LORA_DIR}
+
+
+def lora_battery(base: str, model: str):
+    """--lora-modules, /v1/load_lora_adapter, /v1/unload_lora_adapter, adapter requests."""
+    def c(name, method, path, body=None, content_type="application/json"):
+        status, ctype, text = call(base, method, path, body, content_type)
+        return name, {"status": status, "content_type": ctype, "body": normalize(text)}
+
+    def models(name):
+        status, _, text = call(base, "GET", "/v1/models")
+        cards = [(m["id"], m["root"], m["parent"]) for m in json.loads(text)["data"]]
+        return name, {"status": status, "cards": cards}
+
+    yield models("GET /v1/models with --lora-modules")
+    load = "/v1/load_lora_adapter"
+    yield c("load a", "POST", load, {"lora_name": "a", "lora_path": f"{LORA_DIR}/a"})
+    yield c("load a again", "POST", load, {"lora_name": "a", "lora_path": f"{LORA_DIR}/a"})
+    yield c("load a static name", "POST", load, {"lora_name": "pre", "lora_path": f"{LORA_DIR}/b"})
+    yield c("load the base model's name", "POST", load, {"lora_name": model, "lora_path": f"{LORA_DIR}/b"})
+    yield c("load an empty name", "POST", load, {"lora_name": "", "lora_path": f"{LORA_DIR}/b"})
+    yield c("load a missing local path", "POST", load, {"lora_name": "b", "lora_path": f"{LORA_DIR}/nope"})
+    yield c("load outside the prefixes", "POST", load, {"lora_name": "b", "lora_path": "/etc"})
+    yield c("load escaping the prefixes", "POST", load, {"lora_name": "b", "lora_path": f"{LORA_DIR}/b/../.."})
+    yield c("load a relative path", "POST", load, {"lora_name": "b", "lora_path": "./rel"})
+    yield c("load a hub id", "POST", load, {"lora_name": "hub", "lora_path": "org/hub-adapter"})
+    yield c("load a in place", "POST", load, {"lora_name": "a", "lora_path": f"{LORA_DIR}/b", "load_inplace": True})
+    yield c("load without lora_path", "POST", load, {"lora_name": "b"})
+    yield models("GET /v1/models after loading")
+    # (the completion's own format is compared by the serve batteries: the model it
+    # names, the text and the finish reason here)
+    status, _, text = call(base, "POST", "/v1/completions",
+                           {"model": "a", "prompt": "Hello", "max_tokens": 2})
+    answer = json.loads(text) if status == 200 else text
+    yield "completion on adapter a", {
+        "status": status,
+        "answer": (answer["model"], answer["choices"][0]["text"], answer["choices"][0]["finish_reason"])
+        if status == 200 else answer}
+    yield c("completion on an unknown model", "POST", "/v1/completions",
+            {"model": "nope", "prompt": "Hello", "max_tokens": 2})
+    unload = "/v1/unload_lora_adapter"
+    yield c("unload a", "POST", unload, {"lora_name": "a"})
+    yield c("unload a again", "POST", unload, {"lora_name": "a"})
+    yield c("unload an empty name", "POST", unload, {"lora_name": ""})
+    yield c("unload without content type", "POST", unload, {"lora_name": "hub"}, content_type=None)
+    yield models("GET /v1/models after unloading")
+
+
 def metric_lines(text: str) -> list[str]:
     """An exposition, comparable across servers: HELP/TYPE lines in order, then the
     sample lines sorted, without the values of timing histograms and HTTP series."""
@@ -308,7 +364,7 @@ def wait_ready(base, proc, timeout=240):
     return None
 
 
-def start_vllm_rs(args, workdir, env, flags):
+def start_vllm_rs(args, workdir, env, flags, mock_extra=()):
     wrapper = os.path.join(workdir, "python")
     with open(wrapper, "w") as f:
         f.write(
@@ -322,12 +378,13 @@ def start_vllm_rs(args, workdir, env, flags):
     port = free_port()
     log = open(os.path.join(workdir, "vllm-rs.log"), "w")
     proc = subprocess.Popen(
-        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port)] + flags,
+        [args.vllm_rs, "serve", args.model, "--python", wrapper, "--port", str(port)]
+        + flags + list(mock_extra),
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     return f"http://127.0.0.1:{port}", [proc]
 
 
-def start_serve(args, workdir, env, flags):
+def start_serve(args, workdir, env, flags, mock_extra=()):
     port, rpc = free_port(), free_port()
     log = open(os.path.join(workdir, "serve.log"), "w")
     server = subprocess.Popen(
@@ -335,7 +392,7 @@ def start_serve(args, workdir, env, flags):
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     engine = subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-rpc-port", str(rpc)]
-        + MOCK_FLAGS,
+        + MOCK_FLAGS + list(mock_extra),
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
     return f"http://127.0.0.1:{port}", [server, engine]
 
@@ -353,8 +410,8 @@ def stop(procs):
             os.killpg(p.pid, signal.SIGKILL)
 
 
-def run(name, starter, args, workdir, env, flags, calls):
-    base, procs = starter(args, workdir, env, flags)
+def run(name, starter, args, workdir, env, flags, calls, mock_extra=()):
+    base, procs = starter(args, workdir, env, flags, mock_extra)
     try:
         model = wait_ready(base, procs[0])
         if not model:
@@ -400,9 +457,12 @@ def main() -> int:
         print(f"wrote {args.write_metric_families}")
         return 0
     theirs, ours = [], []
-    for flags, calls in [([], battery), (OPS_FLAGS, ops_battery), ([], metrics_battery)]:
-        a = run("vllm-rs", start_vllm_rs, args, workdir, env, flags, calls)
-        b = run("serve", start_serve, args, workdir, env, flags, calls)
+    phases = [([], battery, (), {}), (OPS_FLAGS, ops_battery, (), {}),
+              ([], metrics_battery, (), {}), (LORA_FLAGS, lora_battery, LORA_MOCK_FLAGS, LORA_ENV)]
+    for flags, calls, mock_extra, extra_env in phases:
+        phase_env = {**env, **extra_env}
+        a = run("vllm-rs", start_vllm_rs, args, workdir, phase_env, flags, calls, mock_extra)
+        b = run("serve", start_serve, args, workdir, phase_env, flags, calls, mock_extra)
         if a is None or b is None:
             return 1
         theirs += a

@@ -15,7 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 
-BASE = sys.argv[1].rstrip("/") if len(sys.argv) > 1 else "http://127.0.0.1:8000"
+BASE = sys.argv[1].rstrip("/") if len(sys.argv) > 1 and __name__ == "__main__" else "http://127.0.0.1:8000"
 MSG = [{"role": "user", "content": "Hello there!"}]
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
@@ -63,6 +63,90 @@ CASES = [
     ("/v1/completions/render", {"model": "qwen3", "prompt": "Hi"}),
 ]
 
+# Parallel sampling, batched prompts and prompt logprobs, compared with vLLM's own
+# frontend by compare_vllm_frontend.py: (name, path, body, engine output modes in which
+# the case is deterministic on both sides). With the mock's random output only seeded
+# requests are: vLLM's child i samples with seed + i.
+BOTH, TEXT = ("text", "random"), ("text",)
+SO_N = {"include_usage": True, "continuous_usage_stats": True}
+N_CASES = [
+    ("chat n=2", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 6}, TEXT),
+    ("chat n=2 stream usage logprobs token ids", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 5, "stream": True, "stream_options": SO_N,
+      "logprobs": True, "top_logprobs": 2, "return_token_ids": True}, TEXT),
+    ("chat n=8 seed", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 8, "seed": 5, "max_tokens": 5, "logprobs": True,
+      "top_logprobs": 1}, BOTH),
+    ("chat n=8 seed stream", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 8, "seed": 5, "max_tokens": 5, "stream": True,
+      "stream_options": {"include_usage": True}}, BOTH),
+    ("chat n=1 seed", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "seed": 9, "max_tokens": 5}, BOTH),
+    ("chat n=2 stop string", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 30, "stop": ["mock"]}, TEXT),
+    ("chat n=2 greedy", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "temperature": 0}, TEXT),
+    ("chat n=2 seed prompt_logprobs", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "seed": 4, "max_tokens": 3, "prompt_logprobs": 2}, BOTH),
+    ("completions batch n=2", "/v1/completions",
+     {"model": "qwen3", "prompt": ["Once upon", "a time"], "n": 2, "max_tokens": 5}, TEXT),
+    ("completions batch n=2 stream usage", "/v1/completions",
+     {"model": "qwen3", "prompt": ["Once upon", "a time"], "n": 2, "max_tokens": 4, "stream": True,
+      "stream_options": SO_N, "return_token_ids": True}, TEXT),
+    ("completions token batch n=3 seed echo logprobs", "/v1/completions",
+     {"model": "qwen3", "prompt": [[9707, 11, 1879], [40, 1079]], "n": 3, "seed": 7, "max_tokens": 4,
+      "echo": True, "logprobs": 2}, BOTH),
+    ("completions n=8 seed stream echo", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "n": 8, "seed": 11, "max_tokens": 4, "stream": True,
+      "echo": True, "stream_options": {"include_usage": True}}, BOTH),
+    # Streamed echo with logprobs and n > 1 is left out: vLLM 0.33 fails it with a 500
+    # (`KeyError`) whenever two choices' outputs reach the consumer merged, as the
+    # merged `RequestOutput` carries one choice's prompt logprobs.
+    ("completions seed stream echo logprobs", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "seed": 11, "max_tokens": 4, "stream": True,
+      "echo": True, "logprobs": 1, "stream_options": {"include_usage": True}}, BOTH),
+    # With the random mock, "personnel" is in sample 1's text only: that sample alone
+    # stops (its engine request aborted), the others run to max_tokens.
+    ("completions n=4 seed stop string in one sample", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "n": 4, "seed": 40, "max_tokens": 12,
+      "stop": ["personnel"], "return_token_ids": True}, BOTH),
+    ("completions n=4 seed stop string in one sample stream", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "n": 4, "seed": 40, "max_tokens": 12,
+      "stop": ["personnel"], "stream": True, "stream_options": {"include_usage": True}}, BOTH),
+    ("completions echo max_tokens=0 logprobs", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "echo": True, "max_tokens": 0, "logprobs": 1,
+      "return_token_ids": True}, TEXT),
+    ("completions echo max_tokens=0 stream", "/v1/completions",
+     {"model": "qwen3", "prompt": ["Once", "upon"], "echo": True, "max_tokens": 0, "stream": True}, TEXT),
+    ("completions prompt_logprobs n=2", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once upon a time", "n": 2, "seed": 1, "max_tokens": 3,
+      "prompt_logprobs": 3}, BOTH),
+    ("generate n=2 seed logprobs", "/inference/v1/generate",
+     {"token_ids": [9707, 11, 1879], "sampling_params": {"n": 2, "seed": 3, "max_tokens": 5, "logprobs": 1},
+      "return_token_ids": True}, BOTH),
+    ("generate n=8 seed stream usage", "/inference/v1/generate",
+     {"token_ids": [9707], "sampling_params": {"n": 8, "seed": 3, "max_tokens": 4}, "stream": True,
+      "stream_options": SO_N}, BOTH),
+    ("generate n=2 text stream", "/inference/v1/generate",
+     {"token_ids": [9707], "sampling_params": {"n": 2, "max_tokens": 6, "stop": ["am"]},
+      "output_mode": "text", "stream": True}, TEXT),
+    ("generate prompt_logprobs", "/inference/v1/generate",
+     {"token_ids": [9707, 11, 1879, 0], "sampling_params": {"max_tokens": 2, "prompt_logprobs": 1}}, TEXT),
+    ("completions best_of (not a vLLM 0.33 field)", "/v1/completions",
+     {"model": "qwen3", "prompt": "Once", "best_of": 3, "max_tokens": 3}, TEXT),
+    ("chat n=0", "/v1/chat/completions", {"model": "qwen3", "messages": MSG, "n": 0}, TEXT),
+    ("chat n=3 parsers", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 3, "tools": TOOLS}, ("parsers",)),
+    ("chat n=3 parsers stream", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 3, "tools": TOOLS, "stream": True,
+      "stream_options": {"include_usage": True}}, ("parsers",)),
+    ("chat n=2 parsers no tools stream", "/v1/chat/completions",
+     {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 12, "stream": True}, ("parsers",)),
+    ("generate n above max_num_seqs", "/inference/v1/generate",
+     {"token_ids": [9707], "sampling_params": {"n": 300}}, TEXT),
+]
+
 NORMALIZE = [
     (re.compile(r'(chatcmpl|cmpl|chatcmpl-tool|modelperm)-[0-9a-f]{32}'), r"\1-ID"),
     (re.compile(r'"request_id":\s*"[0-9a-f]{32}"'), '"request_id":"ID"'),
@@ -76,15 +160,40 @@ def normalize(text):
     return text
 
 
-for path, body in CASES:
-    data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-    req = urllib.request.Request(BASE + path, data=data,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            status, ctype, text = resp.status, resp.headers.get("content-type"), resp.read().decode()
-    except urllib.error.HTTPError as e:
-        status, ctype, text = e.code, e.headers.get("content-type"), e.read().decode()
-    print(f"### {path} {json.dumps(body)[:120]}")
-    print(f"{status} {ctype}")
-    print(normalize(text))
+def normalize_answer(text):
+    """`normalize`, and for an SSE stream its events grouped by choice index (in order
+    within a choice): with n > 1 or a batch of prompts, choices interleave as their
+    outputs arrive, so only each choice's own order is meaningful. Events without a
+    choice (usage, errors, `[DONE]`) keep their place after the choices'."""
+    text = normalize(text)
+    if not text.startswith("data: "):
+        return text
+    events = [e for e in text.split("\n\n") if e]
+
+    def key(event):
+        try:
+            choices = json.loads(event[len("data: "):]).get("choices") or []
+        except (ValueError, AttributeError):
+            return (1, 0)
+        return (0, choices[0].get("index", 0)) if choices else (1, 0)
+
+    return "".join(e + "\n\n" for e in sorted(events, key=key))
+
+
+def main():
+    for path, body in CASES:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        req = urllib.request.Request(BASE + path, data=data,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                status, ctype, text = resp.status, resp.headers.get("content-type"), resp.read().decode()
+        except urllib.error.HTTPError as e:
+            status, ctype, text = e.code, e.headers.get("content-type"), e.read().decode()
+        print(f"### {path} {json.dumps(body)[:120]}")
+        print(f"{status} {ctype}")
+        print(normalize_answer(text))
+
+
+if __name__ == "__main__":
+    main()

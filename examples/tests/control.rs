@@ -399,3 +399,113 @@ fn metrics_count_tokens_requests_and_latencies_with_vllm_names() {
         assert!(after.ends_with("# EOF\n"));
     });
 }
+
+#[test]
+fn lora_adapters_load_list_serve_and_unload() {
+    use vllm_chat::pipeline::lora::LoraModule;
+    use vllm_client::mock::MockLora;
+    use vllm_examples::serve::LoraSettings;
+
+    let dir = std::env::temp_dir().join(format!("serve-loras-{}", std::process::id()));
+    for name in ["static", "runtime"] {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+    }
+    let server = start(ServeConfig {
+        lora: LoraSettings {
+            modules: vec![LoraModule::parse(&format!("sql={}/static", dir.display())).unwrap()],
+            runtime_updates: true,
+            allowed_prefixes: Some(vec![dir.clone()]),
+            mock: Some(MockLora {
+                max_loras: 4,
+                max_cpu_loras: None,
+            }),
+        },
+        ..config(LONG_TEXT)
+    });
+    let addr = server.addr;
+    let client = server.client.clone();
+    run(async {
+        let ids = |models: &Value| -> Vec<String> {
+            models["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let models = get(addr, "/v1/models").await.json().await;
+        assert_eq!(ids(&models), ["qwen3", "sql"]);
+        assert_eq!(models["data"][1]["parent"], "qwen3");
+        assert_eq!(
+            client.list_loras().await.unwrap(),
+            vec![1],
+            "loaded at start-up"
+        );
+
+        let path = dir.join("runtime").display().to_string();
+        let response = send(
+            addr,
+            Method::POST,
+            "/v1/load_lora_adapter",
+            Some(json!({"lora_name": "chat", "lora_path": path}).to_string()),
+        )
+        .await;
+        assert_eq!(response.status, StatusCode::OK);
+        assert_eq!(
+            response.text().await,
+            "Success: LoRA adapter 'chat' added successfully."
+        );
+        let (status, error) = post(
+            addr,
+            "/v1/load_lora_adapter",
+            json!({"lora_name": "x", "lora_path": "/etc"}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            error["error"]["message"],
+            "Local LoRA adapter path is outside the configured allowed prefixes."
+        );
+
+        // A request naming the adapter runs on it and answers with its name.
+        let (status, answer) = post(
+            addr,
+            "/v1/completions",
+            json!({"model": "chat", "prompt": "Hi", "max_tokens": 2}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["model"], "chat");
+        assert_eq!(client.list_loras().await.unwrap(), vec![1, 2]);
+        let (status, _) = post(
+            addr,
+            "/v1/chat/completions",
+            json!({"model": "sql", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+
+        let response = send(
+            addr,
+            Method::POST,
+            "/v1/unload_lora_adapter",
+            Some(json!({"lora_name": "chat"}).to_string()),
+        )
+        .await;
+        assert_eq!(response.status, StatusCode::OK);
+        assert_eq!(client.list_loras().await.unwrap(), vec![1]);
+        let (status, error) = post(
+            addr,
+            "/v1/completions",
+            json!({"model": "chat", "prompt": "Hi", "max_tokens": 2}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+        assert_eq!(
+            error["error"]["message"],
+            "The model `chat` does not exist."
+        );
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}

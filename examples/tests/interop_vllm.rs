@@ -113,6 +113,39 @@ fn serve_in_front_of_real_vllm_engines() {
         );
         assert_eq!(body["choices"][0]["finish_reason"], "length");
 
+        // n = 4 samples of two prompts: eight engine requests (vLLM's child requests),
+        // spread over both engines, each choice the scripted tokens of its engine.
+        let (status, body) = post(
+            server.addr,
+            "/v1/completions",
+            json!({"prompt": [[7, 8], [30]], "n": 4, "seed": 1, "max_tokens": 3,
+                   "ignore_eos": true, "return_token_ids": true}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let choices = body["choices"].as_array().unwrap();
+        assert_eq!(choices.len(), 8);
+        let mut ranks = [0; 2];
+        for (i, choice) in choices.iter().enumerate() {
+            assert_eq!(choice["index"], i);
+            let first = if i < 4 { 7 } else { 30 };
+            let ids: Vec<u64> = choice["token_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_u64().unwrap())
+                .collect();
+            let rank = u64::from(ids[0] >= 2000);
+            ranks[rank as usize] += 1;
+            assert_eq!(
+                ids,
+                (0..3).map(|k| scripted(first, k, rank)).collect::<Vec<_>>()
+            );
+        }
+        assert_eq!(ranks, [4, 4], "samples per engine");
+        assert_eq!(body["usage"]["prompt_tokens"], 3);
+        assert_eq!(body["usage"]["completion_tokens"], 24);
+
         // Completions, streamed, with the text of those tokens.
         let events = stream_all(
             server.addr,

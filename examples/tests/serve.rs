@@ -810,13 +810,18 @@ fn bad_json_and_bad_parameters_are_clear_400s() {
             body["error"]["message"],
             "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set"
         );
+        // n > 1 is served; greedy sampling refuses it, as vLLM's `SamplingParams` does.
         let (status, body) = post(
             addr,
             "/v1/chat/completions",
-            json!({"messages": hi(), "n": 2}),
+            json!({"messages": hi(), "n": 2, "temperature": 0}),
         )
         .await;
-        assert_error(status, &body, StatusCode::BAD_REQUEST, Some("n"));
+        assert_error(status, &body, StatusCode::BAD_REQUEST, None);
+        assert_eq!(
+            body["error"]["message"],
+            "n must be 1 when using greedy sampling, got 2."
+        );
         let (status, body) =
             post(addr, "/v1/completions", json!({"prompt": "x", "top_k": -5})).await;
         // vLLM names no parameter for `top_k` (its `_verify_args` raises a plain

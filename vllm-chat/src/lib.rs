@@ -33,3 +33,8 @@ pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};
 pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
 pub use template::{Clock, ContentFormat, FastPathStats, Limits};
+
+/// The README's examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -42,7 +42,9 @@ from vllm.v1.engine import (
 )
 from vllm.v1.engine.utils import EngineHandshakeMetadata, EngineZmqAddresses
 from vllm.v1.metrics.stats import PrefillStats, SchedulerStats
-from vllm.v1.outputs import LogprobsLists
+import torch
+
+from vllm.v1.outputs import LogprobsLists, LogprobsTensors
 from vllm.v1.serial_utils import MsgpackEncoder, UtilityResult
 
 ENC = MsgpackEncoder()
@@ -241,6 +243,36 @@ add(
     "EngineCoreOutputs",
     outputs([EngineCoreOutput("req-l", list(range(8)), new_logprobs=logprobs(8, 20, 2))]),
 )
+def prompt_logprobs(rows, k, seed):
+    """Prompt logprobs as the model runner builds them (`LogprobsTensors.empty_cpu`:
+    int32 ids and ranks, float32 logprobs, torch tensors)."""
+    lists = logprobs(rows, k, seed)
+    return LogprobsTensors(
+        torch.from_numpy(lists.logprob_token_ids),
+        torch.from_numpy(lists.logprobs),
+        torch.from_numpy(lists.sampled_token_ranks),
+    )
+
+
+add(
+    "outputs_prompt_logprobs_inline",
+    "EngineCoreOutputs",
+    outputs([EngineCoreOutput("req-p", [7], new_prompt_logprobs_tensors=prompt_logprobs(4, 2, 3))]),
+)
+add(
+    "outputs_prompt_logprobs_multiframe",
+    "EngineCoreOutputs",
+    outputs(
+        [
+            EngineCoreOutput(
+                "req-p",
+                [7],
+                new_logprobs=logprobs(1, 2, 5),
+                new_prompt_logprobs_tensors=prompt_logprobs(30, 5, 4),
+            )
+        ]
+    ),
+)
 add(
     "outputs_events",
     "EngineCoreOutputs",
@@ -374,6 +406,7 @@ FIELDS = {
     ]
 }
 FIELDS["LogprobsLists"] = list(LogprobsLists._fields)
+FIELDS["LogprobsTensors"] = list(LogprobsTensors._fields)
 
 json.dump(
     {"vllm_version": vllm.__version__, "fields": FIELDS, "vectors": VECTORS},

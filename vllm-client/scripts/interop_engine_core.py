@@ -17,6 +17,12 @@ min_tokens logits processor, the sampler never emits one of the request's stop t
 A request whose first prompt token is `CRASH_TOKEN` (4242) makes the executor raise in
 `execute_model`, which kills the engine the way a model failure does in vLLM.
 
+Prompt logprobs (`prompt_logprobs = k`): with its first sampled token, a request's
+`prompt_logprobs_dict` entry is a `LogprobsTensors` as the GPU model runner builds it
+(int32 ids and ranks, float32 logprobs, `prompt_len - 1` rows of `k + 1`): row i scores
+prompt token `t = prompt[i + 1]` with logprob `-(i + 1) / 8` and rank `1 + i % 3`, then
+the top-k `(t + j) % 1000` with logprob `-(i + 1) / 8 - j`, j = 1..k.
+
 Usage (reference environment built by ../shared/peers/setup.sh):
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python \
@@ -116,6 +122,8 @@ def build_executor_class(step_delay_s):
             # req_id -> (first prompt token, prompt length, min_tokens, stop token ids);
             # dropped when the scheduler finishes the request.
             self._requests = {}
+            # req_id -> (prompt, k) of requests that asked for prompt logprobs.
+            self._prompt_logprobs = {}
             self._pending = None
             # The worker methods called through collective_rpc, for tests to read back.
             self._worker_calls = []
@@ -243,6 +251,7 @@ def build_executor_class(step_delay_s):
         def execute_model(self, scheduler_output, non_block=False):
             for req_id in scheduler_output.finished_req_ids:
                 self._requests.pop(req_id, None)
+                self._prompt_logprobs.pop(req_id, None)
             result = None
             if scheduler_output.total_num_scheduled_tokens == 0:
                 result = EMPTY_MODEL_RUNNER_OUTPUT
@@ -258,6 +267,8 @@ def build_executor_class(step_delay_s):
                     min_tokens = sp.min_tokens if sp is not None else 0
                     stops = set(sp.all_stop_token_ids) if sp is not None else set()
                     self._requests[new.req_id] = (prompt[0], len(prompt), min_tokens, stops)
+                    if sp is not None and sp.prompt_logprobs is not None:
+                        self._prompt_logprobs[new.req_id] = (list(prompt), sp.prompt_logprobs)
                 self._pending = scheduler_output
                 if step_delay_s > 0:
                     time.sleep(step_delay_s)
@@ -286,6 +297,7 @@ def build_executor_class(step_delay_s):
                 progress[req_id] = (cached.num_computed_tokens[i], cached.num_output_tokens[i])
             req_ids = list(so.num_scheduled_tokens.keys())
             sampled = []
+            prompt_logprobs = {}
             for req_id in req_ids:
                 computed, outputs = progress[req_id]
                 first, prompt_len, min_tokens, stops = self._requests[req_id]
@@ -298,11 +310,32 @@ def build_executor_class(step_delay_s):
                     # may be sampled before min_tokens; the scheduler relies on it.
                     token = self._token_base + 1000
                 sampled.append([token])
+                if req_id in self._prompt_logprobs:
+                    prompt_logprobs[req_id] = scripted_prompt_logprobs(
+                        *self._prompt_logprobs.pop(req_id)
+                    )
             return ModelRunnerOutput(
                 req_ids=req_ids,
                 req_id_to_index={r: i for i, r in enumerate(req_ids)},
                 sampled_token_ids=sampled,
+                prompt_logprobs_dict=prompt_logprobs,
             )
+
+    def scripted_prompt_logprobs(prompt, k):
+        """The prompt logprobs of the module docstring, as the model runner's tensors."""
+        from vllm.v1.outputs import LogprobsTensors
+
+        k = max(k, 0)
+        ids, logprobs = [], []
+        for i, t in enumerate(prompt[1:]):
+            ids.append([t] + [(t + j) % 1000 for j in range(1, k + 1)])
+            logprobs.append([-(i + 1) / 8] + [-(i + 1) / 8 - j for j in range(1, k + 1)])
+        rows = len(ids)
+        return LogprobsTensors(
+            torch.tensor(ids, dtype=torch.int32).reshape(rows, k + 1),
+            torch.tensor(logprobs, dtype=torch.float32).reshape(rows, k + 1),
+            torch.tensor([1 + i % 3 for i in range(rows)], dtype=torch.int32),
+        )
 
     ScriptedExecutor.__module__ = __name__
     ScriptedExecutor.__qualname__ = "ScriptedExecutor"

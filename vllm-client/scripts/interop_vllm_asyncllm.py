@@ -4,7 +4,7 @@
 binds the handshake socket and waits, like `vllm serve --data-parallel-size-local 0`;
 the `mock-engine` example dials it as `vllm serve --headless` would. Then vLLM's real
 input processor, engine client, output processor and detokenizer run against the mock:
-text, streaming, stop strings, logprobs, parallel sampling, abort, utility calls
+text, streaming, stop strings, logprobs, prompt logprobs, parallel sampling, abort, utility calls
 (sleep, LoRA, pause), and the engine's death (SIGUSR1 -> ENGINE_CORE_DEAD ->
 EngineDeadError).
 
@@ -79,6 +79,29 @@ async def run(llm: AsyncLLM, engine: subprocess.Popen) -> None:
     check("parallel sampling (n=3)",
           sorted(children) == [0, 1, 2] and all(len(c.token_ids) == 5 for c in children.values()),
           children)
+
+    # Seeded parallel sampling: vLLM's children (seed + i) get what single requests with
+    # those seeds get (the mock's text is fixed: the check is on ids, seeds and counts).
+    children = {}
+    async for out in llm.generate(
+        "Hi", SamplingParams(n=4, seed=7, max_tokens=3, output_kind=RequestOutputKind.DELTA),
+        request_id="seeded",
+    ):
+        for c in out.outputs:
+            children.setdefault(c.index, []).extend(c.token_ids)
+    check("seeded parallel sampling streams n=4 deltas",
+          sorted(children) == [0, 1, 2, 3] and all(len(t) == 3 for t in children.values()),
+          children)
+
+    # Prompt logprobs: the mock's LogprobsTensors decode in vLLM's output processor.
+    prompt = "Hello there, engine"
+    out = await final(llm, prompt, SamplingParams(max_tokens=2, prompt_logprobs=2), "prompt-lp")
+    ids = out.prompt_token_ids
+    plp = out.prompt_logprobs
+    ok = (plp is not None and len(plp) == len(ids) and plp[0] is None
+          and all(ids[i] in plp[i] and len(plp[i]) <= 3 for i in range(1, len(ids)))
+          and all(plp[i][ids[i]].decoded_token is not None for i in range(1, len(ids))))
+    check("prompt logprobs: one dict per prompt token after the first, token included", ok, plp)
 
     # Abort from the frontend while the engine generates (slowly, with ignore_eos).
     gen = llm.generate("Hi", SamplingParams(max_tokens=None, ignore_eos=True), request_id="aborted")

@@ -8,7 +8,8 @@
 //!   vLLM's own encoder.
 //! - [`client`]: [`EngineCoreClient`], which binds the frontend sockets, waits for
 //!   data-parallel engines, routes requests, streams their outputs, batches aborts,
-//!   makes utility calls and turns an engine's death into one clear error.
+//!   makes utility calls and turns an engine's death into one clear error;
+//!   [`EngineCoreClient::generate_n`] runs `n > 1` as vLLM's parallel sampling.
 //! - [`kv_events`]: engines' KV-cache events (typed, sequence-checked, replayed over
 //!   holes), prefix block hashes computed as vLLM computes them, and a per-engine index
 //!   of cached blocks, for cache-aware routing; the client routes by it when asked to
@@ -30,7 +31,7 @@ pub mod mock;
 
 pub use client::{
     ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream,
-    PrefixRouting, Startup,
+    ParallelStream, PrefixRouting, Startup,
 };
 
 pub use wire::{DecodeError, Map, Value};

@@ -744,3 +744,167 @@ async fn statistics_reach_the_observer_as_vllm_computes_them() {
     }
     assert!(!collect.schedulers.lock().unwrap().is_empty());
 }
+
+/// A request with `n` samples, seeded or not, for `generate_n`.
+fn sampled(id: &str, n: i64, seed: Option<i64>, max_tokens: i64) -> EngineCoreRequest {
+    let mut r = request(id, max_tokens);
+    let sp = r.sampling_params.as_mut().unwrap();
+    sp.n = n;
+    sp.seed = seed;
+    r
+}
+
+/// Collects a parallel stream: each child's tokens by index, and its last output.
+async fn collect_n(
+    mut stream: vllm_client::ParallelStream,
+) -> Vec<(Vec<u32>, vllm_client::protocol::EngineCoreOutput)> {
+    let mut children: Vec<(Vec<u32>, Option<_>)> = vec![(Vec::new(), None); stream.n()];
+    while let Some((index, output)) = stream.next().await {
+        let output = output.unwrap();
+        assert!(
+            children[index].1.is_none(),
+            "child {index} went on after its end"
+        );
+        children[index].0.extend(&output.new_token_ids);
+        if output.finished() {
+            children[index].1 = Some(output);
+        }
+    }
+    children
+        .into_iter()
+        .map(|(tokens, last)| (tokens, last.expect("every child finishes")))
+        .collect()
+}
+
+#[tokio::test]
+async fn parallel_sampling_children_are_vllm_s_children_spread_over_engines() {
+    let (client, _engines) = fleet(2, slow()).await;
+    // Seeded: child i samples exactly as a single request with seed + i would.
+    let stream = client
+        .generate_n(sampled("par", 4, Some(100), 6))
+        .await
+        .unwrap();
+    assert_eq!(
+        stream.child_request_ids(),
+        ["0_par", "1_par", "2_par", "3_par"]
+    );
+    assert_eq!(
+        client.inflight(),
+        vec![2, 2],
+        "children spread over engines"
+    );
+    let children = collect_n(stream).await;
+    for (i, (tokens, last)) in children.iter().enumerate() {
+        assert_eq!(last.request_id, format!("{i}_par"));
+        let alone = client
+            .generate_all(sampled(&format!("alone-{i}"), 1, Some(100 + i as i64), 6))
+            .await
+            .unwrap();
+        let expected: Vec<u32> = alone.iter().flat_map(|o| o.new_token_ids.clone()).collect();
+        assert_eq!(tokens, &expected, "child {i} uses seed 100 + {i}");
+    }
+    assert_ne!(children[0].0, children[1].0);
+    // Unseeded: each child is its own request (the mock seeds by request id).
+    let children = collect_n(client.generate_n(sampled("u", 3, None, 5)).await.unwrap()).await;
+    for (i, (tokens, _)) in children.iter().enumerate() {
+        let alone = client
+            .generate_all(sampled(&format!("{i}_u"), 1, None, 5))
+            .await
+            .unwrap();
+        let expected: Vec<u32> = alone.iter().flat_map(|o| o.new_token_ids.clone()).collect();
+        assert_eq!(tokens, &expected);
+    }
+    assert_eq!(client.inflight(), vec![0, 0]);
+}
+
+#[tokio::test]
+async fn final_only_yields_the_n_merged_outputs_in_index_order() {
+    let (client, _engines) = fleet(1, MockConfig::default()).await;
+    let mut r = sampled("fin", 3, Some(1), 7);
+    let sp = r.sampling_params.as_mut().unwrap();
+    sp.output_kind = vllm_client::protocol::RequestOutputKind::FinalOnly;
+    sp.logprobs = Some(2);
+    sp.prompt_logprobs = Some(1);
+    let mut stream = client.generate_n(r).await.unwrap();
+    let mut items = Vec::new();
+    while let Some((index, output)) = stream.next().await {
+        items.push((index, output.unwrap()));
+    }
+    assert_eq!(items.iter().map(|(i, _)| *i).collect::<Vec<_>>(), [0, 1, 2]);
+    for (index, output) in &items {
+        assert_eq!(output.request_id, format!("{index}_fin"));
+        assert_eq!(output.new_token_ids.len(), 7, "every token, merged");
+        assert_eq!(output.finish_reason, Some(FinishReason::Length));
+        let lp = output.new_logprobs.as_ref().unwrap();
+        lp.validate().unwrap();
+        assert_eq!((lp.rows(), lp.cols()), (7, 3));
+        for (row, token) in output.new_token_ids.iter().enumerate() {
+            assert_eq!(lp.entry(row, 0).unwrap().0 as u32, *token);
+        }
+        let prompt = output
+            .new_prompt_logprobs_tensors
+            .as_ref()
+            .unwrap()
+            .to_lists();
+        assert_eq!((prompt.rows(), prompt.cols()), (2, 2), "prompt of 3 tokens");
+        assert_eq!(prompt.entry(0, 0).unwrap().0, 11);
+    }
+}
+
+#[tokio::test]
+async fn aborting_the_parent_aborts_every_child_and_dropping_too() {
+    let (client, _engines) = fleet(2, slow()).await;
+    let mut stream = client
+        .generate_n(sampled("p", 3, None, 10_000))
+        .await
+        .unwrap();
+    stream.next().await.unwrap().1.unwrap();
+    client.abort(&["p"]);
+    let mut aborted = [false; 3];
+    while let Some((index, output)) = stream.next().await {
+        if output.unwrap().finish_reason == Some(FinishReason::Abort) {
+            aborted[index] = true;
+        }
+    }
+    assert_eq!(aborted, [true; 3]);
+    assert_eq!(client.inflight(), vec![0, 0]);
+    drop(stream);
+    // The parent id is free again; dropping the stream aborts the children.
+    let mut stream = client
+        .generate_n(sampled("p", 4, None, 10_000))
+        .await
+        .unwrap();
+    stream.next().await.unwrap().1.unwrap();
+    assert_eq!(client.inflight(), vec![2, 2]);
+    drop(stream);
+    assert_eq!(client.inflight(), vec![0, 0]);
+}
+
+#[tokio::test]
+async fn one_child_aborted_alone_leaves_its_siblings_running() {
+    let (client, _engines) = fleet(1, slow()).await;
+    let mut stream = client
+        .generate_n(sampled("one", 3, Some(5), 20))
+        .await
+        .unwrap();
+    stream.abort_child(1);
+    let children = collect_n(stream).await;
+    assert_eq!(children[1].1.finish_reason, Some(FinishReason::Abort));
+    for i in [0, 2] {
+        assert_eq!(children[i].1.finish_reason, Some(FinishReason::Length));
+        assert_eq!(children[i].0.len(), 20);
+    }
+}
+
+#[tokio::test]
+async fn a_duplicate_parent_id_is_refused_while_in_flight() {
+    let (client, _engines) = fleet(1, slow()).await;
+    let _first = client
+        .generate_n(sampled("dup", 2, None, 10_000))
+        .await
+        .unwrap();
+    assert!(matches!(
+        client.generate_n(sampled("dup", 2, None, 1)).await,
+        Err(ClientError::DuplicateRequestId(id)) if id == "dup"
+    ));
+}

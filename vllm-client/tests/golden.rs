@@ -122,6 +122,7 @@ fn declared_field_orders_match_vllm() {
         ("EngineZmqAddresses", EngineZmqAddresses::FIELDS),
         ("EngineHandshakeMetadata", EngineHandshakeMetadata::FIELDS),
         ("LogprobsLists", LogprobsLists::FIELDS),
+        ("LogprobsTensors", LogprobsTensors::FIELDS),
     ];
     assert_eq!(
         ours.len(),
@@ -238,6 +239,54 @@ fn logprobs_inline_and_in_extra_frames() {
     assert!((0..150000).contains(&id));
     assert!((-10.0..=0.0).contains(&logprob));
     assert!(lp.entry(8, 0).is_none() && lp.entry(0, 21).is_none());
+}
+
+/// Prompt logprobs travel as torch tensors (`LogprobsTensors`), inline or as extra
+/// frames, and read as the same rows as sample logprobs.
+#[test]
+fn prompt_logprobs_inline_and_in_extra_frames() {
+    let out: EngineCoreOutputs = round_trip(&vector("outputs_prompt_logprobs_inline"));
+    let tensors = out.outputs[0].new_prompt_logprobs_tensors.clone().unwrap();
+    tensors.validate().unwrap();
+    assert_eq!(tensors.logprob_token_ids.dtype, "int32");
+    assert_eq!(tensors.logprobs.dtype, "float32");
+    let lists = tensors.to_lists();
+    assert_eq!((lists.rows(), lists.cols()), (4, 3));
+    let v = vector("outputs_prompt_logprobs_multiframe");
+    assert_eq!(
+        v.frames.len(),
+        3,
+        "prompt ids and logprobs travel as extra frames"
+    );
+    let out: EngineCoreOutputs = round_trip(&v);
+    let output = &out.outputs[0];
+    let lists = output
+        .new_prompt_logprobs_tensors
+        .as_ref()
+        .unwrap()
+        .to_lists();
+    lists.validate().unwrap();
+    assert_eq!((lists.rows(), lists.cols()), (30, 6));
+    let (id, logprob) = lists.entry(29, 5).unwrap();
+    assert!((0..150000).contains(&id));
+    assert!((-10.0..=0.0).contains(&logprob));
+    assert!((1..50).contains(&lists.rank(29).unwrap()));
+    assert!(lists.entry(30, 0).is_none());
+    // The sample logprobs of the same output stay inline and separate.
+    assert_eq!(output.new_logprobs.as_ref().unwrap().rows(), 1);
+    // A tensor built here encodes as vLLM's does.
+    let rows: Vec<Vec<(i32, f32)>> = (0..lists.rows())
+        .map(|r| {
+            (0..lists.cols())
+                .map(|c| lists.entry(r, c).unwrap())
+                .collect()
+        })
+        .collect();
+    let ranks: Vec<i32> = (0..lists.rows()).map(|r| lists.rank(r).unwrap()).collect();
+    assert_eq!(
+        &LogprobsTensors::from_rows(&rows, &ranks),
+        output.new_prompt_logprobs_tensors.as_deref().unwrap()
+    );
 }
 
 #[test]

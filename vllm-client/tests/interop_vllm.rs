@@ -907,3 +907,100 @@ async fn the_typed_control_plane_drives_vllm_engine_core() {
     assert_eq!(client.list_loras().await.unwrap(), vec![2]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Parallel sampling against the real scheduler: vLLM's child ids and seeds are what
+/// its engines accept, children spread over two engines, a parent abort ends them all.
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn parallel_sampling_children_run_on_vllm_engines() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let (client, engines) = start(&python, 2, 2).await;
+    let parent = request("par-1", vec![40, 41, 42], 5, |sp| {
+        sp.n = 4;
+        sp.seed = Some(7);
+        sp.temperature = 1.0;
+    });
+    let mut stream = client.generate_n(parent).await.unwrap();
+    assert_eq!(client.inflight(), vec![2, 2]);
+    let mut children = vec![Vec::new(); 4];
+    let mut finishes = vec![None; 4];
+    while let Some((index, item)) = within("a child output", stream.next()).await {
+        let output = item.unwrap_or_else(|e| panic!("{e}\n{}", engines.log_tail()));
+        assert_eq!(output.request_id, format!("{index}_par-1"));
+        children[index].extend(output.new_token_ids.iter().copied());
+        if output.finished() {
+            finishes[index] = output.finish_reason;
+        }
+    }
+    let mut served = [0; 2];
+    for tokens in &children {
+        let rank = tokens[0] / 2000;
+        assert_eq!(tokens, &expected_tokens(rank, 40, 5));
+        served[rank as usize] += 1;
+    }
+    assert_eq!(served, [2, 2], "children per engine");
+    assert_eq!(finishes, vec![Some(FinishReason::Length); 4]);
+    drop(stream);
+
+    // Aborting the parent aborts every child on its engine.
+    let parent = request("par-2", vec![50], 10_000, |sp| sp.n = 3);
+    let mut stream = client.generate_n(parent).await.unwrap();
+    within("a first child output", stream.next())
+        .await
+        .unwrap()
+        .1
+        .unwrap();
+    client.abort(&["par-2"]);
+    let mut aborted = 0;
+    while let Some((_, item)) = within("the aborted children", stream.next()).await {
+        if item.unwrap().finish_reason == Some(FinishReason::Abort) {
+            aborted += 1;
+        }
+    }
+    assert_eq!(aborted, 3);
+    assert_eq!(client.inflight(), vec![0, 0]);
+}
+
+/// Prompt logprobs as vLLM's scheduler forwards the model runner's tensors: decoded
+/// inline (short prompt) and from extra frames (long prompt).
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn prompt_logprobs_arrive_from_vllm_engines() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let (client, engines) = start(&python, 1, 1).await;
+    for (prompt_len, k) in [(4u32, 2i64), (90, 5)] {
+        let prompt: Vec<u32> = (0..prompt_len).map(|i| 300 + i).collect();
+        let r = request(&format!("plp-{prompt_len}"), prompt.clone(), 2, |sp| {
+            sp.prompt_logprobs = Some(k);
+        });
+        let outputs = within("prompt logprobs", client.generate_all(r))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", engines.log_tail()));
+        let with_prompt: Vec<_> = outputs
+            .iter()
+            .filter_map(|o| o.new_prompt_logprobs_tensors.as_deref())
+            .collect();
+        assert_eq!(with_prompt.len(), 1, "prompt logprobs come once");
+        let lists = with_prompt[0].to_lists();
+        lists.validate().unwrap();
+        let k = k as usize;
+        assert_eq!(
+            (lists.rows(), lists.cols()),
+            (prompt_len as usize - 1, k + 1)
+        );
+        for row in 0..lists.rows() {
+            let t = prompt[row + 1];
+            let base = -((row + 1) as f32) / 8.0;
+            assert_eq!(lists.entry(row, 0), Some((t as i32, base)));
+            assert_eq!(lists.rank(row), Some(1 + (row as i32) % 3));
+            for j in 1..=k {
+                let expected = (((t as usize + j) % 1000) as i32, base - j as f32);
+                assert_eq!(lists.entry(row, j), Some(expected));
+            }
+        }
+    }
+}

@@ -67,3 +67,8 @@ pub use message::{MessageBuilder, ParsedMessage, ParsedToolCall};
 pub use parser::{ParserOptions, ReasoningParser, ToolParser, py_truthy};
 pub use pipeline::MessageParser;
 pub use tools::{Tool, find_tool};
+
+/// The README's examples compile as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

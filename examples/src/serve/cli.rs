@@ -7,12 +7,15 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::{Map, Value};
 
+use super::LoraSettings;
 use super::engine::{DEFAULT_MOCK_TEXT, EngineSource, MockSettings};
 use super::http::HttpLimits;
 use super::model::default_model_dir;
 use super::ops::{Cors, Operations};
 use super::tls::TlsSettings;
 use super::{ParserChoice, ServeConfig};
+use vllm_chat::pipeline::lora::{LoraModule, LoraRegistry};
+use vllm_client::mock::MockLora;
 
 /// `serve`: an OpenAI-compatible server in front of vLLM engines.
 #[derive(Debug, Parser)]
@@ -118,6 +121,20 @@ pub struct Args {
     /// Client certificates: 0 none, 1 optional, 2 required (Python's `ssl.CERT_*`).
     #[arg(long, default_value_t = 0)]
     pub ssl_cert_reqs: u8,
+    /// LoRA adapters to load at start-up: `name=path` or
+    /// `{"name": …, "path": …, "base_model_name": …}`.
+    #[arg(long, num_args = 1..)]
+    pub lora_modules: Vec<String>,
+    /// Embedded mock engine: accept LoRA adapters (real engines take this flag
+    /// themselves).
+    #[arg(long)]
+    pub enable_lora: bool,
+    /// Embedded mock engine: adapters in one batch.
+    #[arg(long, default_value_t = 1)]
+    pub max_loras: usize,
+    /// Embedded mock engine: adapters kept loaded (default: --max-loras).
+    #[arg(long)]
+    pub max_cpu_loras: Option<usize>,
     /// Compute no request or scheduler statistics (`/metrics` stays at idle values).
     #[arg(long)]
     pub disable_log_stats: bool,
@@ -214,6 +231,19 @@ impl Args {
             dev_mode: super::control::dev_mode_from_env(),
             disable_log_stats: self.disable_log_stats,
             uds: self.uds,
+            lora: LoraSettings {
+                modules: self
+                    .lora_modules
+                    .iter()
+                    .map(|m| LoraModule::parse(m).map_err(anyhow::Error::msg))
+                    .collect::<Result<_>>()?,
+                runtime_updates: super::control::env_flag("VLLM_ALLOW_RUNTIME_LORA_UPDATING"),
+                allowed_prefixes: LoraRegistry::allowed_prefixes_from_env(),
+                mock: self.enable_lora.then_some(MockLora {
+                    max_loras: self.max_loras,
+                    max_cpu_loras: self.max_cpu_loras,
+                }),
+            },
             tls: match self.ssl_certfile {
                 Some(certfile) => Some(TlsSettings {
                     certfile,

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use serde_json::json;
 use vllm_chat::pipeline::ApiError;
 use vllm_chat::pipeline::control::{ControlAnswer, engine, lifecycle, weights};
+use vllm_chat::pipeline::lora::{LoadLoraBody, UnloadLoraBody};
 use vllm_client::EngineCoreClient;
 
 use super::error::error_response;
@@ -73,10 +74,68 @@ pub fn dev_routes() -> Router<AppState> {
         .route("/weight_checker", post(weight_checker))
 }
 
-/// The answer as a response: JSON, or an empty 200.
+/// `/v1/load_lora_adapter` and `/v1/unload_lora_adapter`
+/// (`VLLM_ALLOW_RUNTIME_LORA_UPDATING`).
+pub fn lora_routes() -> Router<AppState> {
+    Router::new()
+        .route("/v1/load_lora_adapter", post(load_lora_adapter))
+        .route("/v1/unload_lora_adapter", post(unload_lora_adapter))
+}
+
+/// Whether an environment flag is on, as vLLM reads its boolean variables (`1`,
+/// `true`, any case).
+pub fn env_flag(name: &str) -> bool {
+    std::env::var(name)
+        .map(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true"))
+        .unwrap_or(false)
+}
+
+async fn load_lora_adapter(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let result = match body::<LoadLoraBody>(&headers, &bytes) {
+        Ok(body) => state
+            .api
+            .loras
+            .load(client(&state), &body)
+            .await
+            .map(ControlAnswer::Text),
+        Err(error) => Err(error),
+    };
+    respond(result)
+}
+
+async fn unload_lora_adapter(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Response {
+    let result = match body::<UnloadLoraBody>(&headers, &bytes) {
+        Ok(body) => state
+            .api
+            .loras
+            .unload(client(&state), &body)
+            .await
+            .map(ControlAnswer::Text),
+        Err(error) => Err(error),
+    };
+    respond(result)
+}
+
+/// The answer as a response: JSON, plain text, or an empty 200.
 fn respond(result: Result<ControlAnswer, ApiError>) -> Response {
     match result {
         Ok(ControlAnswer::Json(body)) => Json(body).into_response(),
+        Ok(ControlAnswer::Text(text)) => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            )],
+            text,
+        )
+            .into_response(),
         Ok(ControlAnswer::Empty) => StatusCode::OK.into_response(),
         Err(error) => error_response(&error),
     }

@@ -69,6 +69,7 @@ pub async fn connect(
     ready_timeout: Duration,
     model: &Model,
     stats: Option<std::sync::Arc<dyn vllm_client::client::stats::StatsObserver>>,
+    lora: Option<vllm_client::mock::MockLora>,
 ) -> Result<Engines> {
     let (host, port) = match source {
         EngineSource::Embedded(_) => ("127.0.0.1".to_owned(), free_port()?),
@@ -87,6 +88,7 @@ pub async fn connect(
                 eos_token_id: model.eos_token_id,
                 tokens_per_second: settings.tokens_per_second,
                 data_parallel_size: usize::from(engine_count),
+                lora,
                 ..MockConfig::default()
             };
             (0..engine_count)

@@ -46,6 +46,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Map, Value};
 use vllm_chat::RendererOptions;
+use vllm_chat::pipeline::lora::LoraRegistry;
 use vllm_chat::pipeline::{ApiError, Offload, Pipeline, PipelineConfig, ServingParsers};
 use vllm_client::mock::MockEngineHandle;
 use vllm_client::{ClientError, EngineCoreClient};
@@ -120,6 +121,22 @@ pub struct ServeConfig {
     pub uds: Option<PathBuf>,
     /// `--ssl-certfile` and friends: HTTPS.
     pub tls: Option<tls::TlsSettings>,
+    /// LoRA adapters: `--lora-modules`, run-time loading, the embedded mock's slots.
+    pub lora: LoraSettings,
+}
+
+/// The LoRA settings of a server.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoraSettings {
+    /// `--lora-modules`: adapters loaded at start-up (a failure stops the start-up).
+    pub modules: Vec<vllm_chat::pipeline::lora::LoraModule>,
+    /// `VLLM_ALLOW_RUNTIME_LORA_UPDATING`: serve `/v1/load_lora_adapter` and
+    /// `/v1/unload_lora_adapter`.
+    pub runtime_updates: bool,
+    /// `VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES`: where run-time adapters may be read.
+    pub allowed_prefixes: Option<Vec<PathBuf>>,
+    /// `--enable-lora --max-loras N --max-cpu-loras N` for the embedded mock engine.
+    pub mock: Option<vllm_client::mock::MockLora>,
 }
 
 impl ServeConfig {
@@ -150,6 +167,7 @@ impl ServeConfig {
             disable_log_stats: false,
             uds: None,
             tls: None,
+            lora: LoraSettings::default(),
         }
     }
 
@@ -219,6 +237,7 @@ impl Server {
             config.engine_ready_timeout,
             &model,
             observer,
+            config.lora.mock,
         )
         .await?;
         metrics.init_engines(engines.client.engines());
@@ -254,7 +273,17 @@ impl Server {
                 ),
                 None => Offload::default(),
             },
+            loras: Arc::new(LoraRegistry::new(
+                config.served_model_name.clone(),
+                config.lora.allowed_prefixes.clone(),
+            )),
         });
+        for module in &config.lora.modules {
+            api.loras
+                .load_static(&engines.client, module)
+                .await
+                .map_err(|e| anyhow::anyhow!("--lora-modules {}: {}", module.name, e.message))?;
+        }
         let pipeline = Pipeline::new(
             api.model.clone(),
             engines.client,
@@ -263,12 +292,14 @@ impl Server {
                 parsers,
                 max_logprobs: config.max_logprobs,
                 offload: api.offload.clone(),
+                loras: Some(api.loras.clone()),
             },
         );
         let state = AppState {
             api,
             pipeline,
             dev_mode: config.dev_mode,
+            runtime_lora: config.lora.runtime_updates,
             metrics,
         };
         Ok(Self {
@@ -406,6 +437,9 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics_text));
     if state.dev_mode {
         router = router.merge(control::dev_routes());
+    }
+    if state.runtime_lora {
+        router = router.merge(control::lora_routes());
     }
     router.with_state(state)
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use axum::extract::FromRef;
+use vllm_chat::pipeline::lora::LoraRegistry;
 use vllm_chat::pipeline::{Model, Offload, Pipeline};
 
 /// The model as the API presents it: what the engine-free endpoints need
@@ -17,6 +18,8 @@ pub struct ModelApi {
     pub model_root: String,
     /// Where large renders and tokenizations run (off the async workers).
     pub offload: Offload,
+    /// The LoRA adapters served besides the model (`/v1/models` lists them).
+    pub loras: Arc<LoraRegistry>,
 }
 
 impl std::fmt::Debug for ModelApi {
@@ -29,6 +32,18 @@ impl std::fmt::Debug for ModelApi {
 }
 
 impl ModelApi {
+    /// The API of `model` served as `served_model_name` from `model_root`: default
+    /// offload pool, no LoRA adapters.
+    pub fn new(model: Arc<Model>, served_model_name: &str, model_root: &str) -> Self {
+        Self {
+            model,
+            served_model_name: served_model_name.to_owned(),
+            model_root: model_root.to_owned(),
+            offload: Offload::default(),
+            loras: Arc::new(LoraRegistry::new(served_model_name, None)),
+        }
+    }
+
     /// The model's context length.
     pub fn max_model_len(&self) -> u64 {
         self.model.max_model_len()
@@ -44,6 +59,9 @@ pub struct AppState {
     pub pipeline: Pipeline,
     /// Whether the development endpoints are served (`VLLM_SERVER_DEV_MODE=1`).
     pub dev_mode: bool,
+    /// Whether LoRA adapters can be loaded at run time
+    /// (`VLLM_ALLOW_RUNTIME_LORA_UPDATING`).
+    pub runtime_lora: bool,
     /// What `/metrics` exposes.
     pub metrics: Arc<super::metrics::Metrics>,
 }

@@ -45,12 +45,8 @@ where
 ///     served_model_name: Some("qwen3".into()),
 ///     ..Default::default()
 /// };
-/// let api = ModelApi {
-///     model: Arc::new(Model::load(&default_model_dir(), options)?),
-///     served_model_name: "qwen3".into(),
-///     model_root: default_model_dir().display().to_string(),
-///     offload: Default::default(),
-/// };
+/// let model = Arc::new(Model::load(&default_model_dir(), options)?);
+/// let api = ModelApi::new(model, "qwen3", &default_model_dir().display().to_string());
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8100").await?;
 /// axum::serve(listener, vllm_examples::serve::tokens::render_router(Arc::new(api))).await?;
 /// # Ok(())
@@ -94,12 +90,13 @@ pub async fn detokenize(State(state): State<Arc<ModelApi>>, body: Bytes) -> Resp
     )
 }
 
-/// `GET /v1/models`: vLLM's `ModelList` with the one served model.
+/// `GET /v1/models`: vLLM's `ModelList`: the served model, then its LoRA adapters.
 pub async fn models(State(state): State<Arc<ModelApi>>) -> Json<Value> {
     Json(tokens::model_list(
         &state.served_model_name,
         &state.model_root,
         state.max_model_len(),
+        &state.loras.list(),
     ))
 }
 

@@ -11,7 +11,7 @@ use vllm_parser::serving::{ChoiceParser, ServingError, StructuredOutputs};
 
 use super::error::ApiError;
 use super::frames::ChatDeltaFrames;
-use super::generation::{Finish, Generation, PositionLogprobs, Step};
+use super::generation::{Finish, PositionLogprobs, Samples, Step};
 use super::parse::{RequestTools, delta_message};
 use super::{Pipeline, Routing, ids, logprobs, sampling, sse};
 use crate::openai::{
@@ -30,8 +30,10 @@ pub struct AcceptedChat {
     id: String,
     model: String,
     prompt_token_ids: Vec<u32>,
-    generation: Generation,
-    parser: ChoiceParser,
+    /// The `n` choices in flight.
+    samples: Samples,
+    /// One parser per choice, as vLLM makes one per choice.
+    parsers: Vec<ChoiceParser>,
     /// With `echo`: the content of the last message, when it has the response's role.
     echo: String,
 }
@@ -116,11 +118,10 @@ impl Pipeline {
         mut request: ChatCompletionRequest,
         routing: Routing,
     ) -> Result<AcceptedChat, ApiError> {
-        if request.n.is_some_and(|n| n > 1) {
-            return Err(ApiError::bad_request(
-                "n > 1 is not supported by this server.",
-                Some("n"),
-            ));
+        // A request for a LoRA adapter renders as one for the served model.
+        let adapter = self.resolve_adapter(request.model.as_deref())?;
+        if adapter.is_some() {
+            request.model = None;
         }
         let parsers = &self.config.parsers;
         // vLLM's request checks and the parsers' `adjust_request`, before rendering.
@@ -186,6 +187,8 @@ impl Pipeline {
         engine_request.priority = request.priority;
         engine_request.cache_salt = request.cache_salt.clone();
         engine_request.data_parallel_rank = routing.data_parallel_rank;
+        let model_name = self.answer_model(adapter.as_ref());
+        engine_request.lora_request = adapter;
         // The parser starts in vLLM's state for the rendered prompt.
         let kwargs = generate
             .parse_context
@@ -193,22 +196,28 @@ impl Pipeline {
             .map(|c| c.chat_template_kwargs.clone())
             .unwrap_or_default();
         let streaming = request.stream == Some(true);
-        let parser = parsers
-            .choice_parser(
-                &tools.serving(&request, &kwargs),
-                &prompt_token_ids,
-                streaming,
-            )
+        let n = usize::try_from(engine_request.sampling_params.as_ref().map_or(1, |p| p.n))
+            .unwrap_or(1)
+            .max(1);
+        let parsers = (0..n)
+            .map(|_| {
+                parsers.choice_parser(
+                    &tools.serving(&request, &kwargs),
+                    &prompt_token_ids,
+                    streaming,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()
             .map_err(serving_error)?;
-        let generation = Generation::start(&self.client, model, engine_request).await?;
+        let samples = Samples::start(&self.client, model, vec![engine_request]).await?;
         Ok(AcceptedChat {
             echo: echo_text(&request),
             request,
             id: generate.request_id,
-            model: self.config.served_model_name.clone(),
+            model: model_name,
             prompt_token_ids,
-            generation,
-            parser,
+            samples,
+            parsers,
         })
     }
 }
@@ -234,71 +243,82 @@ impl super::Accepted for AcceptedChat {
     }
 
     async fn response(mut self) -> Result<ChatCompletionResponse, ApiError> {
-        let mut text = String::new();
-        let mut token_ids = Vec::new();
-        let mut positions: Vec<PositionLogprobs> = Vec::new();
-        let mut finish = None;
-        while let Some(step) = self.generation.next().await {
+        let n = self.samples.len();
+        let mut texts = vec![String::new(); n];
+        let mut token_ids = vec![Vec::new(); n];
+        let mut positions: Vec<Vec<PositionLogprobs>> = vec![Vec::new(); n];
+        let mut finishes: Vec<Option<Finish>> = vec![None; n];
+        while let Some((i, step)) = self.samples.next().await {
             let step = step.map_err(|e| e.0)?;
-            text.push_str(&step.text);
-            token_ids.extend_from_slice(&step.token_ids);
-            positions.extend(step.logprobs.unwrap_or_default());
+            texts[i].push_str(&step.text);
+            token_ids[i].extend_from_slice(&step.token_ids);
+            positions[i].extend(step.logprobs.unwrap_or_default());
             if step.finish.is_some() {
-                finish = step.finish;
-                break;
+                finishes[i] = step.finish;
             }
         }
-        let finish =
-            finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
-        let (content, reasoning, tool_calls) = if self.parser.is_active() {
-            let events = self.parser.push(&text, &token_ids, true);
-            let message = self.parser.message(&events);
-            let calls = message
-                .tool_calls
-                .into_iter()
-                .map(|c| ToolCall {
-                    id: c.id.unwrap_or_else(ids::tool_call_id),
-                    kind: "function".into(),
-                    function: FunctionCall {
-                        name: c.name,
-                        arguments: c.arguments,
-                    },
-                })
-                .collect();
-            (message.content, message.reasoning, calls)
-        } else {
-            (Some(text), None, Vec::new())
-        };
-        let content = if self.echo.is_empty() {
-            content
-        } else {
-            Some(self.echo.clone() + content.as_deref().unwrap_or_default())
-        };
-        let hide = self.parser.hides_metadata();
+        let hide = self
+            .parsers
+            .first()
+            .is_some_and(ChoiceParser::hides_metadata);
         let wants_logprobs = self.request.logprobs == Some(true) && !hide;
         let return_token_ids = self.request.return_token_ids == Some(true);
+        let mut choices = Vec::with_capacity(n);
+        let parts = texts
+            .into_iter()
+            .zip(token_ids)
+            .zip(positions)
+            .zip(finishes);
+        for (i, (((text, token_ids), positions), finish)) in parts.enumerate() {
+            let finish =
+                finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
+            let parser = &mut self.parsers[i];
+            let (content, reasoning, tool_calls) = if parser.is_active() {
+                let events = parser.push(&text, &token_ids, true);
+                let message = parser.message(&events);
+                let calls = message
+                    .tool_calls
+                    .into_iter()
+                    .map(|c| ToolCall {
+                        id: c.id.unwrap_or_else(ids::tool_call_id),
+                        kind: "function".into(),
+                        function: FunctionCall {
+                            name: c.name,
+                            arguments: c.arguments,
+                        },
+                    })
+                    .collect();
+                (message.content, message.reasoning, calls)
+            } else {
+                (Some(text), None, Vec::new())
+            };
+            let content = if self.echo.is_empty() {
+                content
+            } else {
+                Some(self.echo.clone() + content.as_deref().unwrap_or_default())
+            };
+            choices.push(ChatChoice {
+                index: i as u32,
+                message: ResponseMessage::assistant(content, reasoning, tool_calls),
+                logprobs: wants_logprobs.then(|| chat_logprobs(&self.request, positions)),
+                finish_reason: Some(finish_reason(&finish, parser)),
+                stop_reason: finish.stop_reason.clone(),
+                token_ids: (return_token_ids && !hide).then_some(token_ids),
+                routed_experts: None,
+                weight_versions: None,
+            });
+        }
+        let prompt_tokens = self.prompt_token_ids.len() as u64;
         Ok(ChatCompletionResponse {
             id: self.id,
             object: "chat.completion",
             created: ids::now_secs(),
             model: self.model,
-            choices: vec![ChatChoice {
-                index: 0,
-                message: ResponseMessage::assistant(content, reasoning, tool_calls),
-                logprobs: wants_logprobs.then(|| chat_logprobs(&self.request, positions)),
-                finish_reason: Some(finish_reason(&finish, &self.parser)),
-                stop_reason: finish.stop_reason.clone(),
-                token_ids: (return_token_ids && !hide).then_some(token_ids),
-                routed_experts: None,
-                weight_versions: None,
-            }],
+            choices,
             service_tier: None,
             system_fingerprint: None,
-            usage: Usage::new(
-                self.generation.num_prompt_tokens as u64,
-                self.generation.num_output_tokens as u64,
-            ),
-            prompt_logprobs: None,
+            usage: Usage::new(prompt_tokens, self.samples.num_output_tokens() as u64),
+            prompt_logprobs: logprobs::prompt_logprobs(&self.samples),
             prompt_token_ids: return_token_ids.then_some(self.prompt_token_ids),
             prompt_text: None,
             kv_transfer_params: None,
@@ -369,6 +389,10 @@ impl std::fmt::Debug for ChatStream {
 
 impl ChatStream {
     /// The next event, `None` after the last.
+    ///
+    /// With `n > 1`, the first output of any choice brings the role chunk of every
+    /// choice (and the echo chunks), then each choice's chunks come as its outputs
+    /// arrive, interleaved, each finishing on its own; the usage chunk sums them.
     pub async fn next(&mut self) -> Option<ChatEvent> {
         loop {
             if let Some(event) = self.queue.pop_front() {
@@ -377,8 +401,18 @@ impl ChatStream {
             if self.done {
                 return None;
             }
-            let Some(step) = self.accepted.generation.next().await else {
+            let Some((index, step)) = self.accepted.samples.next().await else {
                 self.done = true;
+                if self.include_usage {
+                    let a = &self.accepted;
+                    let usage = Usage::new(
+                        a.prompt_token_ids.len() as u64,
+                        a.samples.num_output_tokens() as u64,
+                    );
+                    let chunk =
+                        ChatCompletionChunk::usage(&a.id, self.created, &a.model, usage, None);
+                    self.queue.push_back(ChatEvent::Chunk(chunk));
+                }
                 continue;
             };
             let step = match step {
@@ -389,83 +423,85 @@ impl ChatStream {
                 }
             };
             if std::mem::take(&mut self.first) {
-                let chunk = self.first_chunk();
-                self.queue.push_back(ChatEvent::Chunk(chunk));
+                for i in 0..self.accepted.samples.len() as u32 {
+                    let chunk = self.first_chunk(i);
+                    self.queue.push_back(ChatEvent::Chunk(chunk));
+                }
                 if !self.accepted.echo.is_empty() {
-                    let chunk = self.echo_chunk();
-                    self.queue.push_back(ChatEvent::Chunk(chunk));
+                    for i in 0..self.accepted.samples.len() as u32 {
+                        let chunk = self.echo_chunk(i);
+                        self.queue.push_back(ChatEvent::Chunk(chunk));
+                    }
                 }
             }
-            let finished = step.finish.is_some();
-            if let Some(event) = self.step(step) {
+            if let Some(event) = self.step(index, step) {
                 self.queue.push_back(event);
-            }
-            if finished {
-                if self.include_usage {
-                    let a = &self.accepted;
-                    let chunk = ChatCompletionChunk::usage(
-                        &a.id,
-                        self.created,
-                        &a.model,
-                        self.usage(),
-                        None,
-                    );
-                    self.queue.push_back(ChatEvent::Chunk(chunk));
-                }
-                self.done = true;
             }
         }
     }
 
-    fn usage(&self) -> Usage {
-        let g = &self.accepted.generation;
-        Usage::new(g.num_prompt_tokens as u64, g.num_output_tokens as u64)
+    /// Choice `index`'s usage so far (continuous usage stats count one choice). vLLM
+    /// sets `completion_tokens_details` (null without reasoning-token details) on
+    /// these, unlike the final usage chunk.
+    fn usage(&self, index: usize) -> Usage {
+        let a = &self.accepted;
+        let output = a.samples.get(index).map_or(0, |g| g.num_output_tokens);
+        let mut usage = Usage::new(a.prompt_token_ids.len() as u64, output as u64);
+        usage.completion_tokens_details = Emit::null();
+        usage
     }
 
     fn leading_usage(&self) -> Emit<Usage> {
         if self.continuous_usage {
-            let prompt = self.accepted.generation.num_prompt_tokens as u64;
-            Emit::value(Usage::new(prompt, 0))
+            let prompt = self.accepted.prompt_token_ids.len() as u64;
+            let mut usage = Usage::new(prompt, 0);
+            usage.completion_tokens_details = Emit::null();
+            Emit::value(usage)
         } else {
             Emit::Unset
         }
     }
 
-    fn first_chunk(&self) -> ChatCompletionChunk {
+    fn first_chunk(&self, index: u32) -> ChatCompletionChunk {
         let a = &self.accepted;
         let mut chunk = ChatCompletionChunk::first(
             &a.id,
             self.created,
             &a.model,
-            0,
+            index,
             self.return_token_ids.then(|| a.prompt_token_ids.clone()),
         );
         chunk.usage = self.leading_usage();
         chunk
     }
 
-    /// The chunk that echoes the last message (`echo`), right after the first.
-    fn echo_chunk(&self) -> ChatCompletionChunk {
+    /// The chunk that echoes the last message (`echo`), after the first chunks.
+    fn echo_chunk(&self, index: u32) -> ChatCompletionChunk {
         let a = &self.accepted;
-        let mut chunk = ChatCompletionChunk::echo(&a.id, self.created, &a.model, 0, a.echo.clone());
+        let mut chunk =
+            ChatCompletionChunk::echo(&a.id, self.created, &a.model, index, a.echo.clone());
         chunk.usage = self.leading_usage();
         chunk
     }
 
-    /// The content chunk of one step (none when the parser has nothing to send yet).
-    fn step(&mut self, mut step: Step) -> Option<ChatEvent> {
+    /// The content chunk of one step of choice `index` (none when the parser has
+    /// nothing to send yet).
+    fn step(&mut self, index: usize, mut step: Step) -> Option<ChatEvent> {
         let finished = step.finish.is_some();
         let a = &mut self.accepted;
-        let hide = a.parser.hides_metadata();
-        let delta = if step.text.is_empty()
-            && step.token_ids.is_empty()
-            && a.generation.num_output_tokens == 0
-        {
+        let num_output_tokens = a.samples.get(index).map_or(0, |g| g.num_output_tokens);
+        let parser = a.parsers.get_mut(index)?;
+        let hide = parser.hides_metadata();
+        let delta = if step.text.is_empty() && step.token_ids.is_empty() && num_output_tokens == 0 {
+            if !finished {
+                // vLLM's "chunked prefill case": no empty chunks.
+                return None;
+            }
             // Finished without output: the final chunk, unparsed.
-            let _ = a.parser.push("", &[], finished);
+            let _ = parser.push("", &[], finished);
             Some(DeltaMessage::default())
-        } else if a.parser.is_active() {
-            let events: Vec<Event> = a.parser.push(&step.text, &step.token_ids, finished);
+        } else if parser.is_active() {
+            let events: Vec<Event> = parser.push(&step.text, &step.token_ids, finished);
             delta_message(&events)
         } else {
             Some(DeltaMessage {
@@ -483,16 +519,16 @@ impl ChatStream {
         if delta.is_none() && !finished && logprobs.is_none() && token_ids.is_none() {
             return None;
         }
-        let mut choice = ChatChunkChoice::new(0, delta.unwrap_or_default());
+        let mut choice = ChatChunkChoice::new(index as u32, delta.unwrap_or_default());
         choice.logprobs = Emit::Set(logprobs);
         choice.token_ids = Emit::Set(token_ids);
         if let Some(finish) = &step.finish {
-            choice.finish_reason = Emit::value(finish_reason(finish, &a.parser));
+            choice.finish_reason = Emit::value(finish_reason(finish, parser));
             choice.stop_reason = Emit::Set(finish.stop_reason.clone());
             // vLLM sets `weight_versions` (null) on the final choice.
             choice.weight_versions = Emit::null();
         }
-        let usage = self.continuous_usage.then(|| self.usage());
+        let usage = self.continuous_usage.then(|| self.usage(index));
         Some(ChatEvent::Delta { choice, usage })
     }
 }

@@ -1,28 +1,42 @@
 //! A text completion from request to answer, as vLLM's `OpenAIServingCompletion`
-//! gives it: one prompt (text or token ids), `echo`, logprobs, usage.
+//! gives it: one prompt or a batch (text or token ids), `n` samples each, `echo`,
+//! logprobs and prompt logprobs, usage.
+//!
+//! Choice `p × n + j` is sample `j` of prompt `p`, as vLLM indexes them; each is its
+//! own engine request (vLLM's child requests), streamed interleaved as outputs arrive.
 
 use vllm_client::protocol::EngineCoreRequest;
 
 use super::error::ApiError;
-use super::generation::Generation;
-use super::logprobs::CompletionLogprobs;
+use super::generation::{Finish, PositionLogprobs, Samples, Step};
+use super::logprobs::{CompletionLogprobs, prompt_logprobs_json};
 use super::{Pipeline, Routing, ids, sampling, sse};
 use crate::openai::{
     CompletionChoice, CompletionChunk, CompletionChunkChoice, CompletionPrompt, CompletionRequest,
     CompletionResponse, Emit, PromptInput, Usage,
 };
 
+/// One prompt of a completion: what `echo` and the usage need.
+#[derive(Debug, Clone)]
+struct Prompt {
+    token_ids: Vec<u32>,
+    /// The prompt's text (for a token prompt, its decoding), for `echo`.
+    text: String,
+}
+
 /// A completion request accepted and sent to the engine: answer it with
 /// [`response`](super::Accepted::response) or [`into_stream`](super::Accepted::into_stream). Dropping it
-/// aborts the engine request.
+/// aborts the engine requests.
 pub struct AcceptedCompletion {
     request: CompletionRequest,
     id: String,
     model: String,
-    prompt_token_ids: Vec<u32>,
-    /// The prompt's text, for `echo`.
-    prompt_text: String,
-    generation: Generation,
+    prompts: Vec<Prompt>,
+    /// Samples per prompt.
+    n: usize,
+    samples: Samples,
+    /// For the text of an echoed first prompt token.
+    tokenizer: std::sync::Arc<dyn vllm_detok::Tokenizer>,
 }
 
 impl std::fmt::Debug for AcceptedCompletion {
@@ -34,32 +48,17 @@ impl std::fmt::Debug for AcceptedCompletion {
 }
 
 impl Pipeline {
-    /// Accepts a completion request: checks it as vLLM does, tokenizes the prompt and
-    /// sends it to the engines.
+    /// Accepts a completion request: checks it as vLLM does, tokenizes the prompts and
+    /// sends them (`n` samples each) to the engines.
     pub async fn completion(
         &self,
-        request: CompletionRequest,
+        mut request: CompletionRequest,
         routing: Routing,
     ) -> Result<AcceptedCompletion, ApiError> {
-        if request.n.is_some_and(|n| n > 1) {
-            return Err(ApiError::bad_request(
-                "n > 1 is not supported by this server.",
-                Some("n"),
-            ));
-        }
-        if matches!(&request.prompt, CompletionPrompt::Texts(v) if v.len() > 1)
-            || matches!(&request.prompt, CompletionPrompt::TokenBatches(v) if v.len() > 1)
-        {
-            return Err(ApiError::bad_request(
-                "batched prompts are not supported by this server; send one prompt per request.",
-                Some("prompt"),
-            ));
-        }
-        if request.echo && request.max_tokens == Some(0) {
-            return Err(ApiError::bad_request(
-                "echo with max_tokens=0 is not supported by this server.",
-                Some("max_tokens"),
-            ));
+        // A request for a LoRA adapter renders as one for the served model.
+        let adapter = self.resolve_adapter(request.model.as_deref())?;
+        if adapter.is_some() {
+            request.model = None;
         }
         let model = self.model.clone();
         let size = match &request.prompt {
@@ -76,38 +75,74 @@ impl Pipeline {
                 (request, rendered)
             })
             .await?;
-        let mut generated = rendered?;
+        let generated = rendered?;
         let model = &self.model;
-        let generate = generated
-            .pop()
-            .ok_or_else(|| ApiError::bad_request("Prompt cannot be empty", Some("prompt")))?;
-        let params =
-            sampling::engine_params(&generate.sampling_params, model, self.config.max_logprobs)?;
-        let prompt_text = match request.prompt.prompts().first() {
-            Some(PromptInput::Text(text)) => (*text).to_owned(),
-            _ => model
-                .tokenizer
-                .decode(&generate.token_ids, false)
-                .unwrap_or_default(),
+        let batched = generated.len() > 1;
+        let id = match generated.first() {
+            // Render mode names the prompts of a batch `cmpl-…-{i}`; the answer is
+            // `cmpl-…`, as vLLM's.
+            Some(g) if batched => g
+                .request_id
+                .strip_suffix("-0")
+                .unwrap_or(&g.request_id)
+                .to_owned(),
+            Some(g) => g.request_id.clone(),
+            None => {
+                return Err(ApiError::bad_request(
+                    "Prompt cannot be empty",
+                    Some("prompt"),
+                ));
+            }
         };
-        let prompt_token_ids = generate.token_ids.clone();
-        let mut engine_request = EngineCoreRequest::new(
-            ids::engine_request_id(&generate.request_id),
-            generate.token_ids,
-            params,
-        );
-        engine_request.external_req_id = Some(generate.request_id.clone());
-        engine_request.priority = request.priority;
-        engine_request.cache_salt = request.cache_salt.clone();
-        engine_request.data_parallel_rank = routing.data_parallel_rank;
-        let generation = Generation::start(&self.client, model, engine_request).await?;
+        let inputs = request.prompt.prompts();
+        let mut prompts = Vec::with_capacity(generated.len());
+        let mut engine_requests = Vec::with_capacity(generated.len());
+        let mut n = 1;
+        for (i, generate) in generated.into_iter().enumerate() {
+            let params = sampling::engine_params(
+                &generate.sampling_params,
+                model,
+                self.config.max_logprobs,
+            )?;
+            n = usize::try_from(params.n).unwrap_or(1).max(1);
+            let text = match inputs.get(i) {
+                Some(PromptInput::Text(text)) => (*text).to_owned(),
+                _ => model
+                    .tokenizer
+                    .decode(&generate.token_ids, false)
+                    .unwrap_or_default(),
+            };
+            prompts.push(Prompt {
+                token_ids: generate.token_ids.clone(),
+                text,
+            });
+            let external = if batched {
+                generate.request_id.clone()
+            } else {
+                // vLLM names every prompt's engine request `{id}-{i}`.
+                format!("{}-0", generate.request_id)
+            };
+            let mut engine_request = EngineCoreRequest::new(
+                ids::engine_request_id(&external),
+                generate.token_ids,
+                params,
+            );
+            engine_request.external_req_id = Some(external);
+            engine_request.priority = request.priority;
+            engine_request.cache_salt = request.cache_salt.clone();
+            engine_request.data_parallel_rank = routing.data_parallel_rank;
+            engine_request.lora_request = adapter.clone();
+            engine_requests.push(engine_request);
+        }
+        let samples = Samples::start(&self.client, model, engine_requests).await?;
         Ok(AcceptedCompletion {
             request,
-            id: generate.request_id,
-            model: self.config.served_model_name.clone(),
-            prompt_token_ids,
-            prompt_text,
-            generation,
+            id,
+            model: self.answer_model(adapter.as_ref()),
+            prompts,
+            n,
+            samples,
+            tokenizer: model.tokenizer.clone(),
         })
     }
 }
@@ -118,9 +153,49 @@ impl AcceptedCompletion {
         &self.id
     }
 
-    fn usage(&self) -> Usage {
-        let g = &self.generation;
-        Usage::new(g.num_prompt_tokens as u64, g.num_output_tokens as u64)
+    /// The index of choice `index`'s prompt (there is always at least one prompt).
+    fn prompt_index(&self, index: usize) -> usize {
+        (index / self.n).min(self.prompts.len().saturating_sub(1))
+    }
+
+    /// The prompt of choice `index`.
+    fn prompt(&self, index: usize) -> &Prompt {
+        &self.prompts[self.prompt_index(index)]
+    }
+
+    /// The prompt logprobs of choice `index`, once the engine sent them.
+    fn prompt_logprobs(&self, index: usize) -> Option<&[Option<PositionLogprobs>]> {
+        self.samples.get(index)?.prompt_logprobs.as_deref()
+    }
+
+    /// What `echo` puts before choice `index`'s output: the prompt's text (none with
+    /// `return_token_ids`), and its logprobs when logprobs are asked for.
+    fn echo(&self, index: usize, logprobs: &mut CompletionLogprobs) -> String {
+        let prompt = self.prompt(index);
+        if let Some(n) = self.request.logprobs {
+            let tokenizer = &self.tokenizer;
+            let first = prompt.token_ids.first().copied();
+            logprobs.extend_prompt(
+                self.prompt_logprobs(index).unwrap_or_default(),
+                || {
+                    first
+                        .and_then(|id| tokenizer.decode(&[id], false).ok())
+                        .unwrap_or_default()
+                },
+                n,
+            );
+        }
+        if self.request.return_token_ids == Some(true) {
+            String::new()
+        } else {
+            prompt.text.clone()
+        }
+    }
+
+    /// With `echo` and `max_tokens = 0` vLLM generates one token and answers with the
+    /// prompt alone.
+    fn echo_only(&self) -> bool {
+        self.request.echo && self.request.max_tokens == Some(0)
     }
 }
 
@@ -133,47 +208,50 @@ impl super::Accepted for AcceptedCompletion {
     }
 
     async fn response(mut self) -> Result<CompletionResponse, ApiError> {
-        let mut text = if self.request.echo {
-            self.prompt_text.clone()
-        } else {
-            String::new()
-        };
-        let mut logprobs = CompletionLogprobs::starting_at(0);
-        let mut token_ids = Vec::new();
-        let mut finish = None;
-        while let Some(step) = self.generation.next().await {
-            let step = step.map_err(|e| e.0)?;
-            text.push_str(&step.text);
-            token_ids.extend_from_slice(&step.token_ids);
-            if let (Some(positions), Some(n)) = (&step.logprobs, self.request.logprobs) {
-                logprobs.extend(positions, n);
-            }
-            if step.finish.is_some() {
-                finish = step.finish;
-                break;
-            }
+        let count = self.samples.len();
+        let mut steps: Vec<Step> = vec![Step::default(); count];
+        while let Some((i, step)) = self.samples.next().await {
+            steps[i].merge(step.map_err(|e| e.0)?);
         }
-        let finish =
-            finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
         let return_token_ids = self.request.return_token_ids == Some(true);
+        let mut choices = Vec::with_capacity(count);
+        for (i, step) in steps.into_iter().enumerate() {
+            let finish: Finish = step
+                .finish
+                .ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
+            let mut logprobs = CompletionLogprobs::starting_at(0);
+            let mut text = if self.request.echo {
+                self.echo(i, &mut logprobs)
+            } else {
+                String::new()
+            };
+            if !self.echo_only() {
+                text.push_str(&step.text);
+                if let (Some(positions), Some(n)) = (&step.logprobs, self.request.logprobs) {
+                    logprobs.extend(positions, n);
+                }
+            }
+            let prompt = self.prompt(i);
+            choices.push(CompletionChoice {
+                index: i as u32,
+                text,
+                logprobs: self.request.logprobs.map(|_| logprobs.take()),
+                finish_reason: Some(finish.reason.into()),
+                stop_reason: finish.stop_reason,
+                token_ids: return_token_ids.then_some(step.token_ids),
+                prompt_logprobs: self.prompt_logprobs(i).map(prompt_logprobs_json),
+                prompt_token_ids: return_token_ids.then(|| prompt.token_ids.clone()),
+                routed_experts: None,
+                weight_versions: None,
+            });
+        }
         let usage = self.usage();
         Ok(CompletionResponse {
             id: self.id,
             object: "text_completion",
             created: ids::now_secs(),
             model: self.model,
-            choices: vec![CompletionChoice {
-                index: 0,
-                text,
-                logprobs: self.request.logprobs.map(|_| logprobs.take()),
-                finish_reason: Some(finish.reason.into()),
-                stop_reason: finish.stop_reason,
-                token_ids: return_token_ids.then_some(token_ids),
-                prompt_logprobs: None,
-                prompt_token_ids: return_token_ids.then_some(self.prompt_token_ids),
-                routed_experts: None,
-                weight_versions: None,
-            }],
+            choices,
             service_tier: None,
             system_fingerprint: None,
             usage,
@@ -183,24 +261,30 @@ impl super::Accepted for AcceptedCompletion {
         })
     }
 
-    fn into_stream(mut self) -> CompletionStream {
+    fn into_stream(self) -> CompletionStream {
         let options = self.request.stream_options.clone().unwrap_or_default();
         let include_usage = options.include_usage == Some(true);
+        let count = self.samples.len();
         CompletionStream {
             created: ids::now_secs(),
             include_usage,
             continuous_usage: include_usage && options.continuous_usage_stats == Some(true),
             return_token_ids: self.request.return_token_ids == Some(true),
-            echo: self
-                .request
-                .echo
-                .then(|| std::mem::take(&mut self.prompt_text)),
-            prompt_ids_sent: false,
-            logprobs: CompletionLogprobs::starting_at(0),
-            pending_usage: None,
+            started: vec![false; count],
+            logprobs: vec![CompletionLogprobs::starting_at(0); count],
+            prompt_seen: vec![false; self.prompts.len()],
             done: false,
+            pending_usage: None,
             accepted: self,
         }
+    }
+}
+
+impl AcceptedCompletion {
+    /// vLLM's usage: every prompt once, every choice's output tokens.
+    fn usage(&self) -> Usage {
+        let prompt: usize = self.prompts.iter().map(|p| p.token_ids.len()).sum();
+        Usage::new(prompt as u64, self.samples.num_output_tokens() as u64)
     }
 }
 
@@ -217,18 +301,21 @@ pub enum CompletionEvent {
     Error(ApiError),
 }
 
-/// The chunks of a streamed completion, in vLLM's order. Dropping it aborts the
-/// engine request.
+/// The chunks of a streamed completion, in vLLM's order: each choice's chunks as its
+/// outputs arrive (choices interleaved), then the usage chunk. Dropping it aborts the
+/// engine requests.
 pub struct CompletionStream {
     accepted: AcceptedCompletion,
     created: u64,
     include_usage: bool,
     continuous_usage: bool,
     return_token_ids: bool,
-    echo: Option<String>,
-    prompt_ids_sent: bool,
-    logprobs: CompletionLogprobs,
-    /// The usage chunk, sent after the finishing chunk.
+    /// Per choice: whether its first chunk (echo, prompt token ids) went out.
+    started: Vec<bool>,
+    /// Per choice: its logprobs (the text offset carries on from chunk to chunk).
+    logprobs: Vec<CompletionLogprobs>,
+    /// Per prompt: whether an output of it arrived (its tokens count in the usage).
+    prompt_seen: Vec<bool>,
     pending_usage: Option<CompletionChunk>,
     done: bool,
 }
@@ -248,68 +335,99 @@ impl CompletionStream {
             return Some(CompletionEvent::Chunk(chunk));
         }
         while !self.done {
-            let step = match self.accepted.generation.next().await {
-                None => break,
-                Some(Ok(step)) => step,
-                Some(Err(error)) => {
+            let Some((i, step)) = self.accepted.samples.next().await else {
+                self.done = true;
+                if self.include_usage {
+                    let a = &self.accepted;
+                    let prompt: usize = a
+                        .prompts
+                        .iter()
+                        .zip(&self.prompt_seen)
+                        .filter(|(_, seen)| **seen)
+                        .map(|(p, _)| p.token_ids.len())
+                        .sum();
+                    let usage = Usage::new(prompt as u64, a.samples.num_output_tokens() as u64);
+                    let chunk = CompletionChunk::usage(&a.id, self.created, &a.model, usage, None);
+                    return Some(CompletionEvent::Chunk(chunk));
+                }
+                break;
+            };
+            let step = match step {
+                Ok(step) => step,
+                Err(error) => {
                     self.done = true;
                     return Some(CompletionEvent::Error(error.0));
                 }
             };
-            let a = &self.accepted;
-            let mut text = self.echo.take().unwrap_or_default();
-            text.push_str(&step.text);
-            if text.is_empty()
+            if let Some(chunk) = self.chunk(i, step) {
+                return Some(CompletionEvent::Chunk(chunk));
+            }
+        }
+        None
+    }
+
+    /// Choice `i`'s chunk for one step (none for an empty step before any output).
+    fn chunk(&mut self, i: usize, mut step: Step) -> Option<CompletionChunk> {
+        let a = &self.accepted;
+        let prompt_index = a.prompt_index(i);
+        self.prompt_seen[prompt_index] = true;
+        let first = !std::mem::replace(&mut self.started[i], true);
+        let logprobs = &mut self.logprobs[i];
+        let text = if a.request.echo && first {
+            // The echo goes with the choice's first output, whatever it holds.
+            let mut text = a.echo(i, logprobs);
+            if !a.echo_only() {
+                text.push_str(&step.text);
+                if let (Some(positions), Some(n)) = (&step.logprobs, a.request.logprobs) {
+                    logprobs.extend(positions, n);
+                }
+            }
+            text
+        } else {
+            let output_tokens = a.samples.get(i).map_or(0, |g| g.num_output_tokens);
+            if step.text.is_empty()
                 && step.token_ids.is_empty()
-                && a.generation.num_output_tokens == 0
+                && output_tokens == 0
                 && step.finish.is_none()
             {
-                continue;
+                // vLLM's "chunked prefill case": no empty chunks. The prompt token
+                // ids then go with the next chunk.
+                self.started[i] = !first;
+                return None;
             }
-            let chunk_logprobs = match (&step.logprobs, a.request.logprobs) {
-                (Some(positions), Some(n)) => {
-                    self.logprobs.extend(positions, n);
-                    Some(self.logprobs.take())
-                }
-                _ => None,
-            };
-            let send_prompt_ids = self.return_token_ids && !self.prompt_ids_sent;
-            self.prompt_ids_sent |= send_prompt_ids;
-            let finished = step.finish.is_some();
-            let mut chunk = CompletionChunk::delta(
-                &a.id,
-                self.created,
-                &a.model,
-                CompletionChunkChoice {
-                    index: 0,
-                    text,
-                    logprobs: chunk_logprobs,
-                    finish_reason: step.finish.as_ref().map(|f| f.reason.to_owned()),
-                    stop_reason: step.finish.and_then(|f| f.stop_reason),
-                    prompt_token_ids: send_prompt_ids.then(|| a.prompt_token_ids.clone()),
-                    token_ids: self.return_token_ids.then_some(step.token_ids),
-                    weight_versions: None,
-                },
-            );
-            if self.continuous_usage {
-                chunk.usage = Emit::value(a.usage());
+            if let (Some(positions), Some(n)) = (&step.logprobs, a.request.logprobs) {
+                logprobs.extend(positions, n);
             }
-            if finished {
-                self.done = true;
-                if self.include_usage {
-                    self.pending_usage = Some(CompletionChunk::usage(
-                        &a.id,
-                        self.created,
-                        &a.model,
-                        a.usage(),
-                        None,
-                    ));
-                }
-            }
-            return Some(CompletionEvent::Chunk(chunk));
+            std::mem::take(&mut step.text)
+        };
+        let chunk_logprobs = a.request.logprobs.map(|_| logprobs.take());
+        // vLLM sends the prompt's ids with the echo whatever `return_token_ids` says.
+        let send_prompt_ids = first && (self.return_token_ids || a.request.echo);
+        let prompt = &a.prompts[prompt_index];
+        let finish = step.finish.take();
+        let mut chunk = CompletionChunk::delta(
+            &a.id,
+            self.created,
+            &a.model,
+            CompletionChunkChoice {
+                index: i as u32,
+                text,
+                logprobs: chunk_logprobs,
+                finish_reason: finish.as_ref().map(|f| f.reason.to_owned()),
+                stop_reason: finish.and_then(|f| f.stop_reason),
+                prompt_token_ids: send_prompt_ids.then(|| prompt.token_ids.clone()),
+                token_ids: self.return_token_ids.then_some(step.token_ids),
+                weight_versions: None,
+            },
+        );
+        if self.continuous_usage {
+            let output_tokens = a.samples.get(i).map_or(0, |g| g.num_output_tokens);
+            chunk.usage = Emit::value(Usage::new(
+                prompt.token_ids.len() as u64,
+                output_tokens as u64,
+            ));
         }
-        self.done = true;
-        None
+        Some(chunk)
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use vllm_client::protocol::EngineCoreRequest;
 
 use super::error::ApiError;
-use super::generation::{Candidate, Generation, PositionLogprobs};
+use super::generation::{Candidate, PositionLogprobs, Samples, Step};
 use super::{Pipeline, ids, logprobs, sampling, sse};
 use crate::openai::{ChatLogprobs, StopParam, StreamOptions, Usage};
 use crate::render_mode;
@@ -187,11 +187,8 @@ pub enum GenerateLogprobs {
 /// A choice of a tokens-in answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GenerateChoice {
-    /// Always 0.
+    /// The sample's index in `0..n`.
     pub index: u32,
-    /// Text mode, streamed: the new text (written before the finish reason).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
     /// `stop`, `length`, `abort`, or null mid-stream.
     pub finish_reason: Option<&'static str>,
     /// The stop string or token id.
@@ -204,9 +201,9 @@ pub struct GenerateChoice {
     pub sampling_mask: Option<Value>,
     /// Always null.
     pub weight_versions: Option<Value>,
-    /// Text mode, whole answer: the text (written after `weight_versions`).
-    #[serde(rename = "text", skip_serializing_if = "Option::is_none")]
-    pub full_text: Option<String>,
+    /// Text mode: the text (streamed: the new text), written after `weight_versions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
     /// The logprobs, when requested.
     pub logprobs: Option<GenerateLogprobs>,
 }
@@ -222,7 +219,7 @@ pub struct GenerateResponse {
     pub created: u64,
     /// Token counts (details written as null).
     pub usage: Usage,
-    /// Always null.
+    /// The prompt logprobs, with `prompt_logprobs`: vLLM's list (`null` first).
     pub prompt_logprobs: Option<Value>,
     /// Always null.
     pub prompt_token_id_logprobs: Option<Value>,
@@ -238,7 +235,7 @@ pub struct GenerateResponse {
     pub ec_transfer_params: Option<Value>,
     /// `tokens` or `text`.
     pub output_mode: &'static str,
-    /// The one choice.
+    /// The `n` choices, in index order.
     pub choices: Vec<GenerateChoice>,
 }
 
@@ -272,7 +269,7 @@ pub struct AcceptedGenerate {
     prompt_token_ids: Vec<u32>,
     include_usage: bool,
     continuous_usage: bool,
-    generation: Generation,
+    samples: Samples,
 }
 
 impl std::fmt::Debug for AcceptedGenerate {
@@ -286,7 +283,14 @@ impl std::fmt::Debug for AcceptedGenerate {
 impl Pipeline {
     /// Accepts a tokens-in request: checks it as vLLM does and sends it to the engines.
     pub async fn generate(&self, request: TokensRequest) -> Result<AcceptedGenerate, ApiError> {
-        self.check_model(request.model.as_ref())?;
+        let adapter = match request.model.as_ref() {
+            None => None,
+            Some(serde_json::Value::String(name)) => self.resolve_adapter(Some(name))?,
+            Some(other) => {
+                self.check_model(Some(other))?;
+                None
+            }
+        };
         let text_mode = match request.output_mode.as_str() {
             "tokens" => false,
             "text" => true,
@@ -303,10 +307,20 @@ impl Pipeline {
                 Some("token_ids"),
             ));
         }
-        if request.sampling_params.n > 1 {
+        // vLLM checks its own `scheduler_config.max_num_seqs`, which its engines share;
+        // here the engines report theirs.
+        let max_num_seqs = self
+            .client
+            .engines()
+            .first()
+            .map_or(i64::MAX, |e| e.ready.max_num_seqs);
+        let n = request.sampling_params.n;
+        if i64::from(n) > max_num_seqs {
             return Err(ApiError::bad_request(
-                "n > 1 is not supported by this server.",
-                Some("n"),
+                format!(
+                    "sampling_params.n must be at most the server's max_num_seqs ({max_num_seqs}), got {n}."
+                ),
+                None,
             ));
         }
         let max_model_len = i64::try_from(self.model.max_model_len()).unwrap_or(i64::MAX);
@@ -324,7 +338,12 @@ impl Pipeline {
             .sampling_params
             .resolve(stream, max_model_len - prompt_len);
         let params = sampling::engine_params(&resolved, &self.model, self.config.max_logprobs)?;
-        let request_id = request.request_id.unwrap_or_else(ids::random_hex);
+        // vLLM's `serve_tokens`: `generate-tokens-{request_id}`, the body's id or a
+        // random one.
+        let request_id = format!(
+            "generate-tokens-{}",
+            request.request_id.unwrap_or_else(ids::random_hex)
+        );
         let mut engine_request = EngineCoreRequest::new(
             ids::engine_request_id(&request_id),
             request.token_ids.clone(),
@@ -333,19 +352,21 @@ impl Pipeline {
         engine_request.external_req_id = Some(request_id.clone());
         engine_request.priority = request.priority;
         engine_request.cache_salt = request.cache_salt;
-        let generation = Generation::start(&self.client, &self.model, engine_request).await?;
+        let model_name = self.answer_model(adapter.as_ref());
+        engine_request.lora_request = adapter;
+        let samples = Samples::start(&self.client, &self.model, vec![engine_request]).await?;
         let options = request.stream_options.unwrap_or_default();
         let include_usage = options.include_usage == Some(true);
         Ok(AcceptedGenerate {
             request_id,
-            model: self.config.served_model_name.clone(),
+            model: model_name,
             text_mode,
             stream,
             return_token_ids: request.return_token_ids == Some(true),
             prompt_token_ids: request.token_ids,
             include_usage,
             continuous_usage: include_usage && options.continuous_usage_stats == Some(true),
-            generation,
+            samples,
         })
     }
 }
@@ -380,11 +401,18 @@ impl AcceptedGenerate {
         if self.text_mode { "text" } else { "tokens" }
     }
 
-    fn usage(&self, details: bool) -> Usage {
-        let g = &self.generation;
-        let mut usage = Usage::new(g.num_prompt_tokens as u64, g.num_output_tokens as u64);
+    /// The usage of choice `index` (continuous usage stats), or of every choice.
+    fn usage(&self, index: Option<usize>, details: bool) -> Usage {
+        let output = match index {
+            Some(i) => self.samples.get(i).map_or(0, |g| g.num_output_tokens),
+            None => self.samples.num_output_tokens(),
+        };
+        let mut usage = Usage::new(self.prompt_token_ids.len() as u64, output as u64);
         if details {
+            // vLLM dumps these `UsageInfo`s with every field (only the final usage
+            // chunk drops the nulls).
             usage.prompt_tokens_details = crate::openai::Emit::null();
+            usage.completion_tokens_details = crate::openai::Emit::null();
         }
         usage
     }
@@ -399,59 +427,48 @@ impl super::Accepted for AcceptedGenerate {
     }
 
     async fn response(mut self) -> Result<GenerateResponse, ApiError> {
-        let mut token_ids = Vec::new();
-        let mut text = String::new();
-        let mut positions = Vec::new();
-        let mut wants_logprobs = false;
-        let mut finish = None;
-        while let Some(step) = self.generation.next().await {
-            let step = step.map_err(|e| e.0)?;
-            token_ids.extend_from_slice(&step.token_ids);
-            text.push_str(&step.text);
-            if let Some(p) = step.logprobs {
-                wants_logprobs = true;
-                positions.extend(p);
-            }
-            if step.finish.is_some() {
-                finish = step.finish;
-                break;
-            }
+        let count = self.samples.len();
+        let mut steps: Vec<Step> = vec![Step::default(); count];
+        while let Some((i, step)) = self.samples.next().await {
+            steps[i].merge(step.map_err(|e| e.0)?);
         }
-        let finish =
-            finish.ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
-        let choice = GenerateChoice {
-            index: 0,
-            text: None,
-            finish_reason: Some(finish.reason),
-            stop_reason: finish.stop_reason,
-            token_ids,
-            routed_experts: None,
-            sampling_mask: None,
-            weight_versions: None,
-            full_text: self.text_mode.then_some(text),
-            logprobs: step_logprobs(wants_logprobs.then_some(positions), self.text_mode),
-        };
+        let mut choices = Vec::with_capacity(count);
+        for (i, step) in steps.into_iter().enumerate() {
+            let finish = step
+                .finish
+                .ok_or_else(|| ApiError::internal("the request ended without a finish"))?;
+            choices.push(GenerateChoice {
+                index: i as u32,
+                finish_reason: Some(finish.reason),
+                stop_reason: finish.stop_reason,
+                token_ids: step.token_ids,
+                routed_experts: None,
+                sampling_mask: None,
+                weight_versions: None,
+                text: self.text_mode.then_some(step.text),
+                logprobs: step_logprobs(step.logprobs, self.text_mode),
+            });
+        }
         Ok(GenerateResponse {
-            usage: self.usage(true),
+            usage: self.usage(None, true),
             output_mode: self.mode(),
+            prompt_logprobs: logprobs::prompt_logprobs(&self.samples),
             request_id: self.request_id,
             model: self.model,
             created: ids::now_secs(),
-            prompt_logprobs: None,
             prompt_token_id_logprobs: None,
             prompt_token_ids: self.return_token_ids.then_some(self.prompt_token_ids),
             mm_placeholders: None,
             metrics: None,
             kv_transfer_params: None,
             ec_transfer_params: None,
-            choices: vec![choice],
+            choices,
         })
     }
 
     fn into_stream(self) -> GenerateStream {
         GenerateStream {
             prompt_sent: !self.return_token_ids,
-            pending_usage: None,
             done: false,
             accepted: self,
         }
@@ -474,7 +491,6 @@ pub enum GenerateEvent {
 pub struct GenerateStream {
     accepted: AcceptedGenerate,
     prompt_sent: bool,
-    pending_usage: Option<GenerateChunk>,
     done: bool,
 }
 
@@ -489,14 +505,25 @@ impl std::fmt::Debug for GenerateStream {
 impl GenerateStream {
     /// The next event, `None` after the last.
     pub async fn next(&mut self) -> Option<GenerateEvent> {
-        if let Some(chunk) = self.pending_usage.take() {
-            return Some(GenerateEvent::Chunk(chunk));
-        }
         while !self.done {
-            let mut step = match self.accepted.generation.next().await {
-                None => break,
-                Some(Ok(step)) => step,
-                Some(Err(error)) => {
+            let Some((index, step)) = self.accepted.samples.next().await else {
+                self.done = true;
+                let a = &self.accepted;
+                if a.include_usage {
+                    return Some(GenerateEvent::Chunk(GenerateChunk {
+                        request_id: a.request_id.clone(),
+                        usage: Some(a.usage(None, false)),
+                        prompt_token_ids: None,
+                        mm_placeholders: None,
+                        output_mode: a.mode(),
+                        choices: Vec::new(),
+                    }));
+                }
+                break;
+            };
+            let mut step = match step {
+                Ok(step) => step,
+                Err(error) => {
                     self.done = true;
                     return Some(GenerateEvent::Error(error.0));
                 }
@@ -511,43 +538,27 @@ impl GenerateStream {
             }
             let finish = step.finish.take();
             let choice = GenerateChoice {
-                index: 0,
-                text: a.text_mode.then(|| std::mem::take(&mut step.text)),
+                index: index as u32,
                 finish_reason: finish.as_ref().map(|f| f.reason),
                 stop_reason: finish.and_then(|f| f.stop_reason),
                 token_ids: std::mem::take(&mut step.token_ids),
                 routed_experts: None,
                 sampling_mask: None,
                 weight_versions: None,
-                full_text: None,
+                text: a.text_mode.then(|| std::mem::take(&mut step.text)),
                 logprobs: step_logprobs(step.logprobs.take(), a.text_mode),
             };
             let prompt = (!std::mem::replace(&mut self.prompt_sent, true))
                 .then(|| a.prompt_token_ids.clone());
-            let chunk = GenerateChunk {
+            return Some(GenerateEvent::Chunk(GenerateChunk {
                 request_id: a.request_id.clone(),
-                usage: a.continuous_usage.then(|| a.usage(true)),
+                usage: a.continuous_usage.then(|| a.usage(Some(index), true)),
                 mm_placeholders: prompt.is_some().then_some(None),
                 prompt_token_ids: prompt,
                 output_mode: a.mode(),
                 choices: vec![choice],
-            };
-            if finished {
-                self.done = true;
-                if a.include_usage {
-                    self.pending_usage = Some(GenerateChunk {
-                        request_id: a.request_id.clone(),
-                        usage: Some(a.usage(false)),
-                        prompt_token_ids: None,
-                        mm_placeholders: None,
-                        output_mode: a.mode(),
-                        choices: Vec::new(),
-                    });
-                }
-            }
-            return Some(GenerateEvent::Chunk(chunk));
+            }));
         }
-        self.done = true;
         None
     }
 }

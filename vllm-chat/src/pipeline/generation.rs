@@ -64,7 +64,7 @@ pub struct Step {
 
 impl Step {
     /// Appends a later step of the same request.
-    fn merge(&mut self, next: Step) {
+    pub fn merge(&mut self, next: Step) {
         self.text.push_str(&next.text);
         self.token_ids.extend(next.token_ids);
         if let Some(more) = next.logprobs {
@@ -84,6 +84,11 @@ pub struct Generation {
     stream: Option<OutputStream>,
     decoder: IncrementalDecoder,
     logprob_text: Option<LogprobText>,
+    /// Token texts of the prompt logprobs, when requested.
+    prompt_text: Option<LogprobText>,
+    /// The prompt logprobs once the engine sent them: vLLM's list, whose first entry
+    /// (the first prompt token, which nothing predicts) is `None`.
+    pub prompt_logprobs: Option<Vec<Option<PositionLogprobs>>>,
     /// An error met while merging outputs, reported by the next call.
     pending_error: Option<GenerationError>,
     /// Output tokens so far (vLLM's `num_output_tokens`).
@@ -123,6 +128,10 @@ impl Generation {
             .logprobs
             .is_some()
             .then(|| LogprobText::new(model.tokenizer.clone()));
+        let prompt_text = params
+            .prompt_logprobs
+            .is_some()
+            .then(|| LogprobText::new(model.tokenizer.clone()));
         let stream = client
             .generate(request)
             .await
@@ -132,6 +141,8 @@ impl Generation {
             stream: Some(stream),
             decoder,
             logprob_text,
+            prompt_text,
+            prompt_logprobs: None,
             pending_error: None,
             num_output_tokens: 0,
             num_prompt_tokens: prompt.len(),
@@ -144,27 +155,46 @@ impl Generation {
     /// vLLM's `RequestOutputCollector` merges delta outputs for a consumer that lags:
     /// under load a chunk carries several tokens instead of queueing many small ones.
     pub async fn next(&mut self) -> Option<Result<Step, GenerationError>> {
+        std::future::poll_fn(|cx| self.poll_step(cx)).await
+    }
+
+    /// [`next`](Self::next) as a poll: ready with the next step once an engine output
+    /// arrived (then what queued up behind it is merged in).
+    pub fn poll_step(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Step, GenerationError>>> {
         if let Some(error) = self.pending_error.take() {
-            return Some(Err(error));
+            return std::task::Poll::Ready(Some(Err(error)));
         }
-        let stream = self.stream.as_mut()?;
+        let Some(stream) = self.stream.as_mut() else {
+            return std::task::Poll::Ready(None);
+        };
+        let first = std::task::ready!(stream.poll_next_unpin(cx));
+        std::task::Poll::Ready(Some(self.step_from(first)))
+    }
+
+    /// The step of `first` and of what queued up behind it.
+    fn step_from(
+        &mut self,
+        first: Option<Result<EngineCoreOutput, vllm_client::ClientError>>,
+    ) -> Result<Step, GenerationError> {
         // Take what is queued right now (cheap), then decode it: outputs that arrive
         // while decoding wait for the next step, so merging never delays a chunk.
-        let mut items = vec![stream.next().await];
-        while let Some(Some(Ok(last))) = items.last() {
-            if last.finished() {
-                break;
-            }
-            match stream.next().now_or_never() {
-                Some(item) => items.push(item),
-                None => break,
+        let mut items = vec![first];
+        if let Some(stream) = self.stream.as_mut() {
+            while let Some(Some(Ok(last))) = items.last() {
+                if last.finished() {
+                    break;
+                }
+                match stream.next().now_or_never() {
+                    Some(item) => items.push(item),
+                    None => break,
+                }
             }
         }
         let mut items = items.into_iter();
-        let mut step = match self.absorb(items.next().flatten()) {
-            Ok(step) => step,
-            Err(error) => return Some(Err(error)),
-        };
+        let mut step = self.absorb(items.next().flatten())?;
         for item in items {
             match self.absorb(item) {
                 Ok(next) => step.merge(next),
@@ -177,7 +207,7 @@ impl Generation {
                 break;
             }
         }
-        Some(Ok(step))
+        Ok(step)
     }
 
     /// One item of the engine stream as a step; errors end the generation.
@@ -220,6 +250,20 @@ impl Generation {
         let mut step = Step::default();
         let ids = &output.new_token_ids;
         let detok_error = |e: vllm_detok::Error| GenerationError(ApiError::internal(e.to_string()));
+        if let (Some(texts), Some(tensors)) =
+            (&mut self.prompt_text, &output.new_prompt_logprobs_tensors)
+        {
+            let lists = tensors.to_lists();
+            lists
+                .validate()
+                .map_err(|e| GenerationError(ApiError::internal(e.to_string())))?;
+            let rows = positions(texts, &lists, lists.rows()).map_err(detok_error)?;
+            self.prompt_logprobs = Some(
+                std::iter::once(None)
+                    .chain(rows.into_iter().map(Some))
+                    .collect(),
+            );
+        }
         let mut kept = ids.len();
         match output.finish_reason {
             None => {
@@ -275,6 +319,103 @@ impl Generation {
             step.logprobs = Some(positions(texts, lists, kept).map_err(detok_error)?);
         }
         Ok(step)
+    }
+}
+
+/// The generations of one answer's choices in flight together: the `n` samples of a
+/// request (vLLM's child requests, [`vllm_client::client::child_requests`]), or the
+/// `prompts × n` of a batched completion. Choice `i` is generation `i`; their steps
+/// come as they arrive, each tagged with its choice. Each choice is its own engine
+/// request: a stop string in one aborts that one alone. Dropping `Samples` aborts
+/// every unfinished one.
+pub struct Samples {
+    generations: Vec<Generation>,
+    finished: Vec<bool>,
+    /// Where the next poll starts, so that no choice starves the others.
+    next: usize,
+}
+
+impl std::fmt::Debug for Samples {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Samples")
+            .field("choices", &self.generations.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Samples {
+    /// Sends the child requests of each request, in order (request `p`'s child `j`
+    /// becomes choice `p × n + j`, as vLLM indexes a batched completion's choices).
+    pub async fn start(
+        client: &EngineCoreClient,
+        model: &Model,
+        requests: Vec<vllm_client::protocol::EngineCoreRequest>,
+    ) -> Result<Self, ApiError> {
+        let mut generations = Vec::new();
+        for request in requests {
+            let children = vllm_client::client::child_requests(request)
+                .map_err(|e| ApiError::bad_request(e.to_string(), Some("seed")))?;
+            for child in children {
+                generations.push(Generation::start(client, model, child).await?);
+            }
+        }
+        Ok(Self {
+            finished: vec![false; generations.len()],
+            generations,
+            next: 0,
+        })
+    }
+
+    /// Number of choices.
+    pub fn len(&self) -> usize {
+        self.generations.len()
+    }
+
+    /// Whether there is no choice.
+    pub fn is_empty(&self) -> bool {
+        self.generations.is_empty()
+    }
+
+    /// Choice `index`'s generation.
+    pub fn get(&self, index: usize) -> Option<&Generation> {
+        self.generations.get(index)
+    }
+
+    /// Output tokens of every choice (the usage's `completion_tokens`).
+    pub fn num_output_tokens(&self) -> usize {
+        self.generations.iter().map(|g| g.num_output_tokens).sum()
+    }
+
+    /// The next step of any choice, with its index; `None` once every choice finished.
+    /// A choice's error is returned as it happens (the caller ends the answer, as
+    /// vLLM does).
+    pub async fn next(&mut self) -> Option<(usize, Result<Step, GenerationError>)> {
+        std::future::poll_fn(|cx| {
+            let n = self.generations.len();
+            for offset in 0..n {
+                let index = (self.next + offset) % n;
+                if self.finished[index] {
+                    continue;
+                }
+                match self.generations[index].poll_step(cx) {
+                    std::task::Poll::Ready(Some(step)) => {
+                        if step.as_ref().map_or(true, |s| s.finish.is_some()) {
+                            self.finished[index] = true;
+                        }
+                        self.next = (index + 1) % n;
+                        return std::task::Poll::Ready(Some((index, step)));
+                    }
+                    std::task::Poll::Ready(None) => self.finished[index] = true,
+                    std::task::Poll::Pending => {}
+                }
+            }
+            if self.finished.iter().all(|&f| f) {
+                std::task::Poll::Ready(None)
+            } else {
+                std::task::Poll::Pending
+            }
+        })
+        .await
     }
 }
 

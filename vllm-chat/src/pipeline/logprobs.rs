@@ -11,7 +11,9 @@ use crate::openai::{
     TopLogprobMap,
 };
 
-use super::generation::{Candidate, PositionLogprobs};
+use serde_json::{Map, Value, json};
+
+use super::generation::{Candidate, PositionLogprobs, Samples};
 
 fn chat_entry(c: Candidate) -> ChatTopLogprob {
     ChatTopLogprob::new(c.text, c.logprob)
@@ -98,10 +100,73 @@ impl CompletionLogprobs {
         }
     }
 
+    /// Appends a position nothing scored (the first prompt token, echoed): its text,
+    /// `null` logprob and candidates, as vLLM writes a `None` prompt logprob.
+    pub fn push_unscored(&mut self, text: String) {
+        self.lists.text_offset.push(self.next_offset);
+        self.next_offset += text.chars().count();
+        self.lists.token_logprobs.push(None);
+        self.lists.tokens.push(text);
+        self.lists.top_logprobs.push(None);
+    }
+
+    /// Appends the prompt's logprobs (vLLM's list: `None` first), as `echo` puts them
+    /// before the output's. `first_token` is the first prompt token's text.
+    pub fn extend_prompt(
+        &mut self,
+        prompt: &[Option<PositionLogprobs>],
+        first_token: impl FnOnce() -> String,
+        logprobs: i64,
+    ) {
+        let mut first_token = Some(first_token);
+        for position in prompt {
+            match position {
+                Some(p) => self.extend(std::slice::from_ref(p), logprobs),
+                None => {
+                    let text = first_token.take().map(|f| f()).unwrap_or_default();
+                    self.push_unscored(text);
+                }
+            }
+        }
+    }
+
     /// Takes what was accumulated since the last call (the offset carries on).
     pub fn take(&mut self) -> CompletionLists {
         std::mem::take(&mut self.lists)
     }
+}
+
+/// vLLM's `PromptLogprobs` as its responses write them: a list whose first entry is
+/// `null`, then per prompt token a dict from token id to
+/// `{"logprob", "rank", "decoded_token"}` (the prompt token first, then the top-k).
+pub fn prompt_logprobs_json(positions: &[Option<PositionLogprobs>]) -> Value {
+    let position = |p: &PositionLogprobs| {
+        let entries: Map<String, Value> = p
+            .candidates
+            .iter()
+            .map(|c| {
+                let entry = json!({"logprob": c.logprob, "rank": c.rank, "decoded_token": c.text});
+                (c.id.to_string(), entry)
+            })
+            .collect();
+        Value::Object(entries)
+    };
+    Value::Array(
+        positions
+            .iter()
+            .map(|p| p.as_ref().map_or(Value::Null, position))
+            .collect(),
+    )
+}
+
+/// The prompt logprobs of an answer's choices (every choice scores the same prompt;
+/// vLLM reports those of the request whose output completed the answer): `None`
+/// unless `prompt_logprobs` was asked for.
+pub fn prompt_logprobs(samples: &Samples) -> Option<Value> {
+    (0..samples.len())
+        .rev()
+        .find_map(|i| samples.get(i)?.prompt_logprobs.as_deref())
+        .map(prompt_logprobs_json)
 }
 
 #[cfg(test)]

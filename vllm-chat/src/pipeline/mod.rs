@@ -18,6 +18,11 @@
 //! [`ChoiceParser`] applies the reasoning and tool parsers with vLLM's serving rules.
 //! Errors are [`ApiError`]s carrying vLLM's HTTP status and body.
 //!
+//! `n > 1` and batched completion prompts run as vLLM runs them: every sample of every
+//! prompt is its own engine request (vLLM's child requests, with their ids and seeds),
+//! each with its own [`Generation`](generation::Generation) and parser, joined by
+//! [`Samples`](generation::Samples); choice `p × n + j` is sample `j` of prompt `p`.
+//!
 //! Cancellation is by drop: dropping an accepted request or its stream drops the engine
 //! stream, which aborts the engine request. There is no global state.
 //!
@@ -34,6 +39,7 @@ mod generate;
 pub mod generation;
 pub mod ids;
 pub mod logprobs;
+pub mod lora;
 mod model;
 mod offload;
 mod parse;
@@ -91,6 +97,9 @@ pub struct PipelineConfig {
     pub max_logprobs: i64,
     /// Where rendering and tokenization of large requests run.
     pub offload: Offload,
+    /// LoRA adapters requests may name as their `model` (`None`: only the served
+    /// model).
+    pub loras: Option<Arc<lora::LoraRegistry>>,
 }
 
 impl PipelineConfig {
@@ -102,6 +111,7 @@ impl PipelineConfig {
             parsers,
             max_logprobs: 20,
             offload: Offload::default(),
+            loras: None,
         }
     }
 }
@@ -160,6 +170,32 @@ impl Pipeline {
     /// A request naming another model than the served one is a 404, as in vLLM.
     pub fn check_model(&self, model: Option<&Value>) -> Result<(), ApiError> {
         check_model(&self.config.served_model_name, model)
+    }
+
+    /// The LoRA adapter a request's `model` names (`None` for the served model or no
+    /// model); another name is vLLM's 404.
+    pub fn resolve_adapter(
+        &self,
+        model: Option<&str>,
+    ) -> Result<Option<vllm_client::protocol::LoRARequest>, ApiError> {
+        let Some(name) = model.filter(|m| *m != self.config.served_model_name) else {
+            return Ok(None);
+        };
+        match self.config.loras.as_ref().and_then(|loras| loras.get(name)) {
+            Some(adapter) => Ok(Some(adapter)),
+            None => Err(ApiError::not_found(
+                format!("The model `{name}` does not exist."),
+                Some("model"),
+            )),
+        }
+    }
+
+    /// The model name an answer reports: the adapter's, or the served model's.
+    fn answer_model(&self, adapter: Option<&vllm_client::protocol::LoRARequest>) -> String {
+        adapter.map_or_else(
+            || self.config.served_model_name.clone(),
+            |a| a.lora_name.clone(),
+        )
     }
 }
 

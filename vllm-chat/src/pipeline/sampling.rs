@@ -31,27 +31,14 @@ fn verify(
     vocab_size: u64,
 ) -> Result<(), ApiError> {
     p.verify()?;
-    if let Some(l) = p.logprobs {
-        let requested = if l == -1 { max_logprobs } else { l };
-        if max_logprobs != -1 && requested > max_logprobs {
-            return Err(invalid(
-                format!(
-                    "Requested sample logprobs of {requested}, which is greater than max allowed: {max_logprobs}"
-                ),
-                "logprobs",
-            ));
-        }
-    }
-    if let Some(l) = p.prompt_logprobs {
-        // Prompt logprobs are not produced by this server (the engine's prompt logprob
-        // tensors are not decoded); refuse rather than answer without them.
-        if l != 0 {
-            return Err(invalid(
-                "prompt_logprobs are not supported by this server.".into(),
-                "prompt_logprobs",
-            ));
-        }
-    }
+    check_logprobs("sample", "logprobs", p.logprobs, max_logprobs, vocab_size)?;
+    check_logprobs(
+        "prompt",
+        "prompt_logprobs",
+        p.prompt_logprobs,
+        max_logprobs,
+        vocab_size,
+    )?;
     let out_of_vocab = |id: i64| id < 0 || id as u64 >= vocab_size;
     let logit_bias_ids: Vec<i64> = p
         .logit_bias
@@ -96,6 +83,39 @@ fn verify(
         }
     }
     Ok(())
+}
+
+/// vLLM's `SamplingParams._validate_logprobs` for sample or prompt logprobs: -1 asks
+/// for the whole vocabulary, which `--max-logprobs` (-1: the vocabulary) must allow.
+fn check_logprobs(
+    kind: &str,
+    param: &str,
+    requested: Option<i64>,
+    max_logprobs: i64,
+    vocab_size: u64,
+) -> Result<(), ApiError> {
+    let vocab = i64::try_from(vocab_size).unwrap_or(i64::MAX);
+    let max = if max_logprobs == -1 {
+        vocab
+    } else {
+        max_logprobs
+    };
+    match requested {
+        Some(0) | None => Ok(()),
+        Some(l) => {
+            let requested = if l == -1 { vocab } else { l };
+            if requested > max {
+                Err(invalid(
+                    format!(
+                        "Requested {kind} logprobs of {requested}, which is greater than max allowed: {max}"
+                    ),
+                    param,
+                ))
+            } else {
+                Ok(())
+            }
+        }
+    }
 }
 
 /// vLLM's `_validate_logit_bias` / `_validate_stop_token_ids` error.
@@ -178,6 +198,9 @@ pub fn engine_params(
         max_tokens: Some(p.max_tokens),
         min_tokens: p.min_tokens,
         logprobs: p.logprobs.map(|l| if l == -1 { max_logprobs } else { l }),
+        prompt_logprobs: p
+            .prompt_logprobs
+            .map(|l| if l == -1 { max_logprobs } else { l }),
         skip_special_tokens: p.skip_special_tokens,
         spaces_between_special_tokens: p.spaces_between_special_tokens,
         include_stop_str_in_output: p.include_stop_str_in_output,

@@ -128,19 +128,24 @@ pub fn detokenize(
     Ok(DetokenizeResponse { prompt })
 }
 
-/// `/v1/models`: vLLM's `ModelList` with the one served model; `root` is the model
-/// directory as the server reports it.
-pub fn model_list(served_model_name: &str, root: &str, max_model_len: u64) -> Value {
+/// `/v1/models`: vLLM's `ModelList`: the served model (`root` is the model directory
+/// as the server reports it), then one card per LoRA adapter (`root` its path, `parent`
+/// its base model or the served model), as `OpenAIServingModels.show_available_models`.
+pub fn model_list(
+    served_model_name: &str,
+    root: &str,
+    max_model_len: u64,
+    adapters: &[vllm_client::protocol::LoRARequest],
+) -> Value {
     let created = ids::now_secs();
-    json!({
-        "object": "list",
-        "data": [{
-            "id": served_model_name,
+    let card = |id: &str, root: &str, parent: Value, max_model_len: Value| {
+        json!({
+            "id": id,
             "object": "model",
             "created": created,
             "owned_by": "vllm",
             "root": root,
-            "parent": null,
+            "parent": parent,
             "max_model_len": max_model_len,
             "permission": [{
                 "id": format!("modelperm-{}", ids::random_hex()),
@@ -156,6 +161,25 @@ pub fn model_list(served_model_name: &str, root: &str, max_model_len: u64) -> Va
                 "group": null,
                 "is_blocking": false,
             }],
-        }]
-    })
+        })
+    };
+    let mut data = vec![card(
+        served_model_name,
+        root,
+        Value::Null,
+        json!(max_model_len),
+    )];
+    for adapter in adapters {
+        let parent = adapter
+            .base_model_name
+            .clone()
+            .unwrap_or_else(|| served_model_name.to_owned());
+        data.push(card(
+            &adapter.lora_name,
+            &adapter.lora_path,
+            json!(parent),
+            Value::Null,
+        ));
+    }
+    json!({ "object": "list", "data": data })
 }

@@ -216,7 +216,7 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 19);
+        assert_eq!(checked, 21);
     }
 
     #[test]

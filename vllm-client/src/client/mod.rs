@@ -13,6 +13,7 @@ mod engines;
 mod error;
 mod io;
 mod mailbox;
+mod parallel;
 mod prefix;
 mod shared;
 mod startup;
@@ -30,11 +31,12 @@ use zeromq::{RouterSocket, Socket, SocketEvent};
 
 pub use engines::{ADAPTER_AFFINITY_SLACK, EngineInfo, EngineLoad};
 pub use error::ClientError;
+pub use parallel::{ParallelStream, child_request_id, child_requests};
 pub use prefix::{PREFIX_AFFINITY_SLACK, PrefixRouting, PrefixRoutingStats};
 pub use stream::OutputStream;
 
 use crate::protocol::{
-    EngineCoreOutput, EngineCoreRequest, EngineZmqAddresses, FinishReason, RequestType,
+    EngineCoreOutput, EngineCoreRequest, EngineZmqAddresses, RequestOutputKind, RequestType,
     UtilityCall, engine_identity,
 };
 use crate::wire::Value;
@@ -420,6 +422,77 @@ impl EngineCoreClient {
         Ok(OutputStream::new(request_id, mailbox, shared.clone()))
     }
 
+    /// Sends a request with `n` samples (`sampling_params.n`) as vLLM's parallel
+    /// sampling does, and returns the stream of `(index, output)` of its children
+    /// ([`ParallelStream`]; the rules are [`child_requests`]'). A request with `n = 1`
+    /// is sent unchanged and its outputs come with index 0.
+    ///
+    /// The children are routed one by one (spread over data-parallel engines, least
+    /// loaded first, unless the request pins a rank). If one cannot be sent, those
+    /// already sent are aborted and the error returned.
+    ///
+    /// ```no_run
+    /// use futures::StreamExt;
+    /// use vllm_client::EngineCoreClient;
+    /// use vllm_client::protocol::{EngineCoreRequest, SamplingParams};
+    ///
+    /// # async fn rollout(client: EngineCoreClient) -> Result<(), vllm_client::ClientError> {
+    /// // RL rollout: token ids in, 8 samples with their logprobs out.
+    /// let params = SamplingParams {
+    ///     n: 8,
+    ///     temperature: 1.0,
+    ///     seed: Some(1234), // child i samples with seed 1234 + i
+    ///     max_tokens: Some(256),
+    ///     logprobs: Some(0), // the sampled token's logprob only
+    ///     ..SamplingParams::default()
+    /// };
+    /// let request = EngineCoreRequest::new("rollout-17", vec![151644, 872, 198], params);
+    /// let mut samples = vec![Vec::new(); 8];
+    /// let mut stream = client.generate_n(request).await?;
+    /// while let Some((index, output)) = stream.next().await {
+    ///     let output = output?;
+    ///     samples[index].extend_from_slice(&output.new_token_ids);
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn generate_n(
+        &self,
+        request: EngineCoreRequest,
+    ) -> Result<ParallelStream, ClientError> {
+        let parent_id = request.request_id.clone();
+        let output_kind = request
+            .sampling_params
+            .as_ref()
+            .map_or(RequestOutputKind::Cumulative, |p| p.output_kind);
+        let children = child_requests(request)?;
+        let child_ids: Vec<String> = children.iter().map(|c| c.request_id.clone()).collect();
+        if children.len() > 1 {
+            let mut state = self.inner.shared.lock();
+            if state.parents.contains_key(&parent_id) {
+                return Err(ClientError::DuplicateRequestId(parent_id));
+            }
+            state.parents.insert(parent_id.clone(), child_ids);
+        }
+        let mut streams = Vec::with_capacity(children.len());
+        for child in children {
+            match self.generate(child).await {
+                Ok(stream) => streams.push(stream),
+                Err(error) => {
+                    // Dropping the streams sent so far aborts them.
+                    self.inner.shared.lock().parents.remove(&parent_id);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(ParallelStream::new(
+            parent_id,
+            output_kind,
+            streams,
+            self.inner.shared.clone(),
+        ))
+    }
+
     /// Sends a request and collects all its outputs (for tests and simple callers).
     pub async fn generate_all(
         &self,
@@ -434,28 +507,12 @@ impl EngineCoreClient {
     }
 
     /// Aborts requests. Their streams receive a final output with
-    /// [`FinishReason::Abort`]; unknown or finished ids are ignored.
+    /// [`FinishReason::Abort`](crate::protocol::FinishReason::Abort); unknown or
+    /// finished ids are ignored. The request id of a request sent with
+    /// [`generate_n`](Self::generate_n) aborts all its unfinished children, as vLLM
+    /// aborts a parent request.
     pub fn abort(&self, request_ids: &[&str]) {
-        let shared = &self.inner.shared;
-        let mut aborted = Vec::new();
-        {
-            let mut state = shared.lock();
-            for id in request_ids {
-                if let Some(entry) = state.requests.remove(*id) {
-                    let load = &mut state.fleet.loads[entry.engine];
-                    load.inflight = load.inflight.saturating_sub(1);
-                    entry.tx.send(Ok(EngineCoreOutput {
-                        request_id: (*id).to_owned(),
-                        finish_reason: Some(FinishReason::Abort),
-                        ..Default::default()
-                    }));
-                    aborted.push((entry.engine, (*id).to_owned()));
-                }
-            }
-        }
-        for (engine, request_id) in aborted {
-            let _ = shared.commands.send(Command::Abort { engine, request_id });
-        }
+        self.inner.shared.abort(request_ids);
     }
 
     /// The ids of this client's requests in flight (a snapshot).

@@ -8,7 +8,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::ClientError;
 use super::engines::Fleet;
-use crate::protocol::{EngineCoreOutput, RequestType};
+use crate::protocol::{EngineCoreOutput, FinishReason, RequestType};
 use crate::wire::Value;
 
 /// What a request's stream receives.
@@ -51,6 +51,8 @@ pub(crate) struct State {
     pub requests: HashMap<String, RequestEntry>,
     /// The statistics observer (`ClientConfig::with_stats`).
     pub observer: Option<Arc<dyn super::stats::StatsObserver>>,
+    /// Requests with `n > 1` in flight: the parent id and its children's ids.
+    pub parents: HashMap<String, Vec<String>>,
     pub utilities: HashMap<u64, UtilityEntry>,
     pub fleet: Fleet,
     /// Set once, when an engine dies or the client shuts down.
@@ -111,6 +113,7 @@ impl Shared {
             state: Mutex::new(State {
                 requests: HashMap::new(),
                 observer,
+                parents: HashMap::new(),
                 utilities: HashMap::new(),
                 fleet,
                 dead: None,
@@ -144,6 +147,38 @@ impl Shared {
             if let Some(tx) = entry.tx.take() {
                 let _ = tx.send(Err(error.clone()));
             }
+        }
+    }
+
+    /// Aborts requests: their streams receive a final output with
+    /// [`FinishReason::Abort`]. A parent id (`n > 1`) stands for its children; unknown
+    /// and finished ids are ignored.
+    pub fn abort(&self, request_ids: &[&str]) {
+        let mut aborted = Vec::new();
+        {
+            let mut state = self.lock();
+            let mut ids: Vec<String> = Vec::with_capacity(request_ids.len());
+            for id in request_ids {
+                match state.parents.get(*id) {
+                    Some(children) => ids.extend(children.iter().cloned()),
+                    None => ids.push((*id).to_owned()),
+                }
+            }
+            for id in ids {
+                if let Some(entry) = state.requests.remove(&id) {
+                    let load = &mut state.fleet.loads[entry.engine];
+                    load.inflight = load.inflight.saturating_sub(1);
+                    entry.tx.send(Ok(EngineCoreOutput {
+                        request_id: id.clone(),
+                        finish_reason: Some(FinishReason::Abort),
+                        ..Default::default()
+                    }));
+                    aborted.push((entry.engine, id));
+                }
+            }
+        }
+        for (engine, request_id) in aborted {
+            let _ = self.commands.send(Command::Abort { engine, request_id });
         }
     }
 

@@ -13,7 +13,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::protocol::{
     EngineCoreEvent, EngineCoreEventType, EngineCoreOutput, EngineCoreRequest, FinishReason,
-    LogprobsLists, PrefillStats, SamplingParams, StopReason,
+    LogprobsLists, LogprobsTensors, PrefillStats, SamplingParams, StopReason,
 };
 
 use super::{MockConfig, OutputMode};
@@ -66,6 +66,8 @@ struct Rules {
     max_tokens: Option<usize>,
     /// Top-k logprobs per token, when requested.
     logprobs: Option<usize>,
+    /// Top-k logprobs per prompt token, when requested.
+    prompt_logprobs: Option<usize>,
 }
 
 impl Rules {
@@ -88,6 +90,9 @@ impl Rules {
             logprobs: params
                 .logprobs
                 .map(|k| usize::try_from(k).unwrap_or(max_logprobs).min(max_logprobs)),
+            prompt_logprobs: params
+                .prompt_logprobs
+                .map(|k| usize::try_from(k).unwrap_or(max_logprobs).min(max_logprobs)),
         }
     }
 }
@@ -101,6 +106,8 @@ pub(crate) struct Sequence {
     prompt_len: usize,
     /// Prompt tokens served from the prefix cache.
     pub cached_tokens: usize,
+    /// The prompt, kept until its logprobs are sent (only when they were asked for).
+    prompt: Option<Vec<u32>>,
     generated: usize,
     source: Source,
     rules: Rules,
@@ -144,14 +151,16 @@ impl Sequence {
                 }
             }
         };
+        let rules = Rules::new(&params, model_eos, config.max_logprobs);
         Self {
             request_id: request.request_id,
             client_index,
             prompt_len: prompt.len(),
             cached_tokens: 0,
+            prompt: rules.prompt_logprobs.map(|_| prompt),
             generated: 0,
             source,
-            rules: Rules::new(&params, model_eos, config.max_logprobs),
+            rules,
             vocab_size: config.vocab_size.max(1),
             events: Vec::new(),
         }
@@ -204,6 +213,19 @@ impl Sequence {
             }),
             ..EngineCoreOutput::default()
         };
+        if let (Some(prompt), Some(k)) = (self.prompt.take(), self.rules.prompt_logprobs) {
+            // As vLLM's model runner: once the prefill completes, one row per prompt
+            // token after the first (the token itself, then the top-k).
+            let rows: Vec<Vec<(i32, f32)>> = prompt
+                .iter()
+                .enumerate()
+                .skip(1)
+                .map(|(i, &token)| logprob_row(token, i, k, self.vocab_size))
+                .collect();
+            let ranks = vec![1; rows.len()];
+            output.new_prompt_logprobs_tensors =
+                Some(Box::new(LogprobsTensors::from_rows(&rows, &ranks)));
+        }
         let mut rows = Vec::new();
         for _ in 0..n.max(1) {
             let token = self.next_token();
@@ -404,5 +426,26 @@ mod tests {
         let total: f32 = (1..4).map(|c| lp.entry(0, c).expect("entry").1.exp()).sum();
         assert!(total < 1.0);
         assert_eq!(lp.entry(0, 0), lp.entry(0, 1));
+    }
+
+    #[test]
+    fn prompt_logprobs_come_once_with_a_row_per_prompt_token_after_the_first() {
+        let config = MockConfig::default();
+        let p = SamplingParams {
+            prompt_logprobs: Some(2),
+            max_tokens: Some(3),
+            ..SamplingParams::default()
+        };
+        let text: Arc<[u32]> = Arc::from(Vec::new());
+        let mut seq = Sequence::new(request(p, vec![5, 6, 7]), 0, &config, &text);
+        let first = seq.step(1, config.max_model_len);
+        let tensors = first.new_prompt_logprobs_tensors.expect("prompt logprobs");
+        tensors.validate().expect("valid");
+        let lists = tensors.to_lists();
+        assert_eq!((lists.rows(), lists.cols()), (2, 3));
+        assert_eq!(lists.entry(0, 0).map(|e| e.0), Some(6));
+        assert_eq!(lists.entry(1, 0).map(|e| e.0), Some(7));
+        let second = seq.step(1, config.max_model_len);
+        assert!(second.new_prompt_logprobs_tensors.is_none());
     }
 }

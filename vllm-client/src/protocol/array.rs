@@ -69,6 +69,28 @@ impl NdArray {
         self.word(i).map(f32::from_le_bytes)
     }
 
+    /// This array with `other`'s rows appended (concatenation along the first axis),
+    /// or `None` when dtypes or the other dimensions differ.
+    pub fn concat_rows(&self, other: &NdArray) -> Option<NdArray> {
+        if self.dtype != other.dtype
+            || self.shape.is_empty()
+            || self.shape.len() != other.shape.len()
+            || self.shape[1..] != other.shape[1..]
+        {
+            return None;
+        }
+        let mut shape = self.shape.clone();
+        shape[0] = shape[0].checked_add(other.shape[0])?;
+        let mut data = Vec::with_capacity(self.data.len() + other.data.len());
+        data.extend_from_slice(&self.data);
+        data.extend_from_slice(&other.data);
+        Some(NdArray {
+            dtype: self.dtype.clone(),
+            shape,
+            data: data.into(),
+        })
+    }
+
     /// Checks dtype and size: `element` bytes per element, matching the shape.
     fn validate(
         &self,
@@ -191,6 +213,29 @@ impl LogprobsLists {
         Ok(())
     }
 
+    /// Appends the rows of a later step of the same request (as vLLM's
+    /// `RequestOutput.add` extends a lagging consumer's logprobs). Fails, leaving
+    /// `self` unchanged, when the two do not have the same columns and dtypes.
+    pub fn append(&mut self, later: &LogprobsLists) -> Result<(), DecodeError> {
+        let concat = |a: &NdArray, b: &NdArray| {
+            a.concat_rows(b).ok_or_else(|| DecodeError::Invalid {
+                what: "LogprobsLists",
+                detail: format!(
+                    "cannot append rows of shape {:?} ({}) to shape {:?} ({})",
+                    b.shape, b.dtype, a.shape, a.dtype
+                ),
+            })
+        };
+        let ids = concat(&self.logprob_token_ids, &later.logprob_token_ids)?;
+        let logprobs = concat(&self.logprobs, &later.logprobs)?;
+        let ranks = concat(&self.sampled_token_ranks, &later.sampled_token_ranks)?;
+        self.logprob_token_ids = ids;
+        self.logprobs = logprobs;
+        self.sampled_token_ranks = ranks;
+        self.cu_num_generated_tokens = None;
+        Ok(())
+    }
+
     /// Number of token positions (rows).
     pub fn rows(&self) -> usize {
         self.logprob_token_ids.shape.first().copied().unwrap_or(0)
@@ -213,5 +258,62 @@ impl LogprobsLists {
     /// The rank of the sampled token at `row`.
     pub fn rank(&self, row: usize) -> Option<i32> {
         self.sampled_token_ranks.i32_at(row)
+    }
+}
+
+wire_array! {
+    /// Log probabilities as torch tensors (`vllm.v1.outputs.LogprobsTensors`, a
+    /// `NamedTuple`: every field on the wire). The engine sends a request's **prompt**
+    /// logprobs this way, once, when its prefill completes: `[prompt_len - 1, k + 1]`
+    /// rows, row `i` scoring prompt token `i + 1` (the token itself first, then the
+    /// top-k), dtypes `int32` / `float32`. Large tensors travel as extra frames, like
+    /// every array.
+    pub struct LogprobsTensors {
+        /// `[rows, k + 1]` int32 token ids.
+        pub logprob_token_ids: NdArray = NdArray::default(),
+        /// `[rows, k + 1]` float32 log probabilities.
+        pub logprobs: NdArray = NdArray::default(),
+        /// `[rows]` int32 ranks of the scored tokens.
+        pub selected_token_ranks: NdArray = NdArray::default(),
+        /// Row offsets per request (speculative decoding; `None` for prompt logprobs).
+        pub cu_num_generated_tokens: Option<Vec<i64>> = None,
+        /// The same offsets as a tensor (`None` for prompt logprobs).
+        pub cu_num_generated_tokens_tensor: Option<NdArray> = None,
+    }
+}
+
+impl LogprobsTensors {
+    /// The same rows as [`LogprobsLists`], whose accessors read them (the arrays are
+    /// shared, not copied).
+    pub fn to_lists(&self) -> LogprobsLists {
+        LogprobsLists {
+            logprob_token_ids: self.logprob_token_ids.clone(),
+            logprobs: self.logprobs.clone(),
+            sampled_token_ranks: self.selected_token_ranks.clone(),
+            cu_num_generated_tokens: self.cu_num_generated_tokens.clone(),
+        }
+    }
+
+    /// Builds torch-style tensors (dtype names `int32` / `float32`, as torch tensors
+    /// travel) from rows of `(token id, logprob)` pairs and ranks, as the engine builds
+    /// prompt logprobs. All rows must have the same length.
+    pub fn from_rows(rows: &[Vec<(i32, f32)>], ranks: &[i32]) -> Self {
+        let lists = LogprobsLists::from_rows(rows, ranks);
+        let torch = |mut a: NdArray, dtype: &str| {
+            a.dtype = dtype.into();
+            a
+        };
+        Self {
+            logprob_token_ids: torch(lists.logprob_token_ids, "int32"),
+            logprobs: torch(lists.logprobs, "float32"),
+            selected_token_ranks: torch(lists.sampled_token_ranks, "int32"),
+            cu_num_generated_tokens: None,
+            cu_num_generated_tokens_tensor: None,
+        }
+    }
+
+    /// Checks that dtypes and shapes agree ([`LogprobsLists::validate`]).
+    pub fn validate(&self) -> Result<(), DecodeError> {
+        self.to_lists().validate()
     }
 }

@@ -16,7 +16,7 @@ mod sampling;
 mod stats;
 mod utility;
 
-pub use array::{LogprobsLists, NdArray};
+pub use array::{LogprobsLists, LogprobsTensors, NdArray};
 pub use control::{Abort, RequestType, StartDpWave};
 pub use handshake::{
     EngineCoreReadyResponse, EngineHandshakeMetadata, EngineZmqAddresses, HandshakeStatus,

@@ -1,6 +1,6 @@
 //! Engine-to-frontend outputs.
 
-use super::{LogprobsLists, NdArray, SchedulerStats, UtilityOutput};
+use super::{LogprobsLists, LogprobsTensors, NdArray, SchedulerStats, UtilityOutput};
 use crate::wire::{Decode, DecodeError, Encode, Map, Reader, Value, Writer};
 
 wire_int_enum! {
@@ -124,8 +124,8 @@ wire_array! {
         pub new_token_ids: Vec<u32> = Vec::new(),
         /// Their log probabilities, when requested.
         pub new_logprobs: Option<Box<LogprobsLists>> = None,
-        /// Prompt log probabilities (a `LogprobsTensors`), kept undecoded.
-        pub new_prompt_logprobs_tensors: Option<Box<Value>> = None,
+        /// Prompt log probabilities, sent once when the prefill completes.
+        pub new_prompt_logprobs_tensors: Option<Box<LogprobsTensors>> = None,
         /// Pooling output tensor.
         pub pooling_output: Option<Box<NdArray>> = None,
         /// Set when the request finished.
@@ -163,6 +163,51 @@ impl EngineCoreOutput {
     /// Whether this is the request's last output.
     pub fn finished(&self) -> bool {
         self.finish_reason.is_some()
+    }
+
+    /// Folds a later output of the same request into this one, as vLLM's
+    /// `RequestOutput.add` aggregates: tokens and their logprobs appended, events
+    /// appended, the prompt logprobs kept (they come once), and for everything else
+    /// (finish and stop reasons, transfer parameters, statistics, routed experts, …)
+    /// the later value when it has one. Fails, leaving `self` unchanged, when the two
+    /// logprob tables do not fit together.
+    pub fn merge(&mut self, later: EngineCoreOutput) -> Result<(), DecodeError> {
+        if let (Some(lists), Some(more)) = (&mut self.new_logprobs, &later.new_logprobs) {
+            lists.append(more)?;
+        } else if later.new_logprobs.is_some() {
+            self.new_logprobs = later.new_logprobs;
+        }
+        self.new_token_ids.extend(later.new_token_ids);
+        if self.new_prompt_logprobs_tensors.is_none() {
+            self.new_prompt_logprobs_tensors = later.new_prompt_logprobs_tensors;
+        }
+        if let Some(events) = later.events {
+            self.events.get_or_insert_default().extend(events);
+        }
+        self.finish_reason = later.finish_reason.or(self.finish_reason);
+        self.stop_reason = later.stop_reason.or(self.stop_reason.take());
+        self.num_nans_in_logits = self.num_nans_in_logits.max(later.num_nans_in_logits);
+        macro_rules! later_if_set {
+            ($($field:ident),*) => {$(
+                if later.$field.is_some() {
+                    self.$field = later.$field;
+                }
+            )*};
+        }
+        later_if_set!(
+            pooling_output,
+            kv_transfer_params,
+            ec_transfer_params,
+            trace_headers,
+            prefill_stats,
+            routed_experts,
+            mm_cache_miss_hashes,
+            new_sampling_mask,
+            spec_decode_metrics,
+            prompt_token_id_logprobs,
+            error
+        );
+        Ok(())
     }
 }
 

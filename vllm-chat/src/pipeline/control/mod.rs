@@ -3,7 +3,7 @@
 //! `/collective_rpc`, `/weight_info`, …), as `vllm-rs serve` answers them, independent of
 //! any HTTP framework.
 //!
-//! Each endpoint is a function of the [`EngineCoreClient`] and its typed query or body
+//! Each endpoint is a function of the [`EngineCoreClient`](vllm_client::EngineCoreClient) and its typed query or body
 //! (serde types, so that a server parses them with its own extractors) returning the
 //! JSON body of the answer ([`ControlAnswer`]) or an [`ApiError`]. Failed engine calls
 //! are 500s whose message names the operation and carries vLLM's failure message.
@@ -29,6 +29,8 @@ use super::ApiError;
 pub enum ControlAnswer {
     /// `200` with this JSON body.
     Json(serde_json::Value),
+    /// `200` with this plain text (the LoRA endpoints' success messages).
+    Text(String),
     /// `200` without a body.
     Empty,
 }
