@@ -99,6 +99,10 @@ struct Args {
     /// Tokens per second per request (0: as fast as possible).
     #[arg(long, default_value_t = 0.0)]
     mock_tokens_per_second: f64,
+    /// Prompt tokens computed per second in prefill (0: prefill is free). Tokens served
+    /// from the prefix cache cost nothing, so time to first token follows cache hits.
+    #[arg(long, default_value_t = 0.0)]
+    mock_prefill_tokens_per_second: f64,
     /// Tokens per output message.
     #[arg(long, default_value_t = 1)]
     mock_tokens_per_output: usize,
@@ -283,6 +287,7 @@ async fn main() -> anyhow::Result<()> {
         output: output_mode(&args)?,
         eos_token_id: args.mock_eos_token_id,
         tokens_per_second: args.mock_tokens_per_second,
+        prefill_tokens_per_second: args.mock_prefill_tokens_per_second,
         tokens_per_output: args.mock_tokens_per_output.max(1),
         vocab_size: args.mock_vocab_size,
         max_model_len: args.max_model_len,

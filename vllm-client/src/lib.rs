@@ -11,8 +11,9 @@
 //!   makes utility calls and turns an engine's death into one clear error;
 //!   [`EngineCoreClient::generate_n`] runs `n > 1` as vLLM's parallel sampling.
 //! - [`kv_events`]: engines' KV-cache events (typed, sequence-checked, replayed over
-//!   holes) and prefix block hashes computed as vLLM computes them, for cache-aware
-//!   routing.
+//!   holes), prefix block hashes computed as vLLM computes them, and a per-engine index
+//!   of cached blocks, for cache-aware routing; the client routes by it when asked to
+//!   ([`ClientConfig::with_prefix_routing`]).
 //!
 //! Features: `mock` (a mock EngineCore), `sha256` and `xxhash` (the block-hash
 //! algorithms of [`kv_events::BlockHasher`]).
@@ -30,7 +31,7 @@ pub mod mock;
 
 pub use client::{
     ClientConfig, ClientError, EngineCoreClient, EngineInfo, EngineLoad, OutputStream,
-    ParallelStream, Startup,
+    ParallelStream, PrefixRouting, Startup,
 };
 
 pub use wire::{DecodeError, Map, Value};

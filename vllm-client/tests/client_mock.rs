@@ -318,6 +318,7 @@ async fn direct_mode_without_handshake_over_ipc() {
         ready_timeout: Duration::from_secs(20),
         client_index: 0,
         stats: None,
+        prefix_routing: None,
     };
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -383,6 +384,7 @@ async fn handshake_over_ipc_picks_distinct_socket_paths() {
         ready_timeout: Duration::from_secs(20),
         client_index: 0,
         stats: None,
+        prefix_routing: None,
     };
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     tokio::time::sleep(Duration::from_millis(200)).await;

@@ -755,3 +755,104 @@ async fn a_publisher_configured_with_a_host_connects_to_a_binding_subscriber() {
     assert_eq!(seqs(&got), vec![0, 1, 2, 3, 4]);
     assert_same_bytes(&got, &sent);
 }
+
+// --- prefix routing's view of a real engine ---------------------------------------------
+
+/// The prompt tokens the engine served from its prefix cache, as its first output's
+/// prefill statistics report them.
+fn cached_tokens(outputs: &[vllm_client::protocol::EngineCoreOutput]) -> i64 {
+    outputs
+        .iter()
+        .find_map(|o| o.prefill_stats.as_ref())
+        .expect("the first output reports the prefill")
+        .num_cached_tokens
+}
+
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn prefix_routing_s_view_of_a_real_engine_predicts_its_cache_hits() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let (handshake, publish, replay) = (free_port(), free_port(), free_port());
+    let kv_config = format!(
+        r#"{{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:{publish}", "replay_endpoint": "tcp://*:{replay}", "topic": "kv"}}"#
+    );
+    let mut args = vec![
+        "--handshake-address".to_owned(),
+        format!("tcp://127.0.0.1:{handshake}"),
+        "--enable-prefix-caching".to_owned(),
+        "--block-size".to_owned(),
+        "16".to_owned(),
+        "--kv-events-config".to_owned(),
+        kv_config,
+    ];
+    if let Ok(models) = std::env::var("VLLM_REFERENCE_MODELS") {
+        args.push("--model".to_owned());
+        args.push(format!("{models}/qwen3"));
+    }
+    // The block size comes from the engine's ready response.
+    let routing = vllm_client::PrefixRouting::new(
+        HashAlgo::Sha256,
+        NoneHashSeed::PythonHashSeed(HASH_SEED.into()),
+    );
+    let config = ClientConfig::handshake("127.0.0.1", handshake, 1)
+        .with_ready_timeout(STARTUP)
+        .with_prefix_routing(routing);
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    let engine = Python::spawn(
+        &python,
+        "interop_engine_core.py",
+        &args,
+        &[("PYTHONHASHSEED", HASH_SEED)],
+    );
+    let client = match connecting.await.unwrap() {
+        Ok(client) => client,
+        Err(e) => panic!("engine did not start: {e}\n{}", engine.log_tail()),
+    };
+
+    // 70 prompt tokens and 10 generated: the engine computes 79, 4 full blocks.
+    let a: Vec<u32> = (1..=70).collect();
+    let outputs = within("a", client.generate_all(request("a", a.clone(), 10, None)))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\n{}", engine.log_tail()));
+    assert_eq!(cached_tokens(&outputs), 0);
+    let mut conversation = a.clone();
+    conversation.extend(outputs.iter().flat_map(|o| o.new_token_ids.iter().copied()));
+
+    // The conversation continued: the whole first turn is a prefix.
+    let mut next_turn = conversation.clone();
+    next_turn.extend(900..930);
+    // A prompt sharing 50 tokens (3 full blocks) with the first.
+    let mut sibling = a[..50].to_vec();
+    sibling.extend(600..640);
+    let probe = request("probe", next_turn.clone(), 1, None);
+    within("the first request's blocks in the view", async {
+        while client.prefix_matches(&probe).unwrap()[0] < 4 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    for (id, prompt, salt, blocks) in [
+        ("next-turn", next_turn.clone(), None, 4),
+        ("sibling", sibling, None, 3),
+        ("salted", next_turn, Some("tenant-1"), 0),
+    ] {
+        let request = request(id, prompt, 2, salt);
+        let predicted = client.prefix_matches(&request).unwrap()[0];
+        assert_eq!(predicted, blocks, "{id}");
+        let outputs = within(id, client.generate_all(request))
+            .await
+            .unwrap_or_else(|e| panic!("{e}\n{}", engine.log_tail()));
+        // What the view predicted is what the engine served from its cache.
+        assert_eq!(cached_tokens(&outputs), predicted as i64 * 16, "{id}");
+    }
+    let stats = client.prefix_routing_stats().unwrap();
+    // The first request and the salted one matched nothing.
+    assert_eq!(
+        (stats.routed_by_prefix, stats.no_match),
+        (2, 2),
+        "{stats:?}"
+    );
+    assert_eq!(stats.view_clears, vec![0], "{stats:?}");
+}

@@ -12,9 +12,15 @@
 //! that adapters are not loaded, and evicted, on every engine in turn. The preference
 //! yields to load: a holder is chosen only while its score is within
 //! [`ADAPTER_AFFINITY_SLACK`] of the least loaded engine's.
+//!
+//! Beyond vLLM, opt-in: with prefix routing ([`super::prefix`]) a request goes to the
+//! engine holding the longest cached prefix of its prompt, within a load slack of the
+//! least loaded engine; the caller computes the per-engine match lengths before taking
+//! the lock that guards this state.
 
 use std::collections::HashSet;
 
+use super::prefix::PrefixDecision;
 use crate::protocol::{EngineCoreReadyResponse, SchedulerStats};
 
 /// Load of one engine, as the client sees it.
@@ -73,6 +79,15 @@ impl EngineInfo {
     }
 }
 
+/// What prefix routing knows about a request, for [`Fleet::choose`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PrefixHint<'a> {
+    /// Leading blocks of the prompt each engine holds (by index).
+    pub matches: &'a [usize],
+    /// How much more loaded than the least loaded engine a holder may be.
+    pub slack: f64,
+}
+
 /// The fleet's routing state.
 #[derive(Debug)]
 pub(crate) struct Fleet {
@@ -110,9 +125,18 @@ impl Fleet {
         usize::try_from(idx).ok().filter(|&i| i < self.loads.len())
     }
 
-    /// Picks the engine for a request (for LoRA adapter `adapter`, if any) and counts the
-    /// request against it.
-    pub fn choose(&mut self, adapter: Option<i64>) -> usize {
+    /// Picks the engine for a request (for LoRA adapter `adapter`, if any; with the
+    /// leading blocks each engine holds of its prompt, under prefix routing) and counts
+    /// the request against it.
+    ///
+    /// Prefix first: among the engines whose score is within `slack` of the least
+    /// loaded engine's, the one holding the longest prefix (ties: the less loaded, then
+    /// rotation order). Then adapter affinity, then the least loaded engine.
+    pub fn choose(
+        &mut self,
+        adapter: Option<i64>,
+        prefix: Option<PrefixHint<'_>>,
+    ) -> (usize, Option<PrefixDecision>) {
         let n = self.loads.len();
         let rotation = (0..n).map(|i| (self.rotation + i) % n);
         let least = |candidates: &mut dyn Iterator<Item = usize>| {
@@ -128,7 +152,34 @@ impl Fleet {
             best.map(|idx| (idx, best_score))
         };
         let (mut best, best_score) = least(&mut rotation.clone()).unwrap_or((0, 0.0));
-        if let Some(id) = adapter {
+        let decision = prefix.map(|hint| {
+            let mut pick: Option<(usize, usize, f64)> = None;
+            for idx in rotation.clone() {
+                let matched = hint.matches.get(idx).copied().unwrap_or(0);
+                let score = self.loads[idx].score();
+                // False for a NaN slack: it admits nobody.
+                let within = score <= best_score + hint.slack;
+                if matched == 0 || !within {
+                    continue;
+                }
+                let better =
+                    pick.is_none_or(|(_, m, s)| matched > m || (matched == m && score < s));
+                if better {
+                    pick = Some((idx, matched, score));
+                }
+            }
+            match pick {
+                Some((idx, _, _)) => {
+                    best = idx;
+                    PrefixDecision::Routed
+                }
+                None if hint.matches.iter().any(|&m| m > 0) => PrefixDecision::LoadFallback,
+                None => PrefixDecision::NoMatch,
+            }
+        });
+        if let Some(id) = adapter
+            && decision != Some(PrefixDecision::Routed)
+        {
             let holders = &mut rotation.filter(|&idx| self.adapters[idx].contains(&id));
             if let Some((holder, score)) = least(holders)
                 && score <= best_score + ADAPTER_AFFINITY_SLACK
@@ -138,7 +189,7 @@ impl Fleet {
         }
         // Like vLLM: count the request as waiting until the next stats report.
         self.loads[best].waiting += 1;
-        best
+        (best, decision)
     }
 
     /// Records that adapter `id` is on engine `engine`: a request for it went there, and
@@ -193,7 +244,7 @@ mod tests {
         let mut fleet = Fleet::new(3, 0, 0);
         let picks: Vec<usize> = (0..6)
             .map(|_| {
-                let i = fleet.choose(None);
+                let i = fleet.choose(None, None).0;
                 fleet.loads[i].inflight += 1;
                 i
             })
@@ -210,7 +261,7 @@ mod tests {
             kv_cache_usage: 0.9,
             ..SchedulerStats::default()
         });
-        assert_eq!(fleet.choose(None), 1);
+        assert_eq!(fleet.choose(None, None).0, 1);
     }
 
     #[test]
@@ -218,20 +269,71 @@ mod tests {
         let mut fleet = Fleet::new(3, 0, 0);
         fleet.adapter_on(2, 7);
         // An idle fleet would take engine 0; the adapter's holder wins.
-        assert_eq!(fleet.choose(Some(7)), 2);
+        assert_eq!(fleet.choose(Some(7), None).0, 2);
         fleet.loads[2].inflight = 1;
         // A new adapter goes to the least loaded engine, which then holds it.
-        assert_eq!(fleet.choose(Some(8)), 0);
+        assert_eq!(fleet.choose(Some(8), None).0, 0);
         // Until the holder is more than the slack busier than the least loaded engine.
         fleet.loads[2].inflight = 1 + ADAPTER_AFFINITY_SLACK as usize;
         fleet.loads[0].inflight = 1;
         fleet.loads[0].waiting = 0;
         fleet.loads[1].waiting = 0;
         fleet.loads[2].waiting = 0;
-        assert_eq!(fleet.choose(Some(7)), 1);
+        assert_eq!(fleet.choose(Some(7), None).0, 1);
         fleet.adapter_loaded_everywhere(7);
         fleet.adapter_removed(7);
         assert!(fleet.adapters.iter().all(|held| !held.contains(&7)));
+    }
+
+    fn hint(matches: &[usize], slack: f64) -> Option<PrefixHint<'_>> {
+        Some(PrefixHint { matches, slack })
+    }
+
+    #[test]
+    fn the_longest_prefix_wins_within_the_slack() {
+        let mut fleet = Fleet::new(4, 0, 0);
+        fleet.loads[2].inflight = 3;
+        let (engine, decision) = fleet.choose(None, hint(&[0, 2, 5, 0], 4.0));
+        assert_eq!((engine, decision), (2, Some(PrefixDecision::Routed)));
+        // Past the slack, the next longest holder within it wins.
+        fleet.loads[2].inflight = 6;
+        fleet.loads[2].waiting = 0;
+        assert_eq!(
+            fleet.choose(None, hint(&[0, 2, 5, 0], 4.0)),
+            (1, Some(PrefixDecision::Routed))
+        );
+        // Every holder past the slack: least loaded, as without prefix routing.
+        fleet.loads[1].inflight = 6;
+        fleet.loads[1].waiting = 0;
+        assert_eq!(
+            fleet.choose(None, hint(&[0, 2, 5, 0], 4.0)),
+            (0, Some(PrefixDecision::LoadFallback))
+        );
+        // Equal matches: the less loaded holder; no match at all: least loaded.
+        for load in &mut fleet.loads {
+            *load = EngineLoad::default();
+        }
+        fleet.loads[1].inflight = 2;
+        assert_eq!(fleet.choose(None, hint(&[0, 3, 0, 3], 4.0)).0, 3);
+        assert_eq!(
+            fleet.choose(None, hint(&[0, 0, 0, 0], 4.0)),
+            (0, Some(PrefixDecision::NoMatch))
+        );
+        // A NaN slack admits no holder; an infinite one ignores load.
+        fleet.loads[2].inflight = 100;
+        assert_eq!(
+            fleet.choose(None, hint(&[0, 0, 1, 0], f64::NAN)).1,
+            Some(PrefixDecision::LoadFallback)
+        );
+        assert_eq!(fleet.choose(None, hint(&[0, 0, 1, 0], f64::INFINITY)).0, 2);
+    }
+
+    #[test]
+    fn a_prefix_outranks_adapter_affinity_and_a_miss_falls_back_to_it() {
+        let mut fleet = Fleet::new(3, 0, 0);
+        fleet.adapter_on(2, 7);
+        assert_eq!(fleet.choose(Some(7), hint(&[0, 4, 0], 4.0)).0, 1);
+        assert_eq!(fleet.choose(Some(7), hint(&[0, 0, 0], 4.0)).0, 2);
     }
 
     #[test]

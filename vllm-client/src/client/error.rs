@@ -46,6 +46,10 @@ pub enum ClientError {
     /// The request is invalid for this client (e.g. its data-parallel rank is unknown).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The client's configuration does not fit the engines (e.g. prefix routing with
+    /// engines that publish no KV-cache events).
+    #[error("configuration error: {0}")]
+    Config(String),
     /// A request with this id is already in flight.
     #[error("request id {0} is already in flight")]
     DuplicateRequestId(String),

@@ -4,7 +4,8 @@
 //! state of requests, utility calls and engine load; `io` runs the tasks that write to
 //! and read from the engines, reading each output message with `batch` and delivering
 //! its outputs to per-request `mailbox`es; `stream` is what `generate` returns
-//! ([`OutputStream`]); `engines` makes the routing decision.
+//! ([`OutputStream`]); `engines` makes the routing decision, with `prefix` (opt-in)
+//! telling it which engines hold a request's prompt prefix.
 
 mod batch;
 mod control;
@@ -13,6 +14,7 @@ mod error;
 mod io;
 mod mailbox;
 mod parallel;
+mod prefix;
 mod shared;
 mod startup;
 pub mod stats;
@@ -30,6 +32,7 @@ use zeromq::{RouterSocket, Socket, SocketEvent};
 pub use engines::{ADAPTER_AFFINITY_SLACK, EngineInfo, EngineLoad};
 pub use error::ClientError;
 pub use parallel::{ParallelStream, child_request_id, child_requests};
+pub use prefix::{PREFIX_AFFINITY_SLACK, PrefixRouting, PrefixRoutingStats};
 pub use stream::{OutputStream, WeightVersionSpan};
 
 use crate::protocol::{
@@ -37,7 +40,8 @@ use crate::protocol::{
     UtilityCall, engine_identity,
 };
 use crate::wire::Value;
-use engines::Fleet;
+use engines::{Fleet, PrefixHint};
+use prefix::{PrefixDecision, PrefixLookup, PrefixRouter};
 use shared::{Command, RequestEntry, Shared, UtilityEntry};
 
 /// How engines find the frontend.
@@ -81,6 +85,9 @@ pub struct ClientConfig {
     pub client_index: i64,
     /// Receives request and scheduler statistics ([`ClientConfig::with_stats`]).
     pub stats: Option<Arc<dyn stats::StatsObserver>>,
+    /// Prefix-aware routing from the engines' KV-cache events
+    /// ([`ClientConfig::with_prefix_routing`]); `None`: vLLM's load-based routing.
+    pub prefix_routing: Option<PrefixRouting>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -92,6 +99,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("ready_timeout", &self.ready_timeout)
             .field("client_index", &self.client_index)
             .field("stats", &self.stats.is_some())
+            .field("prefix_routing", &self.prefix_routing)
             .finish()
     }
 }
@@ -110,7 +118,19 @@ impl ClientConfig {
             ready_timeout: Duration::from_secs(600),
             client_index: 0,
             stats: None,
+            prefix_routing: None,
         }
+    }
+
+    /// Routes requests without an explicit data-parallel rank to the engine holding
+    /// the longest cached prefix of their prompt, within a load slack of the least
+    /// loaded engine (beyond vLLM; see [`PrefixRouting`]). Every engine must publish
+    /// KV-cache events (`--kv-events-config` with the `zmq` publisher);
+    /// [`EngineCoreClient::connect`] subscribes to them and fails with
+    /// [`ClientError::Config`] when an engine does not.
+    pub fn with_prefix_routing(mut self, routing: PrefixRouting) -> Self {
+        self.prefix_routing = Some(routing);
+        self
     }
 
     /// Computes request and scheduler statistics as vLLM's frontend does and hands
@@ -142,6 +162,7 @@ struct Inner {
     input_address: String,
     output_address: String,
     client_index: i64,
+    prefix: Option<PrefixRouter>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -231,6 +252,14 @@ impl EngineCoreClient {
             .map(|(rank, ready)| EngineInfo { rank, ready })
             .collect();
 
+        let (prefix, prefix_tasks) = match &config.prefix_routing {
+            Some(routing) => {
+                let (router, tasks) = PrefixRouter::start(routing, &engines)?;
+                (Some(router), tasks)
+            }
+            None => (None, Vec::new()),
+        };
+
         let monitor = sockets.input.monitor();
         let (sender, receiver) = sockets.input.split();
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
@@ -246,12 +275,13 @@ impl EngineCoreClient {
             identities,
             config.stats.clone(),
         );
-        let tasks = vec![
+        let mut tasks = vec![
             tokio::spawn(io::input_task(shared.clone(), sender, commands_rx)),
             tokio::spawn(io::output_task(shared.clone(), sockets.output)),
             tokio::spawn(watch_disconnects(shared.clone(), monitor)),
             tokio::spawn(io::input_watch_task(receiver)),
         ];
+        tasks.extend(prefix_tasks);
         Ok(Self {
             inner: Arc::new(Inner {
                 shared,
@@ -259,6 +289,7 @@ impl EngineCoreClient {
                 input_address: sockets.input_address,
                 output_address: sockets.output_address,
                 client_index: config.client_index,
+                prefix,
                 tasks,
             }),
         })
@@ -296,7 +327,9 @@ impl EngineCoreClient {
     /// [`OutputStream`]).
     ///
     /// The engine is `request.data_parallel_rank` if set, otherwise the least loaded
-    /// (for a request with a LoRA adapter, preferably one that holds it already).
+    /// (for a request with a LoRA adapter, preferably one that holds it already; with
+    /// [`ClientConfig::with_prefix_routing`], preferably one that holds a prefix of its
+    /// prompt).
     /// `client_index` and `current_wave` are filled in as vLLM's client does.
     pub async fn generate(
         &self,
@@ -305,7 +338,20 @@ impl EngineCoreClient {
         let shared = &self.inner.shared;
         let adapter = request.lora_request.as_ref().map(|l| l.lora_int_id);
         let (tx, mailbox) = mailbox::Mailbox::new();
-        let (engine, wake) = {
+        // Hashing and the index lookup happen before the routing lock is taken.
+        let lookup = match &self.inner.prefix {
+            Some(router) if request.data_parallel_rank.is_none() => Some(router.lookup(&request)),
+            Some(_) => Some(PrefixLookup::NotConsidered),
+            None => None,
+        };
+        let hint = match (&lookup, &self.inner.prefix) {
+            (Some(PrefixLookup::Matches { matches, .. }), Some(router)) => Some(PrefixHint {
+                matches,
+                slack: router.load_slack,
+            }),
+            _ => None,
+        };
+        let (engine, wake, decision) = {
             let mut state = shared.lock();
             if let Some(e) = &state.dead {
                 return Err(e.clone());
@@ -313,11 +359,16 @@ impl EngineCoreClient {
             if state.requests.contains_key(&request.request_id) {
                 return Err(ClientError::DuplicateRequestId(request.request_id));
             }
-            let engine = match request.data_parallel_rank {
-                Some(rank) => state.fleet.index_of_rank(rank).ok_or_else(|| {
-                    ClientError::InvalidRequest(format!("no engine with data-parallel rank {rank}"))
-                })?,
-                None => state.fleet.choose(adapter),
+            let (engine, decision) = match request.data_parallel_rank {
+                Some(rank) => (
+                    state.fleet.index_of_rank(rank).ok_or_else(|| {
+                        ClientError::InvalidRequest(format!(
+                            "no engine with data-parallel rank {rank}"
+                        ))
+                    })?,
+                    None,
+                ),
+                None => state.fleet.choose(adapter, hint),
             };
             if let Some(id) = adapter {
                 state.fleet.adapter_on(engine, id);
@@ -338,8 +389,14 @@ impl EngineCoreClient {
                 request.request_id.clone(),
                 RequestEntry { engine, tx, stats },
             );
-            (engine, wake)
+            (engine, wake, decision)
         };
+        if let Some(router) = &self.inner.prefix {
+            router.record(decision.unwrap_or(PrefixDecision::NotConsidered));
+            if let Some(PrefixLookup::Matches { keys, .. }) = &lookup {
+                router.sent(engine, keys);
+            }
+        }
         let request_id = request.request_id.clone();
         let (payload, extra) = crate::encode(&request);
         let mut frames = Vec::with_capacity(1 + extra.len());
@@ -466,6 +523,27 @@ impl EngineCoreClient {
     /// Number of requests in flight on each engine (by index), as this client counts them.
     pub fn inflight(&self) -> Vec<usize> {
         self.loads().iter().map(|l| l.inflight).collect()
+    }
+
+    /// Prefix routing's counters and the size of each engine's view, or `None` when
+    /// prefix routing is off ([`ClientConfig::with_prefix_routing`]).
+    pub fn prefix_routing_stats(&self) -> Option<PrefixRoutingStats> {
+        self.inner.prefix.as_ref().map(PrefixRouter::stats)
+    }
+
+    /// How many leading blocks of `request`'s prompt each engine (by index) holds, as
+    /// far as prefix routing knows (matches shorter than
+    /// [`PrefixRouting::min_match_blocks`] count as 0); `None` when prefix routing is
+    /// off or the request is not a candidate for it (no prompt tokens, multimodal,
+    /// prompt embeddings, `skip_reading_prefix_cache`).
+    pub fn prefix_matches(&self, request: &EngineCoreRequest) -> Option<Vec<usize>> {
+        match self.inner.prefix.as_ref()?.lookup(request) {
+            PrefixLookup::Matches { matches, .. } if matches.is_empty() => {
+                Some(vec![0; self.inner.engines.len()])
+            }
+            PrefixLookup::Matches { matches, .. } => Some(matches),
+            PrefixLookup::NotConsidered => None,
+        }
     }
 
     /// The load of each engine (by index): this client's in-flight requests and the

@@ -96,6 +96,16 @@ pub fn offset_endpoint_port(endpoint: &str, rank: u32) -> Result<String, Endpoin
     Ok(format!("{base}:{}", port + i64::from(rank)))
 }
 
+/// Whether vLLM's publisher binds `endpoint` (`ZmqEventPublisher._is_bind_endpoint`):
+/// wildcard hosts (`*`, `::`), `ipc` and `inproc` endpoints. It connects to any other
+/// endpoint, which its subscriber must then bind.
+pub fn publisher_binds(endpoint: &str) -> bool {
+    endpoint.contains('*')
+        || endpoint.contains("::")
+        || endpoint.starts_with("ipc://")
+        || endpoint.starts_with("inproc://")
+}
+
 /// The endpoint a subscriber on another machine connects to for an engine that binds
 /// `endpoint`: a wildcard host (`*`, `0.0.0.0`, `[::]`) is replaced by `host`; any other
 /// endpoint is returned unchanged.
@@ -125,6 +135,30 @@ mod tests {
             "tcp://127.0.0.1:5557"
         );
         assert_eq!(connect_endpoint("ipc:///tmp/x", "h"), "ipc:///tmp/x");
+    }
+
+    #[test]
+    fn the_publisher_binds_wildcards_and_local_transports_only() {
+        assert!(publisher_binds("tcp://*:5557"));
+        assert!(publisher_binds("tcp://[::]:5557"));
+        assert!(publisher_binds("ipc:///tmp/kv"));
+        assert!(!publisher_binds("tcp://10.0.0.2:5557"));
+        // vLLM connects to 0.0.0.0 rather than binding it.
+        assert!(!publisher_binds("tcp://0.0.0.0:5557"));
+        // A subscription made from the engine's report binds what the engine dials.
+        let mut config = KVEventsConfig {
+            endpoint: "tcp://10.0.0.9:5557".into(),
+            replay_endpoint: Some("tcp://*:5558".into()),
+            ..KVEventsConfig::default()
+        };
+        let sub = super::super::SubscriberConfig::from_engine_config(&config, "10.0.0.2");
+        assert!(sub.bind);
+        assert_eq!(sub.endpoint, "tcp://10.0.0.9:5557");
+        assert_eq!(sub.replay_endpoint.as_deref(), Some("tcp://10.0.0.2:5558"));
+        config.endpoint = "tcp://*:5557".into();
+        let sub = super::super::SubscriberConfig::from_engine_config(&config, "10.0.0.2");
+        assert!(!sub.bind);
+        assert_eq!(sub.endpoint, "tcp://10.0.0.2:5557");
     }
 
     #[test]

@@ -16,6 +16,12 @@
 //!   engine's replay endpoint ([`replay`]), reconnection, bounded memory.
 //! - [`BlockHasher`]: prefix block hashes for every `--prefix-caching-hash-algo`
 //!   (features `sha256` and `xxhash`).
+//! - [`PrefixIndex`]: per-engine sets of cached blocks fed by the events, answering how
+//!   many leading blocks of a prompt each engine holds. [`EngineCoreClient`] routes by
+//!   it when asked to ([`ClientConfig::with_prefix_routing`]).
+//!
+//! [`EngineCoreClient`]: crate::EngineCoreClient
+//! [`ClientConfig::with_prefix_routing`]: crate::ClientConfig::with_prefix_routing
 
 mod batch;
 mod block_hash;
@@ -23,17 +29,21 @@ mod config;
 mod error;
 mod events;
 mod hash;
+mod index;
 mod replay;
 mod subscriber;
 
 pub use batch::KVEventBatch;
 pub use block_hash::ExternalBlockHash;
-pub use config::{EndpointError, KVEventsConfig, connect_endpoint, offset_endpoint_port};
+pub use config::{
+    EndpointError, KVEventsConfig, connect_endpoint, offset_endpoint_port, publisher_binds,
+};
 pub use error::KvEventsError;
 pub use events::{
     AllBlocksCleared, BlockRemoved, BlockStored, KVCacheEvent, MEDIUM_CPU, MEDIUM_GPU,
     MEDIUM_STORAGE,
 };
 pub use hash::{BlockHash, BlockHasher, HashAlgo, HashError, HashExtras, NoneHashSeed};
+pub use index::PrefixIndex;
 pub use replay::{END_SEQ, replay};
 pub use subscriber::{KvEventMessage, KvEventSubscriber, StartFrom, SubscriberConfig};

@@ -74,9 +74,16 @@ impl SubscriberConfig {
 
     /// The subscription to an engine that reported `config` (its ready response's
     /// `kv_events_config`, already offset for its rank) and runs on `host`: wildcard
-    /// endpoints become `host`.
+    /// endpoints become `host`; an endpoint the engine's publisher connects to (a host
+    /// address, see [`publisher_binds`](super::publisher_binds)) is bound.
     pub fn from_engine_config(config: &KVEventsConfig, host: &str) -> Self {
-        let mut this = Self::new(connect_endpoint(&config.endpoint, host));
+        let binds = super::publisher_binds(&config.endpoint);
+        let mut this = Self::new(if binds {
+            connect_endpoint(&config.endpoint, host)
+        } else {
+            config.endpoint.clone()
+        });
+        this.bind = !binds;
         this.replay_endpoint = config
             .replay_endpoint
             .as_deref()

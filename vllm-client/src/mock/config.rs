@@ -32,9 +32,12 @@ pub enum OutputMode {
 ///     output: OutputMode::FixedText(vec![9707, 11, 1879, 0]),
 ///     eos_token_id: Some(151645),
 ///     tokens_per_second: 50.0,
+///     prefill_tokens_per_second: 10_000.0,
 ///     ..MockConfig::default()
 /// };
 /// assert_eq!(config.step_interval().as_millis(), 20);
+/// // A 2,000-token prompt with 1,500 tokens cached: 500 computed, 50 ms.
+/// assert_eq!(config.prefill_time(2_000 - 1_500).as_millis(), 50);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct MockConfig {
@@ -45,6 +48,12 @@ pub struct MockConfig {
     pub eos_token_id: Option<u32>,
     /// Tokens per second per request; `0` generates as fast as possible.
     pub tokens_per_second: f64,
+    /// Prompt tokens the engine computes per second in prefill; `0` makes prefill free.
+    /// When set, a step that admits requests first takes `uncached prompt tokens /
+    /// rate` (tokens served from the prefix cache cost nothing), delaying every running
+    /// request's next token as a real engine's prefill does: time to first token then
+    /// depends on prefix-cache hits.
+    pub prefill_tokens_per_second: f64,
     /// Tokens generated per request in each engine step, hence per output message
     /// (like multi-token steps); at least 1.
     pub tokens_per_output: usize,
@@ -112,6 +121,7 @@ impl Default for MockConfig {
             output: OutputMode::Random { seed: 0 },
             eos_token_id: None,
             tokens_per_second: 0.0,
+            prefill_tokens_per_second: 0.0,
             tokens_per_output: 1,
             vocab_size: 32_000,
             max_model_len: 32_768,
@@ -155,6 +165,17 @@ impl MockConfig {
         config.publisher = Some("zmq".to_owned());
         Some(config)
     }
+    /// How long the prefill of `tokens` uncomputed prompt tokens takes
+    /// ([`MockConfig::prefill_tokens_per_second`]).
+    pub fn prefill_time(&self, tokens: usize) -> Duration {
+        let rate = self.prefill_tokens_per_second;
+        if tokens > 0 && rate > 0.0 && rate.is_finite() {
+            Duration::from_secs_f64(tokens as f64 / rate)
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// Time between two engine steps: `tokens_per_output / tokens_per_second`, zero when
     /// the rate is unlimited.
     pub fn step_interval(&self) -> Duration {

@@ -87,6 +87,9 @@ pub(crate) struct Engine {
     kv: Option<KvCache>,
     /// Where its events go.
     kv_publisher: Option<KvPublisher>,
+    /// `PrefixCacheStats` since the last scheduler stats: requests, queried tokens,
+    /// hit tokens.
+    prefix_stats: (u64, u64, u64),
 }
 
 impl Engine {
@@ -117,6 +120,7 @@ impl Engine {
             started: std::time::Instant::now(),
             kv: None,
             kv_publisher: None,
+            prefix_stats: (0, 0, 0),
         }
     }
 
@@ -319,9 +323,10 @@ impl Engine {
         let abort_immediately = request
             .abort_immediately
             .then(|| request.request_id.clone());
+        let mut cached_tokens = 0;
         if let (Some(kv), Some(prompt)) = (self.kv.as_mut(), request.prompt_token_ids.as_ref()) {
             let salt = request.cache_salt.as_deref();
-            kv.add(
+            cached_tokens = kv.add(
                 &request.request_id,
                 prompt,
                 request.lora_request.as_ref(),
@@ -329,6 +334,7 @@ impl Engine {
             );
         }
         let mut seq = Sequence::new(request, client, &self.config, &self.text);
+        seq.cached_tokens = cached_tokens;
         seq.record(EngineCoreEventType::Queued, self.now());
         self.waiting.push_back(seq);
         if let Some(id) = abort_immediately {
@@ -462,14 +468,27 @@ impl Engine {
     /// One engine step: admit waiting requests, generate for every running one, send each
     /// client its outputs with the finished ids and scheduler statistics.
     async fn step(&mut self) -> Result<(), MockError> {
+        let mut prefill = 0;
         if self.pause == Pause::Unpaused {
             while self.running.len() < self.config.max_num_seqs.max(1) {
                 let Some(mut seq) = self.waiting.pop_front() else {
                     break;
                 };
                 seq.record(EngineCoreEventType::Scheduled, self.now());
+                prefill += seq.uncached_prompt_tokens();
+                if self.kv.is_some() {
+                    let stats = &mut self.prefix_stats;
+                    stats.0 += 1;
+                    stats.1 += seq.prompt_len() as u64;
+                    stats.2 += seq.cached_tokens as u64;
+                }
                 self.running.push(seq);
             }
+        }
+        // The step computes the new requests' prompts (whole, no chunking).
+        let prefill_time = self.config.prefill_time(prefill);
+        if !prefill_time.is_zero() {
+            tokio::time::sleep(prefill_time).await;
         }
         let mut messages: BTreeMap<usize, EngineCoreOutputs> = BTreeMap::new();
         if self.pause != Pause::PausedAll {
@@ -535,7 +554,7 @@ impl Engine {
         Ok(())
     }
 
-    fn scheduler_stats(&self) -> SchedulerStats {
+    fn scheduler_stats(&mut self) -> SchedulerStats {
         let used: usize = self.running.iter().map(Sequence::num_tokens).sum();
         let capacity = self.config.max_model_len.max(1) * self.config.max_num_seqs.max(1);
         SchedulerStats {
@@ -543,8 +562,27 @@ impl Engine {
             num_waiting_reqs: self.waiting.len() as i64,
             current_wave: self.current_wave as i64,
             kv_cache_usage: (used as f64 / capacity as f64).min(1.0),
+            prefix_cache_stats: self.take_prefix_cache_stats(),
             ..SchedulerStats::default()
         }
+    }
+
+    /// vLLM's `PrefixCacheStats` since the last report (`make_prefix_cache_stats`
+    /// resets them): all zero without a prefix cache (the mock keeps one only when it
+    /// publishes KV events).
+    fn take_prefix_cache_stats(&mut self) -> Value {
+        let (requests, queries, hits) = std::mem::take(&mut self.prefix_stats);
+        let count = |k: &str, v: u64| (Value::from(k), Value::UInt(v));
+        Value::Map(vec![
+            (Value::from("reset"), Value::Bool(false)),
+            count("requests", requests),
+            count("queries", queries),
+            count("hits", hits),
+            count("preempted_requests", 0),
+            count("preempted_queries", 0),
+            count("preempted_hits", 0),
+            (Value::from("hits_by_source"), Value::Map(Vec::new())),
+        ])
     }
 
     /// Sends a message to a client's output socket, stamped with the engine index.

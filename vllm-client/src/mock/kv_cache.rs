@@ -69,14 +69,17 @@ impl KvCache {
         }
     }
 
-    /// Registers a request and takes the cached blocks its prompt starts with.
+    /// Registers a request and takes the cached blocks its prompt starts with; returns
+    /// the prompt tokens served from the cache. Like vLLM's `get_computed_blocks`, the
+    /// last prompt token is always computed, so a hit covers at most the full blocks
+    /// before it.
     pub(crate) fn add(
         &mut self,
         id: &str,
         prompt: &[u32],
         lora: Option<&LoRARequest>,
         cache_salt: Option<&str>,
-    ) {
+    ) -> usize {
         let mut extras = HashExtras::none();
         if let Some(l) = lora {
             extras = extras.with_lora(&l.lora_name, &l.lora_path);
@@ -93,6 +96,8 @@ impl KvCache {
             }
             held += 1;
         }
+        let size = self.hasher.block_size();
+        let hit_blocks = held.min(prompt.len().saturating_sub(1) / size);
         self.requests.insert(
             id.to_owned(),
             Request {
@@ -104,6 +109,7 @@ impl KvCache {
                 stalled: false,
             },
         );
+        hit_blocks * size
     }
 
     /// Appends a request's generated tokens and caches its newly computed full blocks
@@ -301,6 +307,12 @@ mod tests {
         kv.advance("b", &[1]);
         let events = kv.take_events();
         assert_eq!(events.len(), 1);
+        // 8 cached tokens; a block-aligned prompt still computes its last token.
+        let a_tokens = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 100, 101, 102];
+        assert_eq!(kv.add("c", &a_tokens, None, None), 12);
+        assert_eq!(kv.add("d", &a_tokens[..12], None, None), 8);
+        kv.release("c");
+        kv.release("d");
         assert_eq!(stored(&events[0]).block_hashes.len(), 1);
         assert_eq!(stored(&events[0]).token_ids, vec![50, 51, 52, 53]);
         // Blocks in use cannot be cleared.

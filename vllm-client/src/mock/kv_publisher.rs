@@ -32,14 +32,6 @@ impl Drop for KvPublisher {
     }
 }
 
-/// Whether vLLM's publisher binds this endpoint (`_is_bind_endpoint`).
-fn is_bind_endpoint(endpoint: &str) -> bool {
-    endpoint.contains('*')
-        || endpoint.contains("::")
-        || endpoint.starts_with("ipc://")
-        || endpoint.starts_with("inproc://")
-}
-
 /// The address to bind for a wildcard endpoint.
 fn bind_address(endpoint: &str) -> String {
     endpoint.replacen("tcp://*:", "tcp://0.0.0.0:", 1)
@@ -49,7 +41,7 @@ impl KvPublisher {
     /// Binds (or connects) the sockets of `config`, already offset for the engine's rank.
     pub(crate) async fn start(config: &KVEventsConfig) -> Result<Self, MockError> {
         let mut publisher = PubSocket::new();
-        if is_bind_endpoint(&config.endpoint) {
+        if crate::kv_events::publisher_binds(&config.endpoint) {
             publisher.bind(&bind_address(&config.endpoint)).await?;
         } else {
             publisher.connect(&config.endpoint).await?;

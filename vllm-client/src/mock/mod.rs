@@ -27,8 +27,12 @@
 //! cache of [`MockConfig::num_gpu_blocks`] blocks of [`MockConfig::block_size`] tokens
 //! and publishes, on vLLM's PUB and replay sockets, the KV-cache events a vLLM engine
 //! publishes for the same requests: stores of computed full blocks (hashed as vLLM
-//! hashes them), LRU evictions. The `reset_prefix_cache` utility call does not clear it
-//! yet (the engine's `reset_prefix_cache` hook is there for it).
+//! hashes them), LRU evictions. Each request's first output reports the prompt tokens it
+//! found cached (`PrefillStats`), and scheduler statistics carry vLLM's
+//! `prefix_cache_stats`. With [`MockConfig::prefill_tokens_per_second`] prefill costs
+//! time for the uncached tokens only, so time to first token depends on cache hits. The
+//! `reset_prefix_cache` utility call does not clear the cache yet (the engine's
+//! `reset_prefix_cache` hook is there for it).
 //!
 //! Malformed input from the frontend is logged and skipped, never a panic.
 

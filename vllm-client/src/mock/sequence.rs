@@ -104,6 +104,8 @@ pub(crate) struct Sequence {
     /// The frontend that gets the outputs.
     pub client_index: usize,
     prompt_len: usize,
+    /// Prompt tokens served from the prefix cache.
+    pub cached_tokens: usize,
     /// The prompt, kept until its logprobs are sent (only when they were asked for).
     prompt: Option<Vec<u32>>,
     generated: usize,
@@ -154,6 +156,7 @@ impl Sequence {
             request_id: request.request_id,
             client_index,
             prompt_len: prompt.len(),
+            cached_tokens: 0,
             prompt: rules.prompt_logprobs.map(|_| prompt),
             generated: 0,
             source,
@@ -171,6 +174,21 @@ impl Sequence {
         });
     }
 
+    /// Prompt tokens the engine has to compute (not served from the cache), while the
+    /// prefill is still to come.
+    pub fn uncached_prompt_tokens(&self) -> usize {
+        if self.generated == 0 {
+            self.prompt_len.saturating_sub(self.cached_tokens)
+        } else {
+            0
+        }
+    }
+
+    /// The prompt's length.
+    pub fn prompt_len(&self) -> usize {
+        self.prompt_len
+    }
+
     /// Prompt plus generated tokens: what the request holds in the KV cache.
     pub fn num_tokens(&self) -> usize {
         self.prompt_len + self.generated
@@ -181,12 +199,15 @@ impl Sequence {
         let mut output = EngineCoreOutput {
             request_id: self.request_id.clone(),
             events: (!self.events.is_empty()).then(|| std::mem::take(&mut self.events)),
-            // The first output reports the prefill, as vLLM's scheduler does (the mock
-            // computes every prompt token; it has no prefix cache).
+            // The first output reports the prefill, as vLLM's scheduler does (hits come
+            // from the prefix cache the mock keeps when it publishes KV events).
             prefill_stats: (self.generated == 0).then(|| {
+                let cached = self.cached_tokens.min(self.prompt_len);
                 Box::new(PrefillStats {
                     num_prompt_tokens: self.prompt_len as i64,
-                    num_computed_tokens: self.prompt_len as i64,
+                    num_computed_tokens: (self.prompt_len - cached) as i64,
+                    num_cached_tokens: cached as i64,
+                    num_local_cached_tokens: cached as i64,
                     ..PrefillStats::default()
                 })
             }),
