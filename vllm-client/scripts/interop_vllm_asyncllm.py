@@ -144,7 +144,9 @@ async def main_async(args) -> None:
     engine = subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-address", "127.0.0.1",
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
-         "--mock-text", TEXT, "--mock-tokens-per-second", "200"],
+         "--mock-text", TEXT, "--mock-tokens-per-second", "200",
+         # The frontend runs with enable_lora=True; the engine takes the flag too.
+         "--enable-lora"],
     )
     llm = None
     try:
