@@ -168,10 +168,7 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                         });
                     }
                     state.deliver(request_id, finish_reason.is_some(), |tx| {
-                        if let Some(version) = weight_version.filter(|_| !tokens.is_empty()) {
-                            tx.track_weight_version(version);
-                        }
-                        wakers.extend(tx.queue_tokens(tokens, *finish_reason))
+                        wakers.extend(tx.queue_tokens(tokens, *finish_reason, weight_version))
                     });
                 }
                 Staged::Full => {
@@ -183,12 +180,8 @@ fn dispatch(shared: &Shared, batch: &mut OutputBatch, payload: &[u8], wakers: &m
                             s.update(it, tokens, Some(&output), output.finish_reason, *ts, *now)
                         });
                     }
-                    let has_tokens = !output.new_token_ids.is_empty();
                     state.deliver(&id, finished, |tx| {
-                        if let Some(version) = weight_version.filter(|_| has_tokens) {
-                            tx.track_weight_version(version);
-                        }
-                        wakers.extend(tx.queue(Ok(output)))
+                        wakers.extend(tx.queue(Ok(output), weight_version))
                     });
                 }
             }

@@ -109,35 +109,20 @@ pub(crate) struct Sender(Arc<Mailbox>);
 impl Sender {
     /// Queues an item and wakes the consumer if it waits.
     pub fn send(&self, item: StreamItem) {
-        if let Some(waker) = self.queue(item) {
+        if let Some(waker) = self.queue(item, None) {
             waker.wake();
         }
     }
 
     /// Queues an item; returns the consumer's waker if it waits, for the caller to wake
     /// once it has queued everything it has (outside its locks, all at once).
+    /// `weight_version` is the version of the engine message the item came in.
     #[must_use = "a waiting consumer sleeps until its waker is woken"]
-    pub fn queue(&self, item: StreamItem) -> Option<Waker> {
+    pub fn queue(&self, item: StreamItem, weight_version: Option<&str>) -> Option<Waker> {
         let tokens = item.as_ref().map_or(0, |o| o.new_token_ids.len());
-        self.deliver(tokens, |items| {
+        self.deliver(tokens, weight_version, |items| {
             items.push_back(Delivery::Item(Box::new(item)))
         })
-    }
-
-    /// Records that the next tokens come from weights `version` (a new span when the
-    /// version changes), before they are queued.
-    pub fn track_weight_version(&self, version: &str) {
-        let mut state = self.0.lock();
-        if state
-            .weight_version_starts
-            .last()
-            .is_none_or(|(v, _)| v != version)
-        {
-            let start = state.tokens;
-            state
-                .weight_version_starts
-                .push((version.to_owned(), start));
-        }
     }
 
     /// Queues the tokens of an output that carries nothing else, appending them to the
@@ -147,24 +132,45 @@ impl Sender {
         &self,
         token_ids: &[u32],
         finish_reason: Option<FinishReason>,
+        weight_version: Option<&str>,
     ) -> Option<Waker> {
-        self.deliver(token_ids.len(), |items| match items.back_mut() {
-            Some(Delivery::Tokens {
-                token_ids: queued,
-                finish_reason: queued_finish @ None,
-            }) => {
-                queued.extend_from_slice(token_ids);
-                *queued_finish = finish_reason;
+        self.deliver(token_ids.len(), weight_version, |items| {
+            match items.back_mut() {
+                Some(Delivery::Tokens {
+                    token_ids: queued,
+                    finish_reason: queued_finish @ None,
+                }) => {
+                    queued.extend_from_slice(token_ids);
+                    *queued_finish = finish_reason;
+                }
+                _ => items.push_back(Delivery::Tokens {
+                    token_ids: token_ids.to_vec(),
+                    finish_reason,
+                }),
             }
-            _ => items.push_back(Delivery::Tokens {
-                token_ids: token_ids.to_vec(),
-                finish_reason,
-            }),
         })
     }
 
-    fn deliver(&self, tokens: usize, queue: impl FnOnce(&mut VecDeque<Delivery>)) -> Option<Waker> {
+    /// Queues under one lock; tokens from a new weight version start a span there
+    /// (vLLM's `track_weight_version`).
+    fn deliver(
+        &self,
+        tokens: usize,
+        weight_version: Option<&str>,
+        queue: impl FnOnce(&mut VecDeque<Delivery>),
+    ) -> Option<Waker> {
         let mut state = self.0.lock();
+        if let Some(version) = weight_version.filter(|_| tokens > 0)
+            && state
+                .weight_version_starts
+                .last()
+                .is_none_or(|(v, _)| v != version)
+        {
+            let start = state.tokens;
+            state
+                .weight_version_starts
+                .push((version.to_owned(), start));
+        }
         queue(&mut state.items);
         state.tokens += tokens;
         state.waker.take()
@@ -239,7 +245,10 @@ mod tests {
             // Nothing merges into a finished run.
             (&[5], None),
         ] {
-            assert!(tx.queue_tokens(tokens, finish).is_none(), "nobody waits");
+            assert!(
+                tx.queue_tokens(tokens, finish, None).is_none(),
+                "nobody waits"
+            );
         }
         let mut cx = Context::from_waker(Waker::noop());
         let Poll::Ready(Some(first)) = mailbox.poll_next(&mut cx) else {
@@ -259,13 +268,13 @@ mod tests {
     #[test]
     fn other_items_keep_their_place_between_token_runs() {
         let (tx, mailbox) = Mailbox::new();
-        let _ = tx.queue_tokens(&[1], None);
+        let _ = tx.queue_tokens(&[1], None, None);
         tx.send(Ok(EngineCoreOutput {
             request_id: "with logprobs".into(),
             ..Default::default()
         }));
         // Not merged into the run before the item: order is kept.
-        let _ = tx.queue_tokens(&[2], None);
+        let _ = tx.queue_tokens(&[2], None, None);
         drop(tx);
         let mut cx = Context::from_waker(Waker::noop());
         let mut seen = Vec::new();
