@@ -40,17 +40,13 @@ def scraper(base: str, stop: threading.Event, times: list) -> None:
 def run(args, exe, workdir, name, start, scrape: bool):
     base, procs = start()
     try:
-        st.bench(exe, base, os.path.join(workdir, "warm.json"),
-                 ["--concurrency", "16", "--num-requests", "32", "--output-len", "8"])
+        st.warm_up(exe, base, workdir)
         times: list = []
         stop = threading.Event()
         thread = threading.Thread(target=scraper, args=(base, stop, times))
         if scrape:
             thread.start()
-        out = os.path.join(workdir, f"{name}.json")
-        result = st.bench(exe, base, out, [
-            "--concurrency", str(args.streams), "--duration", str(args.duration),
-            "--input-len", "64", "--output-len", str(args.output_len)])
+        result = st.streams(exe, base, os.path.join(workdir, f"{name}.json"), args)
         stop.set()
         if scrape:
             thread.join()

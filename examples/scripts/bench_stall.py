@@ -78,12 +78,23 @@ def bench(exe, base, out, extra):
         return json.load(f)
 
 
+def warm_up(exe, base, workdir):
+    """A few requests first (template, tokenizer caches, connections)."""
+    bench(exe, base, os.path.join(workdir, "warm.json"),
+          ["--concurrency", "16", "--num-requests", "32", "--output-len", "8"])
+
+
+def streams(exe, base, out, args):
+    """`args.streams` streamed chats for `args.duration` seconds, measured by `bench`."""
+    return bench(exe, base, out, [
+        "--concurrency", str(args.streams), "--duration", str(args.duration),
+        "--input-len", "64", "--output-len", str(args.output_len)])
+
+
 def run(args, exe, workdir, name, start, long_requests):
     base, procs = start()
     try:
-        # Warm up (template, tokenizer caches, connections).
-        bench(exe, base, os.path.join(workdir, "warm.json"),
-              ["--concurrency", "16", "--num-requests", "32", "--output-len", "8"])
+        warm_up(exe, base, workdir)
         streams_out = os.path.join(workdir, f"{name}-streams.json")
         long_out = os.path.join(workdir, f"{name}-long.json")
         long_result = {}
@@ -95,12 +106,10 @@ def run(args, exe, workdir, name, start, long_requests):
                     "--output-len", "1"]))
             thread = threading.Thread(target=post_long)
             thread.start()
-        streams = bench(exe, base, streams_out, [
-            "--concurrency", str(args.streams), "--duration", str(args.duration),
-            "--input-len", "64", "--output-len", str(args.output_len)])
+        stream_result = streams(exe, base, streams_out, args)
         if long_requests:
             thread.join()
-        return {"name": name, "streams": streams, "long": long_result}
+        return {"name": name, "streams": stream_result, "long": long_result}
     finally:
         for p in procs:
             bs.stop(p)
