@@ -40,6 +40,17 @@ fn completion(stream: bool, max_tokens: u32) -> Value {
            "ignore_eos": true})
 }
 
+/// A streamed completion of `max_tokens` tokens, once its first event is in (the
+/// request is running on the engine).
+async fn first_event(addr: std::net::SocketAddr, max_tokens: u32) -> Events {
+    let body = completion(true, max_tokens).to_string();
+    let mut events = send(addr, Method::POST, "/v1/completions", Some(body))
+        .await
+        .events();
+    assert!(matches!(events.next().await, Some(Event::Data(_))));
+    events
+}
+
 /// Reads a stream's events until `[DONE]`; the last finish reason.
 async fn finish_reason(events: &mut Events) -> Option<String> {
     let mut finish = None;
@@ -73,15 +84,7 @@ fn pause_modes_treat_the_request_in_flight_as_vllm_does() {
     let addr = server.addr;
     run(async {
         // abort: the streamed request ends with `abort`; new requests get vLLM's 503.
-        let mut events = send(
-            addr,
-            Method::POST,
-            "/v1/completions",
-            Some(completion(true, 1000).to_string()),
-        )
-        .await
-        .events();
-        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        let mut events = first_event(addr, 1000).await;
         assert_eq!(
             call(addr, Method::POST, "/pause").await,
             (StatusCode::OK, json!({"status": "paused"}))
@@ -104,29 +107,13 @@ fn pause_modes_treat_the_request_in_flight_as_vllm_does() {
         );
 
         // keep: the request freezes, then finishes after the resume.
-        let mut events = send(
-            addr,
-            Method::POST,
-            "/v1/completions",
-            Some(completion(true, 8).to_string()),
-        )
-        .await
-        .events();
-        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        let mut events = first_event(addr, 8).await;
         call(addr, Method::POST, "/pause?mode=keep").await;
         call(addr, Method::POST, "/resume").await;
         assert_eq!(finish_reason(&mut events).await.as_deref(), Some("length"));
 
         // wait: the pause answers once the request has finished by itself.
-        let mut events = send(
-            addr,
-            Method::POST,
-            "/v1/completions",
-            Some(completion(true, 6).to_string()),
-        )
-        .await
-        .events();
-        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        let mut events = first_event(addr, 6).await;
         let (status, _) = call(addr, Method::POST, "/pause?mode=wait").await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(finish_reason(&mut events).await.as_deref(), Some("length"));
@@ -142,15 +129,7 @@ fn pause_modes_treat_the_request_in_flight_as_vllm_does() {
         );
 
         // /abort_requests without ids aborts everything in flight.
-        let mut events = send(
-            addr,
-            Method::POST,
-            "/v1/completions",
-            Some(completion(true, 1000).to_string()),
-        )
-        .await
-        .events();
-        assert!(matches!(events.next().await, Some(Event::Data(_))));
+        let mut events = first_event(addr, 1000).await;
         let (status, _) = post_status(addr, "/abort_requests", json!({})).await;
         assert_eq!(status, StatusCode::OK);
         assert_eq!(finish_reason(&mut events).await.as_deref(), Some("abort"));
