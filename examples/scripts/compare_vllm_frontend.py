@@ -28,6 +28,7 @@ Prints PASS/FAIL per case (a diff for each failure); exits non-zero on any failu
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import json
 import os
@@ -301,8 +302,12 @@ def answer(status: int, ctype: str, text: str) -> str:
     return f"{status} {media}\n{merge_stream(serve_answers.normalize_answer(text))}\n"
 
 
-async def compare(args, mode: str) -> list[str]:
-    """Runs the cases of `mode` against both frontends; returns the failed names."""
+@contextlib.asynccontextmanager
+async def vllm_app(model: str, engine_port: int, max_model_len: int, max_num_seqs: int,
+                   flags: list):
+    """vLLM 0.33.0's API server app (generation routes) for the one remote headless engine
+    that dials `engine_port`: AsyncLLM and the OpenAI serving classes, driven through
+    ASGI (`asgi_post`)."""
     from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.entrypoints.launchers.api_server.app_state import init_app_state
     from vllm.entrypoints.launchers.api_server.entry import build_async_engine_client
@@ -313,6 +318,43 @@ async def compare(args, mode: str) -> list[str]:
     from vllm.entrypoints.serve.exception_handling.register import init_exception_handler
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
+    parser = make_arg_parser(FlexibleArgumentParser())
+    vargs = parser.parse_args([
+        "--model", model, "--served-model-name", "qwen3",
+        "--max-model-len", str(max_model_len),
+        "--data-parallel-size", "1", "--data-parallel-size-local", "0",
+        "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(engine_port),
+        "--enable-scale-out", "--max-num-seqs", str(max_num_seqs), *flags,
+    ])
+    async with build_async_engine_client(vargs) as engine_client:
+        tasks = await engine_client.get_supported_tasks()
+        # `build_app` with the generation routes only (its other routers need packages
+        # the reference venv lacks): chat, completions, the tokens-in endpoint, and
+        # vLLM's exception handlers (its error bodies).
+        app = FastAPI()
+        app.state.args = vargs
+        register_generate_api_routers(app)
+        register_scale_out_api_routers(app, tasks)
+        init_exception_handler(app)
+        await init_app_state(engine_client, app.state, vargs, tasks)
+        yield app
+
+
+def wait_for_health(base: str, timeout: float = 120) -> None:
+    """Waits until `base`/health answers."""
+    deadline = time.time() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(base + "/health", timeout=5)
+            return
+        except OSError:
+            if time.time() > deadline:
+                raise RuntimeError(f"{base} did not start")
+            time.sleep(0.5)
+
+
+async def compare(args, mode: str) -> list[str]:
+    """Runs the cases of `mode` against both frontends; returns the failed names."""
     vllm_port, serve_rpc, serve_http = free_port(), free_port(), free_port()
     engines = [mock_engine(args, vllm_port, mode), mock_engine(args, serve_rpc, mode)]
     serve = subprocess.Popen(
@@ -323,35 +365,10 @@ async def compare(args, mode: str) -> list[str]:
     )
     failed = []
     try:
-        parser = make_arg_parser(FlexibleArgumentParser())
-        vargs = parser.parse_args([
-            "--model", args.model, "--served-model-name", "qwen3",
-            "--max-model-len", str(args.max_model_len),
-            "--data-parallel-size", "1", "--data-parallel-size-local", "0",
-            "--data-parallel-address", "127.0.0.1", "--data-parallel-rpc-port", str(vllm_port),
-            "--enable-scale-out", "--max-num-seqs", str(MAX_NUM_SEQS), *MODES[mode][1],
-        ])
-        async with build_async_engine_client(vargs) as engine_client:
-            tasks = await engine_client.get_supported_tasks()
-            # `build_app` with the generation routes only (its other routers need
-            # packages the reference venv lacks): chat, completions, the tokens-in
-            # endpoint, and vLLM's exception handlers (its error bodies).
-            app = FastAPI()
-            app.state.args = vargs
-            register_generate_api_routers(app)
-            register_scale_out_api_routers(app, tasks)
-            init_exception_handler(app)
-            await init_app_state(engine_client, app.state, vargs, tasks)
+        async with vllm_app(args.model, vllm_port, args.max_model_len, MAX_NUM_SEQS,
+                            MODES[mode][1]) as app:
             base = f"http://127.0.0.1:{serve_http}"
-            deadline = time.time() + 120
-            while True:
-                try:
-                    urllib.request.urlopen(base + "/health", timeout=5)
-                    break
-                except OSError:
-                    if time.time() > deadline:
-                        raise RuntimeError("serve did not start")
-                    time.sleep(0.5)
+            wait_for_health(base)
             for name, path, body, modes in serve_answers.N_CASES:
                 if mode not in modes:
                     continue

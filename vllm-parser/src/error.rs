@@ -5,11 +5,27 @@
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParserError {
     /// No reasoning parser is registered under this name.
-    #[error("reasoning parser {0:?} is not registered")]
-    UnknownReasoningParser(String),
+    #[error(
+        "reasoning parser {name:?} is not registered; {}",
+        suggest(close_matches, "REASONING_PARSERS")
+    )]
+    UnknownReasoningParser {
+        /// The name asked for.
+        name: String,
+        /// Registered names close to it, closest first (may be empty).
+        close_matches: Vec<&'static str>,
+    },
     /// No tool parser is registered under this name.
-    #[error("tool parser {0:?} is not registered")]
-    UnknownToolParser(String),
+    #[error(
+        "tool parser {name:?} is not registered; {}",
+        suggest(close_matches, "TOOL_PARSERS")
+    )]
+    UnknownToolParser {
+        /// The name asked for.
+        name: String,
+        /// Registered names close to it, closest first (may be empty).
+        close_matches: Vec<&'static str>,
+    },
     /// `auto` was asked for a model this crate has no parser for.
     #[error("no parser is known for model {0:?}")]
     NoAutoParser(String),
@@ -38,4 +54,13 @@ pub enum ParserError {
     /// compiled with `ResponseTemplate::from_tokenizer_config`.
     #[error("parser {0:?} needs the checkpoint's response_template (tokenizer_config.json)")]
     MissingResponseTemplate(String),
+}
+
+/// The fix an unknown-name error names: the close matches, or where the list is.
+fn suggest(close_matches: &[&str], table: &str) -> String {
+    match close_matches {
+        [] => format!("the registered names are in vllm_parser::registry::{table}"),
+        [one] => format!("did you mean {one:?}?"),
+        many => format!("did you mean one of {}?", many.join(", ")),
+    }
 }

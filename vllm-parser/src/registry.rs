@@ -606,7 +606,10 @@ pub fn reasoning_entry(name: &str) -> Result<&'static ReasoningEntry, ParserErro
     REASONING_PARSERS
         .iter()
         .find(|entry| entry.name == name)
-        .ok_or_else(|| ParserError::UnknownReasoningParser(name.to_owned()))
+        .ok_or_else(|| ParserError::UnknownReasoningParser {
+            name: name.to_owned(),
+            close_matches: close_matches(name, REASONING_PARSERS.iter().map(|e| e.name)),
+        })
 }
 
 /// The registered tool parser `name`.
@@ -614,7 +617,29 @@ pub fn tool_entry(name: &str) -> Result<&'static ToolEntry, ParserError> {
     TOOL_PARSERS
         .iter()
         .find(|entry| entry.name == name)
-        .ok_or_else(|| ParserError::UnknownToolParser(name.to_owned()))
+        .ok_or_else(|| ParserError::UnknownToolParser {
+            name: name.to_owned(),
+            close_matches: close_matches(name, TOOL_PARSERS.iter().map(|e| e.name)),
+        })
+}
+
+/// The registered names a mistyped `name` most likely meant, closest first (at most
+/// five): similar spellings (Jaro–Winkler ≥ 0.8, as clap suggests flags) and names
+/// containing it or contained in it, compared without case, `-`/`_` differences.
+fn close_matches(name: &str, names: impl Iterator<Item = &'static str>) -> Vec<&'static str> {
+    let fold = |s: &str| s.to_lowercase().replace('-', "_");
+    let wanted = fold(name);
+    let mut scored: Vec<(f64, &'static str)> = names
+        .filter_map(|candidate| {
+            let folded = fold(candidate);
+            let similarity = strsim::jaro_winkler(&wanted, &folded);
+            let contains =
+                wanted.len() >= 3 && (folded.contains(&wanted) || wanted.contains(folded.as_str()));
+            (similarity >= 0.8 || contains).then_some((similarity, candidate))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored.into_iter().take(5).map(|(_, name)| name).collect()
 }
 
 /// A new reasoning parser `name` for one request.
@@ -702,8 +727,34 @@ mod tests {
         }
         assert!(matches!(
             tool_parser("nope", &ParserOptions::default()),
-            Err(ParserError::UnknownToolParser(_))
+            Err(ParserError::UnknownToolParser { .. })
         ));
+    }
+
+    #[test]
+    fn unknown_names_come_with_the_close_matches() {
+        let Err(error) = reasoning_parser("qwen-3", &ParserOptions::default()) else {
+            panic!("qwen-3 is not a registered name");
+        };
+        let ParserError::UnknownReasoningParser { close_matches, .. } = &error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(close_matches.first(), Some(&"qwen3"), "{close_matches:?}");
+        assert!(error.to_string().contains("did you mean"), "{error}");
+
+        let Err(error) = tool_parser("Hermes", &ParserOptions::default()) else {
+            panic!("names are case-sensitive, as in vLLM");
+        };
+        assert!(error.to_string().contains("\"hermes\""), "{error}");
+
+        let Err(error) = tool_parser("zzzz", &ParserOptions::default()) else {
+            panic!("zzzz is not a registered name");
+        };
+        assert_eq!(
+            error.to_string(),
+            "tool parser \"zzzz\" is not registered; the registered names are in \
+             vllm_parser::registry::TOOL_PARSERS"
+        );
     }
 
     #[test]
