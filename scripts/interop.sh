@@ -43,6 +43,12 @@ if [ ! -x "$REF/venv/bin/python" ]; then
     fi
 fi
 "$REF/venv/bin/python" -c 'import vllm; print("vLLM", vllm.__version__)' 2>/dev/null | tail -1
+# vLLM 0.33.0 requires lm-format-enforcer (its structured-output validation imports it
+# for every request with a constraint); setup.sh's list lacks it.
+if ! "$REF/venv/bin/python" -c 'import lmformatenforcer' 2>/dev/null; then
+    "$REF/venv/bin/pip" install -q --no-deps lm-format-enforcer==0.11.3 interegular==0.3.3 \
+        || echo "could not install lm-format-enforcer: structured-output cases will fail" >&2
+fi
 
 echo "== protocol drift: our field orders against vLLM's Python source"
 if VLLM_SOURCE_DIR="$REF/vllm_src/vllm" cargo test -p vllm-client --test drift; then

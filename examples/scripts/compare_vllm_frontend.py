@@ -333,6 +333,9 @@ async def vllm_app(model: str, engine_port: int, max_model_len: int, max_num_seq
         # vLLM's exception handlers (its error bodies).
         app = FastAPI()
         app.state.args = vargs
+        # vLLM's engine-error handler asks the (uvicorn) server to exit if the engine
+        # died; in process there is no server to stop.
+        app.state.server = Inert()
         register_generate_api_routers(app)
         register_scale_out_api_routers(app, tasks)
         init_exception_handler(app)

@@ -9,6 +9,7 @@ servers) can be diffed byte for byte:
 Run the servers with the embedded mock engine at full speed
 (`--mock-tokens-per-second 0`) and the same flags. Standard library only.
 """
+import functools
 import json
 import re
 import sys
@@ -150,6 +151,27 @@ N_CASES = [
      {"model": "qwen3", "messages": MSG, "n": 2, "max_tokens": 12, "stream": True}, ("parsers",)),
     ("generate n above max_num_seqs", "/inference/v1/generate",
      {"token_ids": [9707], "sampling_params": {"n": 300}}, TEXT),
+] + [
+    # Structured outputs vLLM's frontend refuses before the engine sees them (and two it
+    # accepts). Needs lm-format-enforcer in the reference venv (scripts/interop.sh).
+    (f"structured outputs {name} ({path.rsplit('/', 1)[1]})", path, {"model": "qwen3", **prompt, "max_tokens": 3, **spec}, TEXT)
+    for name, spec in [
+        ("choice []", {"structured_outputs": {"choice": []}}),
+        ("choice", {"structured_outputs": {"choice": ["yes", "no"]}}),
+        ("grammar blank", {"structured_outputs": {"grammar": " "}}),
+        ("json not JSON", {"structured_outputs": {"json": "not a schema"}}),
+        ("json object", {"structured_outputs": {"json": {"type": "object"}}}),
+        ("json nested 70 deep", {"structured_outputs": {"json": functools.reduce(
+            lambda inner, _: {"a": inner}, range(70), {})}}),
+        ("json_object false", {"structured_outputs": {"json_object": False}}),
+        ("regex NUL", {"structured_outputs": {"regex": "a\u0000"}}),
+        ("structural_tag {}", {"structured_outputs": {"structural_tag": "{}"}}),
+        ("structural_tag not JSON", {"structured_outputs": {"structural_tag": "nope"}}),
+        ("response_format structural_tag unknown format",
+         {"response_format": {"type": "structural_tag", "format": {"type": "nope"}}}),
+    ]
+    for path, prompt in [("/v1/chat/completions", {"messages": MSG}),
+                         ("/v1/completions", {"prompt": "Once"})]
 ]
 
 NORMALIZE = [

@@ -159,6 +159,7 @@ fn structured_outputs(
     p: &render_mode::StructuredOutputsParams,
 ) -> Result<StructuredOutputsParams, ApiError> {
     p.verify()?;
+    p.verify_content()?;
     Ok(StructuredOutputsParams {
         json: p.json.as_ref().map_or(Value::Nil, json_to_wire),
         regex: p.regex.clone(),
