@@ -113,6 +113,10 @@ CHAT = [
      "tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
     {"model": MODEL, "request_id": "e29", "messages": HI, "_max_model_len": 5},
     {"model": MODEL, "request_id": "e30", "messages": HI, "max_tokens": 30, "_max_model_len": 20},
+    # Prompts long enough that their length alone shows they cannot fit: refused
+    # before tokenization, with the same answer.
+    {"model": MODEL, "request_id": "e33", "messages": [{"role": "user", "content": "word " * 2000}], "_max_model_len": 5},
+    {"model": MODEL, "request_id": "e34", "messages": [{"role": "user", "content": "\u1100\u1161\u11a8" * 3000}], "_max_model_len": 5},
     {"model": MODEL, "request_id": "e31", "messages": HI, "structured_outputs": {"regex": "a", "grammar": "b"}},
     {"model": MODEL, "request_id": "e32", "messages": HI, "structured_outputs": {"disable_any_whitespace": True}},
 ]

@@ -238,6 +238,16 @@ impl ChatRenderer {
         ids.map_err(|e| RenderError::Tokenizer(e.to_string()))
     }
 
+    /// A lower bound on the tokens `text` encodes to, without encoding it (0 when the
+    /// tokenizer gives no bound): lets a prompt that cannot fit the context be refused
+    /// before a long tokenization.
+    pub fn min_tokens(&self, text: &str) -> usize {
+        match (&self.segments, &self.tokenizer) {
+            (Some(segments), Some(tokenizer)) => segments.min_tokens(tokenizer, text),
+            _ => 0,
+        }
+    }
+
     /// True when prompts are tokenized by cached segments (see the `tokenizer` module).
     pub fn caches_segments(&self) -> bool {
         self.segments

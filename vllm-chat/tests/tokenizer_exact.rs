@@ -268,6 +268,14 @@ fn check_random(model: &Model, encoder: &SegmentEncoder, seed: u64, cases: usize
                 model.name
             );
         }
+        // The bound that lets a prompt too long for the context be refused unencoded.
+        let bound = encoder.min_tokens(&model.ours, &text);
+        let count = encoder.encode(&model.ours, &text).unwrap().len();
+        assert!(
+            bound <= count,
+            "{}: min_tokens {bound} > {count} tokens for {text:?}",
+            model.name
+        );
     }
 }
 
@@ -343,6 +351,39 @@ fn long_prompts_match_tokenizers() {
                 encoder.encode(&model.ours, &text).unwrap() == reference_ids(&model, &text, false),
                 "{name}"
             );
+        }
+    }
+}
+
+/// `min_tokens` never exceeds the real count, on texts built to pack the most bytes
+/// into each token: the longest vocabulary entries repeated, long runs of one
+/// character, decomposed Hangul that NFC composes to a third of its bytes, and added
+/// tokens back to back.
+#[test]
+fn min_tokens_is_a_lower_bound_on_dense_texts() {
+    for name in MODELS {
+        let model = load(name);
+        let encoder = SegmentEncoder::new(&model.ours);
+        if !encoder.is_fast() {
+            assert_eq!(encoder.min_tokens(&model.ours, "any text"), 0, "{name}");
+            continue;
+        }
+        let vocab = model.ours.get_vocab(false);
+        let mut longest: Vec<(&String, &u32)> = vocab.iter().collect();
+        longest.sort_by_key(|(token, _)| std::cmp::Reverse(token.len()));
+        let mut texts: Vec<String> = longest
+            .iter()
+            .take(20)
+            .map(|(_, id)| model.ours.decode(&[**id], false).unwrap().repeat(50))
+            .collect();
+        for unit in [" ", "\n", "a", "=", "-", "0", "\u{1100}\u{1161}\u{11a8}", "\u{ac00}"] {
+            texts.push(unit.repeat(20_000));
+        }
+        texts.push(model.specials.concat().repeat(100));
+        for text in texts {
+            let bound = encoder.min_tokens(&model.ours, &text);
+            let count = reference_ids(&model, &text, false).len();
+            assert!(bound >= 1 && bound <= count, "{name}: min_tokens {bound}, {count} tokens");
         }
     }
 }

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
-use vllm_chat::pipeline::ApiError;
+use vllm_chat::pipeline::{ApiError, Offload};
 use vllm_chat::pipeline::tokens::{self, TokenizeResponse};
 
 use super::error::json_or_error;
@@ -72,7 +72,7 @@ async fn offloaded<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     let offload = state.offload.clone();
     offload
-        .run(body.len(), move || handle(&state, &body))
+        .run(Offload::body_size(&body), move || handle(&state, &body))
         .await?
 }
 

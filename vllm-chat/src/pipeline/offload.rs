@@ -54,6 +54,17 @@ impl Offload {
         Self::new(1, usize::MAX)
     }
 
+    /// The work estimate of a JSON request body not parsed yet: its length, or
+    /// unbounded (always offloaded) when it may carry a request chat template, whose
+    /// render can burn its whole fuel budget however short it is.
+    pub fn body_size(body: &[u8]) -> usize {
+        if memchr::memmem::find(body, b"chat_template").is_some() {
+            usize::MAX
+        } else {
+            body.len()
+        }
+    }
+
     /// Runs `work`, whose input is about `size` bytes: inline when small, else on
     /// the blocking pool once a permit is free. A panic in `work` becomes a 500.
     pub async fn run<T, F>(&self, size: usize, work: F) -> Result<T, ApiError>
@@ -91,6 +102,14 @@ mod tests {
         assert_eq!(small.id(), caller);
         let large = offload.run(1000, std::thread::current).await.unwrap();
         assert_ne!(large.id(), caller);
+    }
+
+    #[test]
+    fn a_short_body_with_a_request_template_counts_as_large() {
+        let template = br#"{"messages": [], "chat_template": "{% for i in range(9) %}{% endfor %}"}"#;
+        assert_eq!(Offload::body_size(template), usize::MAX);
+        let plain = br#"{"messages": [{"role": "user", "content": "Hi"}]}"#;
+        assert_eq!(Offload::body_size(plain), plain.len());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -270,6 +270,17 @@ impl ByteLevelBpe {
         })
     }
 
+    /// The most bytes of input text one token can stand for: the longest vocabulary
+    /// entry, times 3 under NFC (composition shrinks text by at most that: three
+    /// Hangul jamo, 9 bytes, compose to one 3-byte syllable).
+    pub(crate) fn max_text_bytes_per_token(&self) -> usize {
+        let longest = self.vocab.keys().map(|bytes| bytes.len()).max().unwrap_or(1);
+        match self.normalization {
+            Normalization::Nfc => longest * 3,
+            Normalization::None => longest,
+        }
+    }
+
     /// The ids the post-processor puts before and after the text when
     /// `add_special_tokens` is set, when understood.
     pub(crate) fn specials(&self) -> Option<(&[u32], &[u32])> {

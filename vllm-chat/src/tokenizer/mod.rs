@@ -445,6 +445,25 @@ impl SegmentEncoder {
         self.fast.is_some()
     }
 
+    /// A lower bound on the number of tokens `text` encodes to, found without encoding
+    /// it: the text's length over the most bytes one token can stand for (vocabulary
+    /// entries and added tokens alike). Known for the tokenizers the fast path
+    /// reproduces (byte-level BPE, where every token stands for at least one byte and
+    /// nothing fuses unknown characters); 0 for the others.
+    pub fn min_tokens(&self, tokenizer: &Tokenizer, text: &str) -> usize {
+        let Some(fast) = &self.fast else {
+            return 0;
+        };
+        let added = tokenizer
+            .get_added_tokens_decoder()
+            .values()
+            .map(|t| t.content.len())
+            .max()
+            .unwrap_or(0);
+        text.len()
+            .div_ceil(fast.max_text_bytes_per_token().max(added).max(1))
+    }
+
     /// Token ids of `text` without added special tokens.
     pub fn encode(&self, tokenizer: &Tokenizer, text: &str) -> tokenizers::Result<Vec<u32>> {
         self.encode_with(tokenizer, text, false)
