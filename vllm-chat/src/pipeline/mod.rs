@@ -58,7 +58,7 @@ pub use error::{ApiError, ENGINE_DEAD_CLIENT_MESSAGE};
 pub use frames::ChatDeltaFrames;
 pub use generate::{
     AcceptedGenerate, GenerateChoice, GenerateChunk, GenerateEvent, GenerateLogprobs,
-    GenerateResponse, GenerateStream, TokenLogprob, TokenLogprobEntry, TokensRequest,
+    GenerateResponse, GenerateStream, TokenLogprob, TokenLogprobEntry, TokensPrompt, TokensRequest,
     WireSamplingParams,
 };
 pub use model::{Model, ModelError};
