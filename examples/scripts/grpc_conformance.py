@@ -5,12 +5,12 @@ as `control_conformance.py` launches them (its helpers are imported, not copied)
 same sequence of gRPC calls goes to each: every `vllm.Control` RPC (server and model
 info, aborts, LoRA load / unload / list and their refusals, KV event sources, pause
 modes with a request in flight, sleep / wake-up, the weight-transfer calls, the weight
-version, shutdown) and `vllm.Inference` `Generate` / `GenerateStream` (tokens and text
+version, with and without a weight-transfer backend, shutdown) and `vllm.Inference` `Generate` / `GenerateStream` (tokens and text
 in; token ids, text, logprobs and candidates out; stop strings and tokens; and the
 refusals: bad token ids, bad sampling parameters, unknown adapters and models, ...),
 plus `grpc.health.v1.Health`. The answers must be equal (messages as protobuf JSON
 with every field, or status code and message), after masking what legitimately
-differs (engine instance ids, random request ids in messages).
+differs (engine instance ids, utility call ids, random request ids in messages).
 
     HF_HUB_OFFLINE=1 PYTHON_WITH_GRPCIO examples/scripts/grpc_conformance.py \\
         --serve target/release/examples/serve --mock-engine target/release/examples/mock-engine \\
@@ -59,6 +59,7 @@ def stubs(workdir):
 
 
 def normalize(text):
+    text = re.sub(r"call_id=\d+", "call_id=N", text)
     text = re.sub(r"mock-engine-(\d+)-\d+", r"mock-engine-\1-PID", text)
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", text)
     return text
@@ -341,6 +342,42 @@ def events_battery(port, pb, model):
         yield "reflection: list services", {"code": e.code().name}
 
 
+def weights_battery(port, pb, model):
+    """An engine reporting a weight-transfer backend: the whole sequence and its refusals."""
+    b = Battery(port, pb)
+    C = b.C
+    rl = b.call(b.ctl.GetServerInfo, C.GetServerInfoRequest())
+    yield "GetServerInfo rl_capabilities (backend)", (rl.get("ok") or rl).get("rl_capabilities", rl)
+    for name, method, request in [
+        ("StartWeightUpdate (not initialized)", b.ctl.StartWeightUpdate, C.StartWeightUpdateRequest()),
+        ("InitWeightTransferEngine bad JSON", b.ctl.InitWeightTransferEngine,
+         C.InitWeightTransferEngineRequest(init_info_json=b"{")),
+        ("InitWeightTransferEngine not an object", b.ctl.InitWeightTransferEngine,
+         C.InitWeightTransferEngineRequest(init_info_json=b"5")),
+        ("InitWeightTransferEngine empty", b.ctl.InitWeightTransferEngine,
+         C.InitWeightTransferEngineRequest()),
+        ("InitWeightTransferEngine", b.ctl.InitWeightTransferEngine,
+         C.InitWeightTransferEngineRequest(init_info_json=b'{"master_address": "127.0.0.1", "world_size": 2}')),
+        ("UpdateWeights (not started)", b.ctl.UpdateWeights,
+         C.UpdateWeightsRequest(update_info_json=b'{"names": ["w"]}')),
+        ("StartDraftWeightUpdate", b.ctl.StartDraftWeightUpdate, C.StartDraftWeightUpdateRequest()),
+        ("StartWeightUpdate", b.ctl.StartWeightUpdate, C.StartWeightUpdateRequest()),
+        ("StartWeightUpdate again", b.ctl.StartWeightUpdate, C.StartWeightUpdateRequest()),
+        ("UpdateWeights", b.ctl.UpdateWeights, C.UpdateWeightsRequest(update_info_json=b'{"names": ["w"]}')),
+        ("UpdateWeights list", b.ctl.UpdateWeights,
+         C.UpdateWeightsRequest(update_info_json=b'[{"names": ["w"]}]')),
+        ("UpdateWeights not an object", b.ctl.UpdateWeights, C.UpdateWeightsRequest(update_info_json=b"7")),
+        ("UpdateWeights empty", b.ctl.UpdateWeights, C.UpdateWeightsRequest()),
+        ("FinishWeightUpdate step-1", b.ctl.FinishWeightUpdate,
+         C.FinishWeightUpdateRequest(weight_version="step-1")),
+        ("GetWeightVersion (step-1)", b.ctl.GetWeightVersion, C.GetWeightVersionRequest()),
+        ("FinishWeightUpdate (not started)", b.ctl.FinishWeightUpdate, C.FinishWeightUpdateRequest()),
+        ("UpdateWeightVersion v9", b.ctl.UpdateWeightVersion, C.UpdateWeightVersionRequest(weight_version="v9")),
+        ("GetWeightVersion (v9)", b.ctl.GetWeightVersion, C.GetWeightVersionRequest()),
+    ]:
+        yield f"weights: {name}", b.call(method, request)
+
+
 def shutdown_battery(port, pb, model):
     b = Battery(port, pb)
     yield "Shutdown (external engine)", b.call(b.ctl.Shutdown, b.C.ShutdownRequest())
@@ -362,6 +399,8 @@ def main() -> int:
     phases = [
         (parsers, battery, cc.LORA_MOCK_FLAGS, {**cc.LORA_ENV, "VLLM_SERVER_DEV_MODE": "1"}),
         (parsers + ["--api-key", "sekret"], events_battery, ["--kv-events-config", kv_config], {}),
+        (parsers, weights_battery, ["--weight-transfer-config", json.dumps({"backend": "nccl"})],
+         {"VLLM_SERVER_DEV_MODE": "1"}),
         (parsers, shutdown_battery, (), {}),
     ]
     theirs, ours = [], []

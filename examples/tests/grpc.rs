@@ -632,7 +632,7 @@ fn weight_transfer_needs_a_backend_and_the_version_follows_updates() {
                 })
                 .await,
             Code::InvalidArgument,
-            "init_info_json is not valid JSON: EOF while parsing an object at line 1 column 1",
+            "init_info_json must contain valid JSON: EOF while parsing an object at line 1 column 1",
         );
         control
             .init_weight_transfer_engine(pb::InitWeightTransferEngineRequest {

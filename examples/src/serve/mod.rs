@@ -12,7 +12,9 @@
 //! request pipeline (`vllm_chat::pipeline`, feature `pipeline`): the handlers in
 //! [`generation`] parse the body, call the pipeline and frame its answer as JSON or
 //! server-sent events ([`sse`]); [`tokens`] serves the engine-free endpoints. Errors
-//! have vLLM's shape ([`error`]).
+//! have vLLM's shape ([`error`]). With `--grpc-port`, [`grpc`] serves vLLM's
+//! `vllm.Inference` and `vllm.Control` beside HTTP, over the same pipeline and
+//! control functions; a `Shutdown` RPC stops both servers.
 //!
 //! Engine failure: a request whose engine died gets an error event on its open stream,
 //! and new requests get vLLM's 500 for a dead engine (`/health` answers 503). A client that disconnects drops its

@@ -4,7 +4,9 @@
 //!
 //! vllm-rs's rules kept here, where its gRPC answers differ from its HTTP ones:
 //! - the weight-transfer RPCs (`InitWeightTransferEngine` … `FinishWeightUpdate`) are
-//!   `FAILED_PRECONDITION` unless every engine reported a weight-transfer backend;
+//!   `FAILED_PRECONDITION` unless every engine reported a weight-transfer backend
+//!   (`StartDraftWeightUpdate` also needs engines with a draft model); their JSON
+//!   payloads must be objects;
 //! - the LoRA RPCs are `FAILED_PRECONDITION` when an engine runs without LoRA; names
 //!   that clash are `ALREADY_EXISTS`, unknown ones `NOT_FOUND`;
 //! - `Abort` with no ids aborts nothing (`/abort_requests` aborts everything);
@@ -85,9 +87,21 @@ fn ok<T>(message: T) -> Answer<T> {
 }
 
 /// A control answer's error as a status (the answer itself is not needed: the RPCs
-/// answer with their own messages).
+/// answer with their own messages). A failed engine call, which the HTTP routes report
+/// as `failed to call {op}: {error}`, reads `{op} failed: {error}` as in vllm-rs.
 fn done<T>(result: Result<T, vllm_chat::pipeline::ApiError>) -> Result<T, Status> {
-    result.map_err(|e| status(&e))
+    result.map_err(|e| {
+        match e
+            .message
+            .strip_prefix("failed to call ")
+            .and_then(|rest| rest.split_once(": "))
+        {
+            Some((op, error)) if e.status == 500 => {
+                Status::internal(format!("{op} failed: {error}"))
+            }
+            _ => status(&e),
+        }
+    })
 }
 
 fn pause_mode(mode: i32) -> Result<PauseMode, Status> {
@@ -99,10 +113,17 @@ fn pause_mode(mode: i32) -> Result<PauseMode, Status> {
     }
 }
 
-/// A JSON payload of the weight-transfer RPCs.
+/// A JSON object payload of the weight-transfer RPCs (vllm-rs takes no list).
 fn json_payload(field: &str, bytes: &[u8]) -> Result<Json, Status> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| Status::invalid_argument(format!("{field} is not valid JSON: {e}")))
+    match serde_json::from_slice(bytes) {
+        Ok(object @ Json::Object(_)) => Ok(object),
+        Ok(_) => Err(Status::invalid_argument(format!(
+            "{field} must contain a JSON object"
+        ))),
+        Err(e) => Err(Status::invalid_argument(format!(
+            "{field} must contain valid JSON: {e}"
+        ))),
+    }
 }
 
 fn adapter(request: &LoRARequest) -> pb::LoraAdapter {
@@ -403,6 +424,12 @@ impl pb::control_server::Control for Control {
         _: Request<pb::StartDraftWeightUpdateRequest>,
     ) -> Answer<pb::StartDraftWeightUpdateResponse> {
         self.require_weight_transfer()?;
+        let ready = self.ready();
+        if !ready.iter().all(|r| r.supports_draft_weight_updates) {
+            return Err(Status::failed_precondition(
+                "draft weight updates require a configured speculative draft model",
+            ));
+        }
         done(weights::start_draft_weight_update(self.client()).await)?;
         ok(pb::StartDraftWeightUpdateResponse {})
     }
