@@ -1,7 +1,7 @@
 //! `vllm.Inference`: `Generate` and `GenerateStream`, tokens (or text) in, tokens and
 //! text out, as vllm-rs 0.33.0 answers them.
 //!
-//! A request is checked with vllm-rs's rules and messages ([`prepare`]), becomes a
+//! A request is checked with vllm-rs's rules and messages (`prepare`), becomes a
 //! [`TokensPrompt`] and goes through the pipeline's tokens-in path
 //! ([`Pipeline::start_tokens`](vllm_chat::pipeline::Pipeline::start_tokens), the one
 //! `/inference/v1/generate` uses): sampling-parameter checks, engine request,
