@@ -302,9 +302,24 @@ pub struct TokensPrompt {
     pub priority: i64,
     /// Prefix-cache salt.
     pub cache_salt: Option<String>,
+    /// Engine parameters beyond the resolved sampling parameters.
+    pub extras: EngineExtras,
+}
+
+/// Engine sampling parameters a tokens-in API may set that vLLM's OpenAI request
+/// formats do not carry (the gRPC `GenerateRequest` does); `None` leaves the engine's
+/// default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineExtras {
     /// Token sequences that must not be generated, already tokenized (vLLM's
-    /// `_bad_words_token_ids`; `None`: only the parameters' `bad_words`).
+    /// `_bad_words_token_ids`).
     pub bad_words_token_ids: Option<Vec<Vec<u32>>>,
+    /// Apply the engine's configured watermark.
+    pub watermarking: Option<bool>,
+    /// Do not read the prefix cache for this request.
+    pub skip_reading_prefix_cache: Option<bool>,
+    /// Reasoning tokens allowed before the engine closes the reasoning.
+    pub thinking_token_budget: Option<i64>,
 }
 
 impl Pipeline {
@@ -344,7 +359,7 @@ impl Pipeline {
                 lora_request: adapter,
                 priority: request.priority,
                 cache_salt: request.cache_salt,
-                bad_words_token_ids: None,
+                extras: EngineExtras::default(),
             })
             .await?;
         let options = request.stream_options.unwrap_or_default();
@@ -401,7 +416,8 @@ impl Pipeline {
         let mut resolved = prompt.params;
         resolved.max_tokens = resolved.max_tokens.min(max_model_len - prompt_len);
         let mut params = sampling::engine_params(&resolved, &self.model, self.config.max_logprobs)?;
-        if let Some(words) = prompt.bad_words_token_ids {
+        let extras = prompt.extras;
+        if let Some(words) = extras.bad_words_token_ids {
             params.bad_words_token_ids = Some(
                 words
                     .into_iter()
@@ -409,6 +425,13 @@ impl Pipeline {
                     .collect(),
             );
         }
+        params.watermarking = extras.watermarking.or(params.watermarking);
+        params.skip_reading_prefix_cache = extras
+            .skip_reading_prefix_cache
+            .or(params.skip_reading_prefix_cache);
+        params.thinking_token_budget = extras
+            .thinking_token_budget
+            .or(params.thinking_token_budget);
         let mut engine_request = EngineCoreRequest::new(
             ids::engine_request_id(&prompt.request_id),
             prompt.token_ids,

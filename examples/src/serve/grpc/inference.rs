@@ -13,16 +13,21 @@
 //!   (refused above `--max-logprobs`); a list of token ids returns no candidates;
 //! - the stream sends `prompt_info` alone first, then one message per engine step;
 //!   the final one carries `finish_info`;
-//! - `truncate_prompt_tokens` keeps the prompt's last tokens; `session_id`,
-//!   `watermarking`, `kv_hints`, `engine_reasoning_gate`, `thinking_token_budget` and
-//!   the KV-transfer parameters are accepted and not used (the engines do not get them).
+//! - an omitted temperature is 0; omitted top-k, top-p, min-p and repetition penalty
+//!   are the model's `generation_config.json` values (at temperature 0, vLLM's
+//!   `SamplingParams.__post_init__` then resets top-k and top-p for greedy sampling, as
+//!   the engine does on decoding; vllm-rs sends them unreset);
+//! - `watermarking` (default true), `bypass_prefix_cache` and `thinking_token_budget`
+//!   (-1: none) go to the engines; `truncate_prompt_tokens` keeps the prompt's last
+//!   tokens; `session_id`, `kv_hints`, `engine_reasoning_gate` and the KV-transfer
+//!   parameters are accepted and not used.
 
 use std::pin::Pin;
 
 use futures::Stream;
 use tonic::{Request, Response, Status};
 use vllm_chat::pipeline::generation::{PositionLogprobs, Samples, Step};
-use vllm_chat::pipeline::{TokensPrompt, ids};
+use vllm_chat::pipeline::{EngineExtras, TokensPrompt, ids};
 use vllm_chat::render_mode;
 
 use super::pb;
@@ -172,7 +177,13 @@ fn prepare(
     if sampling.num_sequences > 1 {
         return Err(invalid("num_sequences > 1 is not supported"));
     }
-    let temperature = request.temperature.unwrap_or(1.0);
+    // vllm-rs: an omitted temperature is 0 (greedy); omitted top-k, top-p, min-p and
+    // repetition penalty take the model's generation config.
+    let defaults = render_mode::SamplingDefaults::from_generation_config(
+        model.renderer.model_files().generation_config.as_ref(),
+    );
+    let default = |key: &str| defaults.0.get(key).and_then(serde_json::Value::as_f64);
+    let temperature = request.temperature.unwrap_or(0.0);
     if !(0.0..=2.0).contains(&temperature) {
         return Err(invalid(format!(
             "temperature must be in [0, 2], got {temperature}"
@@ -191,6 +202,7 @@ fn prepare(
         )));
     }
     let stopping = request.stopping.unwrap_or_default();
+    let stopping_budget = stopping.thinking_token_budget;
     if stopping.max_new_tokens > 0 && stopping.min_new_tokens > stopping.max_new_tokens {
         return Err(invalid(format!(
             "`min_tokens` must be less than or equal to `max_tokens`, got min_tokens={}, max_tokens={}",
@@ -266,14 +278,30 @@ fn prepare(
     let params = render_mode::SamplingParams {
         n: 1,
         temperature: f64::from(temperature),
-        top_p: Some(sampling.top_p.map_or(1.0, f64::from)),
-        top_k: sampling.top_k.map_or(0, i64::from),
-        min_p: Some(sampling.min_p.map_or(0.0, f64::from)),
+        top_p: Some(
+            sampling
+                .top_p
+                .map(f64::from)
+                .or(default("top_p"))
+                .unwrap_or(1.0),
+        ),
+        top_k: sampling
+            .top_k
+            .map(i64::from)
+            .or(defaults.0.get("top_k").and_then(serde_json::Value::as_i64))
+            .unwrap_or(0),
+        min_p: Some(
+            sampling
+                .min_p
+                .map(f64::from)
+                .or(default("min_p"))
+                .unwrap_or(0.0),
+        ),
         seed: sampling.seed,
         presence_penalty: f64::from(decoding.presence_penalty),
         frequency_penalty: f64::from(decoding.frequency_penalty),
         repetition_penalty: if decoding.repetition_penalty == 0.0 {
-            1.0
+            default("repetition_penalty").unwrap_or(1.0)
         } else {
             f64::from(decoding.repetition_penalty)
         },
@@ -287,11 +315,12 @@ fn prepare(
         allowed_token_ids: (!decoding.allowed_token_ids.is_empty())
             .then_some(decoding.allowed_token_ids),
         structured_outputs: structured,
-        max_tokens: if stopping.max_new_tokens == 0 {
-            i64::MAX
-        } else {
-            i64::from(stopping.max_new_tokens)
-        },
+        // Up to the engines' context length (vllm-rs's `max_model_len`).
+        max_tokens: (i64::try_from(max_model_len).unwrap_or(i64::MAX) - token_ids.len() as i64)
+            .min(match stopping.max_new_tokens {
+                0 => i64::MAX,
+                max => i64::from(max),
+            }),
         min_tokens: i64::from(stopping.min_new_tokens),
         stop: stopping.stop_strings,
         stop_token_ids: stopping.stop_token_ids,
@@ -311,6 +340,12 @@ fn prepare(
         .map(|w| w.ids)
         .collect();
     let kv = request.kv.unwrap_or_default();
+    let extras = EngineExtras {
+        bad_words_token_ids: (!bad_words.is_empty()).then_some(bad_words),
+        watermarking: Some(request.watermarking.unwrap_or(true)),
+        skip_reading_prefix_cache: kv.bypass_prefix_cache.then_some(true),
+        thinking_token_budget: stopping_budget.filter(|&budget| budget >= 0),
+    };
     Ok((
         TokensPrompt {
             request_id,
@@ -319,7 +354,7 @@ fn prepare(
             lora_request,
             priority: i64::from(request.priority),
             cache_salt: (!kv.cache_salt.is_empty()).then_some(kv.cache_salt),
-            bad_words_token_ids: (!bad_words.is_empty()).then_some(bad_words),
+            extras,
         },
         include,
     ))
