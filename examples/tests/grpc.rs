@@ -764,13 +764,22 @@ fn health_and_reflection_list_the_services() {
 
 #[test]
 fn shutdown_stops_a_server_that_runs_its_engines() {
+    // `--api-key` guards HTTP only, as in vllm-rs: gRPC calls need no key.
     let server = start(ServeConfig {
         grpc_port: Some(0),
+        ops: vllm_examples::serve::ops::Operations {
+            api_keys: vec!["sekret".into()],
+            ..Default::default()
+        },
         ..config(TEXT)
     });
     let addr = server.addr;
     run(async {
-        let (mut control, _) = clients(&server).await;
+        let (mut control, mut inference) = clients(&server).await;
+        let answer = inference.generate(request(1)).await.unwrap().into_inner();
+        assert_eq!(finish(&answer).num_output_tokens, 1);
+        let refused = get(addr, "/v1/models").await;
+        assert_eq!(refused.status, hyper::StatusCode::UNAUTHORIZED);
         control.shutdown(pb::ShutdownRequest {}).await.unwrap();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         while tokio::net::TcpStream::connect(addr).await.is_ok() {
