@@ -792,3 +792,41 @@ fn shutdown_stops_a_server_that_runs_its_engines() {
     });
     run(server.stop());
 }
+
+#[test]
+fn health_turns_not_serving_when_the_engine_dies() {
+    let server = start(ServeConfig {
+        grpc_port: Some(0),
+        ..config(TEXT)
+    });
+    run(async {
+        let channel = channel(server.grpc_addr.unwrap()).await;
+        let health = tonic_health::pb::health_client::HealthClient::new(channel);
+        let status = |health: &tonic_health::pb::health_client::HealthClient<Channel>,
+                      service: &str| {
+            let mut health = health.clone();
+            let service = service.to_owned();
+            async move {
+                health
+                    .check(tonic_health::pb::HealthCheckRequest { service })
+                    .await
+                    .unwrap()
+                    .into_inner()
+                    .status
+            }
+        };
+        use tonic_health::pb::health_check_response::ServingStatus;
+        assert_eq!(
+            status(&health, "vllm.Inference").await,
+            ServingStatus::Serving as i32
+        );
+        server.mocks[0].die();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while status(&health, "vllm.Inference").await != ServingStatus::NotServing as i32 {
+            assert!(tokio::time::Instant::now() < deadline, "still SERVING");
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        assert_eq!(status(&health, "").await, ServingStatus::NotServing as i32);
+    });
+    run(server.stop());
+}

@@ -2,8 +2,9 @@
 //! `vllm.Inference` (tokens or text in, tokens and text out, unary or streamed) and
 //! `vllm.Control` (server and model information, shutdown, aborts, LoRA adapters, KV
 //! event sources, pause / sleep, the weight-transfer sequence and the weight version),
-//! plus `grpc.health.v1.Health` and server reflection (`grpc.reflection.v1` and
-//! `v1alpha`; vllm-rs has no reflection: ours is an addition).
+//! plus `grpc.health.v1.Health` (`NOT_SERVING` once the engines are dead) and server
+//! reflection (`grpc.reflection.v1` and `v1alpha`; vllm-rs has no reflection: ours is
+//! an addition).
 //!
 //! The schema is vLLM's `rust/proto/{control,inference}.proto` as published in the
 //! `vllm-proto` 0.6.0 crate that vllm-rs 0.33.0 is built with (`ServerInfo.proto_version`
@@ -90,6 +91,9 @@ pub fn status(error: &ApiError) -> Status {
     }
 }
 
+/// How often the health service looks at the engines.
+const ENGINE_WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Binds the gRPC port (`host:port`, port 0: any free one).
 pub async fn bind(host: &str, port: u16) -> anyhow::Result<TcpListener> {
     let addr = format!("{host}:{port}");
@@ -110,7 +114,9 @@ pub async fn serve(
     let inference = pb::inference_server::InferenceServer::new(inference::Inference {
         state: state.clone(),
     });
-    let control = pb::control_server::ControlServer::new(control::Control { state });
+    let control = pb::control_server::ControlServer::new(control::Control {
+        state: state.clone(),
+    });
     let (reporter, health) = tonic_health::server::health_reporter();
     reporter
         .set_serving::<pb::inference_server::InferenceServer<inference::Inference>>()
@@ -118,6 +124,19 @@ pub async fn serve(
     reporter
         .set_serving::<pb::control_server::ControlServer<control::Control>>()
         .await;
+    // Once the engines are dead (as HTTP's `/health` then answers 503), every service
+    // reports NOT_SERVING.
+    let client = state.app.pipeline.client().clone();
+    let watcher = tokio::spawn(async move {
+        while !client.is_dead() {
+            tokio::time::sleep(ENGINE_WATCH_INTERVAL).await;
+        }
+        for service in ["", "vllm.Inference", "vllm.Control"] {
+            reporter
+                .set_service_status(service, tonic_health::ServingStatus::NotServing)
+                .await;
+        }
+    });
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
@@ -128,13 +147,15 @@ pub async fn serve(
         .build_v1alpha()?;
     tracing::info!("gRPC on {addr:?}: vllm.Inference, vllm.Control, health, reflection");
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    tonic::transport::Server::builder()
+    let served = tonic::transport::Server::builder()
         .add_service(health)
         .add_service(reflection)
         .add_service(reflection_alpha)
         .add_service(inference)
         .add_service(control)
         .serve_with_incoming_shutdown(incoming, shutdown)
-        .await?;
+        .await;
+    watcher.abort();
+    served?;
     Ok(())
 }
