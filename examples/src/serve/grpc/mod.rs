@@ -145,7 +145,9 @@ pub async fn serve(
         .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1alpha()?;
-    tracing::info!("gRPC on {addr:?}: vllm.Inference, vllm.Control, health, reflection");
+    if let Some(addr) = addr {
+        tracing::info!("gRPC on {addr}: vllm.Inference, vllm.Control, health, reflection");
+    }
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let served = tonic::transport::Server::builder()
         .add_service(health)
