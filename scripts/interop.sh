@@ -17,7 +17,11 @@
 #    real frontend and behind vllm-rs.
 # 4. serve's control plane (pause, sleep, weights, caches, RPC, …) side by side with
 #    vllm-rs, both in front of the mock engine (examples/scripts/control_conformance.py).
-# 5. `serve` against vLLM's own OpenAI frontend (examples/scripts/compare_vllm_frontend.py).
+# 5. serve's gRPC services (--grpc-port: vllm.Inference, vllm.Control, health) side by
+#    side with vllm-rs's, both in front of the mock engine
+#    (examples/scripts/grpc_conformance.py; a Python with grpcio: $GRPC_PYTHON, default
+#    $REF/venv-grpc, created with pip on first use).
+# 6. `serve` against vLLM's own OpenAI frontend (examples/scripts/compare_vllm_frontend.py).
 # Prints a PASS/FAIL summary; exits non-zero if anything failed.
 set -uo pipefail
 
@@ -83,7 +87,7 @@ if [ -f "$MOCK" ]; then
     fi
 fi
 
-# serve and the mock engine, built once for the two comparisons below.
+# serve and the mock engine, built once for the comparisons below.
 if [ "${PROFILE:-release}" = release ]; then flag=--release; dir=release; else flag=; dir=debug; fi
 target="${CARGO_TARGET_DIR:-$ROOT/target}"
 if cargo build -p vllm-examples --example serve --example mock-engine $flag; then built=1; else built=0; fi
@@ -96,6 +100,20 @@ if [ "$built" = 1 ] && REF="$REF" python3 examples/scripts/control_conformance.p
     record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" PASS
 else
     record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" FAIL
+fi
+
+echo "== serve's gRPC services side by side with vllm-rs (examples/scripts/grpc_conformance.py)"
+GRPC_PYTHON="${GRPC_PYTHON:-$REF/venv-grpc/bin/python}"
+if [ ! -x "$GRPC_PYTHON" ]; then
+    python3 -m venv "$REF/venv-grpc" && "$REF/venv-grpc/bin/pip" install -q \
+        grpcio grpcio-tools grpcio-health-checking grpcio-reflection
+    GRPC_PYTHON="$REF/venv-grpc/bin/python"
+fi
+if [ "$built" = 1 ] && REF="$REF" "$GRPC_PYTHON" examples/scripts/grpc_conformance.py \
+        --serve "$SERVE" --mock-engine "$MOCK_ENGINE_BIN"; then
+    record "serve gRPC services vs vllm-rs (examples/scripts/grpc_conformance.py)" PASS
+else
+    record "serve gRPC services vs vllm-rs (examples/scripts/grpc_conformance.py)" FAIL
 fi
 
 echo "== serve against vLLM's own OpenAI frontend, each in front of a mock engine"

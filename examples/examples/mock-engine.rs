@@ -144,6 +144,25 @@ struct Args {
     /// "publisher": "zmq", "endpoint": "tcp://*:5557", "replay_endpoint": …, "topic": …}`).
     #[arg(long)]
     kv_events_config: Option<String>,
+    /// Weight transfer, as vLLM's JSON (`{"backend": "nccl"}`): the engine reports the
+    /// backend at its handshake (the weight-transfer calls work without it too).
+    #[arg(long)]
+    weight_transfer_config: Option<String>,
+}
+
+/// `--weight-transfer-config`: the `backend` of vLLM's `WeightTransferConfig` JSON
+/// (default `nccl`, as vLLM's).
+fn weight_transfer_backend(json: &str) -> anyhow::Result<String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).context("--weight-transfer-config is not JSON")?;
+    let object = value
+        .as_object()
+        .context("--weight-transfer-config must be a JSON object")?;
+    match object.get("backend") {
+        None => Ok("nccl".to_owned()),
+        Some(serde_json::Value::String(backend)) => Ok(backend.clone()),
+        Some(_) => anyhow::bail!("--weight-transfer-config: backend must be a string"),
+    }
 }
 
 /// `--kv-events-config`: vLLM's `KVEventsConfig` fields, unknown keys refused as vLLM does.
@@ -308,6 +327,11 @@ async fn main() -> anyhow::Result<()> {
             .kv_events_config
             .as_deref()
             .map(kv_events_config)
+            .transpose()?,
+        weight_transfer_backend: args
+            .weight_transfer_config
+            .as_deref()
+            .map(weight_transfer_backend)
             .transpose()?,
         ..MockConfig::default()
     };

@@ -11,6 +11,10 @@
 //!     --reasoning-parser qwen3 --tool-call-parser hermes --enable-auto-tool-choice
 //! vllm serve /models/Qwen3-8B --headless --data-parallel-size 2 \
 //!     --data-parallel-address 127.0.0.1 --data-parallel-rpc-port 13345
+//!
+//! # vLLM's gRPC services (vllm.Inference, vllm.Control, health, reflection) as well:
+//! cargo run --release --example serve -- --grpc-port 50051
+//! grpcurl -plaintext -d '{"token_ids": {"ids": [9707, 11]}}' localhost:50051 vllm.Inference/Generate
 //! ```
 //!
 //! The server itself lives in `vllm_examples::serve`.

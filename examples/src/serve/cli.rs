@@ -32,6 +32,10 @@ pub struct Args {
     /// HTTP bind port.
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
+    /// Also serve vLLM's gRPC services (`vllm.Inference`, `vllm.Control`, health,
+    /// reflection) on this TCP port of --host. Without it, no gRPC server is started.
+    #[arg(long)]
+    pub grpc_port: Option<u16>,
     /// Model name accepted and reported by the API (default: qwen3 for the vendored
     /// model, else MODEL_DIR as given).
     #[arg(long)]
@@ -207,6 +211,7 @@ impl Args {
             served_model_name,
             host: self.host,
             port: self.port,
+            grpc_port: self.grpc_port,
             tool_call_parser: ParserChoice::parse(&self.tool_call_parser),
             reasoning_parser: ParserChoice::parse(&self.reasoning_parser),
             enable_auto_tool_choice: self.enable_auto_tool_choice,

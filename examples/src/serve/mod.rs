@@ -12,7 +12,9 @@
 //! request pipeline (`vllm_chat::pipeline`, feature `pipeline`): the handlers in
 //! [`generation`] parse the body, call the pipeline and frame its answer as JSON or
 //! server-sent events ([`sse`]); [`tokens`] serves the engine-free endpoints. Errors
-//! have vLLM's shape ([`error`]).
+//! have vLLM's shape ([`error`]). With `--grpc-port`, [`grpc`] serves vLLM's
+//! `vllm.Inference` and `vllm.Control` beside HTTP, over the same pipeline and
+//! control functions; a `Shutdown` RPC stops both servers.
 //!
 //! Engine failure: a request whose engine died gets an error event on its open stream,
 //! and new requests get vLLM's 500 for a dead engine (`/health` answers 503). A client that disconnects drops its
@@ -23,6 +25,7 @@ pub mod control;
 pub mod engine;
 pub mod error;
 pub mod generation;
+pub mod grpc;
 pub mod http;
 pub mod metrics;
 pub mod model;
@@ -79,6 +82,8 @@ pub struct ServeConfig {
     pub host: String,
     /// HTTP bind port (0: any free port).
     pub port: u16,
+    /// `--grpc-port`: serve vLLM's gRPC services on `host:P` too (0: any free port).
+    pub grpc_port: Option<u16>,
     /// `--tool-call-parser`.
     pub tool_call_parser: ParserChoice,
     /// `--reasoning-parser`.
@@ -148,6 +153,7 @@ impl ServeConfig {
             served_model_name: "qwen3".into(),
             host: "127.0.0.1".into(),
             port: 8000,
+            grpc_port: None,
             tool_call_parser: ParserChoice::None,
             reasoning_parser: ParserChoice::None,
             enable_auto_tool_choice: false,
@@ -171,8 +177,8 @@ impl ServeConfig {
         }
     }
 
-    /// The parsers the choices resolve to, with vLLM's start-up checks.
-    fn parsers(&self, model: &Model) -> Result<ServingParsers> {
+    /// The parser names the choices resolve to (reasoning, tool call).
+    fn parser_names(&self) -> Result<(Option<&str>, Option<&str>)> {
         let auto_name = self
             .model_dir
             .file_name()
@@ -192,6 +198,12 @@ impl ServeConfig {
             ParserChoice::Auto => auto()?.1,
             ParserChoice::Named(name) => Some(name.as_str()),
         };
+        Ok((reasoning, tool))
+    }
+
+    /// The parsers the choices resolve to, with vLLM's start-up checks.
+    fn parsers(&self, model: &Model) -> Result<ServingParsers> {
+        let (reasoning, tool) = self.parser_names()?;
         Ok(model.serving_parsers(reasoning, tool, self.enable_auto_tool_choice)?)
     }
 }
@@ -199,6 +211,8 @@ impl ServeConfig {
 /// A bound server, not yet serving.
 pub struct Server {
     state: AppState,
+    grpc: Option<(tokio::net::TcpListener, grpc::GrpcState)>,
+    stop_requested: tokio::sync::watch::Sender<bool>,
     ops: ops::Operations,
     listener: http::Listener,
     tls: Option<tokio_rustls::TlsAcceptor>,
@@ -302,8 +316,26 @@ impl Server {
             runtime_lora: config.lora.runtime_updates,
             metrics,
         };
+        let (stop_requested, _) = tokio::sync::watch::channel(false);
+        let grpc = match config.grpc_port {
+            None => None,
+            Some(port) => {
+                let (reasoning, tool) = config.parser_names()?;
+                let grpc_state = grpc::GrpcState {
+                    app: state.clone(),
+                    model_id: config.model_dir.display().to_string(),
+                    reasoning_parser: reasoning.unwrap_or_default().to_owned(),
+                    tool_call_parser: tool.unwrap_or_default().to_owned(),
+                    manages_engines: !engines.mocks.is_empty(),
+                    shutdown: stop_requested.clone(),
+                };
+                Some((grpc::bind(&config.host, port).await?, grpc_state))
+            }
+        };
         Ok(Self {
             state,
+            grpc,
+            stop_requested,
             ops: config.ops.clone(),
             listener,
             tls,
@@ -320,6 +352,43 @@ impl Server {
                 .local_addr()
                 .unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
             http::Listener::Unix(..) => SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+
+    /// The bound gRPC address (`--grpc-port`), if gRPC is served.
+    pub fn grpc_addr(&self) -> Option<SocketAddr> {
+        self.grpc
+            .as_ref()
+            .and_then(|(listener, _)| listener.local_addr().ok())
+    }
+
+    /// Starts the gRPC server (if any) in a background task and returns the HTTP
+    /// server's shutdown: `shutdown`, or a `Shutdown` RPC. Either stops both servers.
+    fn start_grpc(
+        &mut self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let stop = self.stop_requested.clone();
+        let mut requested = stop.subscribe();
+        if let Some((listener, state)) = self.grpc.take() {
+            let mut grpc_stop = stop.subscribe();
+            tokio::spawn(async move {
+                let stopped = async move {
+                    let _ = grpc_stop.wait_for(|stop| *stop).await;
+                };
+                if let Err(e) = grpc::serve(listener, state, stopped).await {
+                    tracing::error!("gRPC server: {e}");
+                }
+            });
+        }
+        async move {
+            tokio::select! {
+                () = shutdown => {}
+                _ = requested.wait_for(|stop| *stop) => {
+                    tracing::info!("shutting down: requested over gRPC");
+                }
+            }
+            let _ = stop.send(true);
         }
     }
 
@@ -342,7 +411,11 @@ impl Server {
     /// Serves until `shutdown` completes, then lets the requests in flight finish
     /// within `--shutdown-timeout` (a second SIGINT/SIGTERM cuts that short), aborts
     /// the rest and stops the engines' link.
-    pub async fn serve(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    pub async fn serve(
+        mut self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
+        let shutdown = self.start_grpc(shutdown);
         let router = self.ops.apply(router(self.state.clone()));
         let client = self.state.pipeline.client().clone();
         http::serve(
@@ -365,26 +438,29 @@ impl Server {
 
     /// Serves in a background task (for tests and embedding): returns the address, the
     /// embedded mock engines and a handle that stops the server.
-    pub fn spawn(self) -> RunningServer {
+    pub fn spawn(mut self) -> RunningServer {
         let addr = self.local_addr();
+        let grpc_addr = self.grpc_addr();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = self.start_grpc(async {
+            let _ = stopped.await;
+        });
         let client = self.state.pipeline.client().clone();
         let router = self.ops.apply(router(self.state.clone()));
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let aborting = client.clone();
         let task = tokio::spawn(http::serve(
             self.listener,
             self.tls,
             router,
             self.http,
-            async {
-                let _ = stopped.await;
-            },
+            shutdown,
             self.drain,
             std::future::pending(),
             move || aborting.shutdown(),
         ));
         RunningServer {
             addr,
+            grpc_addr,
             client,
             mocks: self.mocks,
             stop: Some(stop),
@@ -397,6 +473,8 @@ impl Server {
 pub struct RunningServer {
     /// The HTTP address.
     pub addr: SocketAddr,
+    /// The gRPC address (`--grpc-port`), if gRPC is served.
+    pub grpc_addr: Option<SocketAddr>,
     /// The engine link (e.g. to look at requests in flight).
     pub client: EngineCoreClient,
     /// The embedded mock engines, by rank (to inject faults).

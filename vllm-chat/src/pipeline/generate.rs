@@ -75,7 +75,9 @@ impl Default for WireSamplingParams {
 }
 
 impl WireSamplingParams {
-    fn resolve(self, stream: bool, room: i64) -> render_mode::SamplingParams {
+    /// The parameters with `max_tokens` as asked (`i64::MAX` when unset: the room
+    /// the context leaves, see [`TokensPrompt::params`]).
+    fn resolve(self, stream: bool) -> render_mode::SamplingParams {
         render_mode::SamplingParams {
             n: self.n,
             presence_penalty: self.presence_penalty,
@@ -93,7 +95,7 @@ impl WireSamplingParams {
                 .unwrap_or_default(),
             stop_token_ids: self.stop_token_ids.unwrap_or_default(),
             ignore_eos: self.ignore_eos,
-            max_tokens: self.max_tokens.map_or(room, |m| m.min(room)),
+            max_tokens: self.max_tokens.unwrap_or(i64::MAX),
             min_tokens: self.min_tokens,
             logprobs: self.logprobs,
             prompt_logprobs: self.prompt_logprobs,
@@ -281,6 +283,45 @@ impl std::fmt::Debug for AcceptedGenerate {
     }
 }
 
+/// A tokens-in prompt with its resolved sampling parameters: what a tokens-in API
+/// (`/inference/v1/generate`, the gRPC `Generate`) hands to [`Pipeline::start_tokens`]
+/// once it has read its own request format.
+#[derive(Debug, Clone)]
+pub struct TokensPrompt {
+    /// The API's request id (the engine request's id adds vLLM's random suffix,
+    /// [`ids::engine_request_id`]).
+    pub request_id: String,
+    /// The prompt's token ids.
+    pub token_ids: Vec<u32>,
+    /// The sampling parameters; `max_tokens` is the requested cap (`i64::MAX`: none),
+    /// lowered to the room the context leaves after the prompt.
+    pub params: render_mode::SamplingParams,
+    /// The LoRA adapter to generate with.
+    pub lora_request: Option<vllm_client::protocol::LoRARequest>,
+    /// Scheduling priority.
+    pub priority: i64,
+    /// Prefix-cache salt.
+    pub cache_salt: Option<String>,
+    /// Engine parameters beyond the resolved sampling parameters.
+    pub extras: EngineExtras,
+}
+
+/// Engine sampling parameters a tokens-in API may set that vLLM's OpenAI request
+/// formats do not carry (the gRPC `GenerateRequest` does); `None` leaves the engine's
+/// default.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineExtras {
+    /// Token sequences that must not be generated, already tokenized (vLLM's
+    /// `_bad_words_token_ids`).
+    pub bad_words_token_ids: Option<Vec<Vec<u32>>>,
+    /// Apply the engine's configured watermark.
+    pub watermarking: Option<bool>,
+    /// Do not read the prefix cache for this request.
+    pub skip_reading_prefix_cache: Option<bool>,
+    /// Reasoning tokens allowed before the engine closes the reasoning.
+    pub thinking_token_budget: Option<i64>,
+}
+
 impl Pipeline {
     /// Accepts a tokens-in request: checks it as vLLM does and sends it to the engines.
     pub async fn generate(&self, request: TokensRequest) -> Result<AcceptedGenerate, ApiError> {
@@ -302,60 +343,25 @@ impl Pipeline {
                 ));
             }
         };
-        if request.token_ids.is_empty() {
-            return Err(ApiError::bad_request(
-                "token_ids must not be empty",
-                Some("token_ids"),
-            ));
-        }
-        // vLLM checks its own `scheduler_config.max_num_seqs`, which its engines share;
-        // here the engines report theirs.
-        let max_num_seqs = self
-            .client
-            .engines()
-            .first()
-            .map_or(i64::MAX, |e| e.ready.max_num_seqs);
-        let n = request.sampling_params.n;
-        if i64::from(n) > max_num_seqs {
-            return Err(ApiError::bad_request(
-                format!(
-                    "sampling_params.n must be at most the server's max_num_seqs ({max_num_seqs}), got {n}."
-                ),
-                None,
-            ));
-        }
-        let max_model_len = i64::try_from(self.model.max_model_len()).unwrap_or(i64::MAX);
-        let prompt_len = request.token_ids.len() as i64;
-        if prompt_len > max_model_len {
-            return Err(ApiError::bad_request(
-                format!(
-                    "Input length ({prompt_len}) exceeds model's maximum context length ({max_model_len})."
-                ),
-                Some("token_ids"),
-            ));
-        }
         let stream = request.stream == Some(true);
-        let resolved = request
-            .sampling_params
-            .resolve(stream, max_model_len - prompt_len);
-        let params = sampling::engine_params(&resolved, &self.model, self.config.max_logprobs)?;
+        let model_name = self.answer_model(adapter.as_ref());
         // vLLM's `serve_tokens`: `generate-tokens-{request_id}`, the body's id or a
         // random one.
         let request_id = format!(
             "generate-tokens-{}",
             request.request_id.unwrap_or_else(ids::random_hex)
         );
-        let mut engine_request = EngineCoreRequest::new(
-            ids::engine_request_id(&request_id),
-            request.token_ids.clone(),
-            params,
-        );
-        engine_request.external_req_id = Some(request_id.clone());
-        engine_request.priority = request.priority;
-        engine_request.cache_salt = request.cache_salt;
-        let model_name = self.answer_model(adapter.as_ref());
-        engine_request.lora_request = adapter;
-        let samples = Samples::start(&self.client, &self.model, vec![engine_request]).await?;
+        let samples = self
+            .start_tokens(TokensPrompt {
+                request_id: request_id.clone(),
+                token_ids: request.token_ids.clone(),
+                params: request.sampling_params.resolve(stream),
+                lora_request: adapter,
+                priority: request.priority,
+                cache_salt: request.cache_salt,
+                extras: EngineExtras::default(),
+            })
+            .await?;
         let options = request.stream_options.unwrap_or_default();
         let include_usage = options.include_usage == Some(true);
         Ok(AcceptedGenerate {
@@ -369,6 +375,73 @@ impl Pipeline {
             continuous_usage: include_usage && options.continuous_usage_stats == Some(true),
             samples,
         })
+    }
+
+    /// Checks a tokens-in prompt as vLLM does (not empty, `n` within the engines'
+    /// `max_num_seqs`, within the context, valid sampling parameters) and sends it to
+    /// the engines: its `n` samples, as they come.
+    pub async fn start_tokens(&self, prompt: TokensPrompt) -> Result<Samples, ApiError> {
+        if prompt.token_ids.is_empty() {
+            return Err(ApiError::bad_request(
+                "token_ids must not be empty",
+                Some("token_ids"),
+            ));
+        }
+        // vLLM checks its own `scheduler_config.max_num_seqs`, which its engines share;
+        // here the engines report theirs.
+        let max_num_seqs = self
+            .client
+            .engines()
+            .first()
+            .map_or(i64::MAX, |e| e.ready.max_num_seqs);
+        let n = prompt.params.n;
+        if i64::from(n) > max_num_seqs {
+            return Err(ApiError::bad_request(
+                format!(
+                    "sampling_params.n must be at most the server's max_num_seqs ({max_num_seqs}), got {n}."
+                ),
+                None,
+            ));
+        }
+        let max_model_len = i64::try_from(self.model.max_model_len()).unwrap_or(i64::MAX);
+        let prompt_len = prompt.token_ids.len() as i64;
+        if prompt_len > max_model_len {
+            return Err(ApiError::bad_request(
+                format!(
+                    "Input length ({prompt_len}) exceeds model's maximum context length ({max_model_len})."
+                ),
+                Some("token_ids"),
+            ));
+        }
+        let mut resolved = prompt.params;
+        resolved.max_tokens = resolved.max_tokens.min(max_model_len - prompt_len);
+        let mut params = sampling::engine_params(&resolved, &self.model, self.config.max_logprobs)?;
+        let extras = prompt.extras;
+        if let Some(words) = extras.bad_words_token_ids {
+            params.bad_words_token_ids = Some(
+                words
+                    .into_iter()
+                    .map(|w| w.into_iter().map(i64::from).collect())
+                    .collect(),
+            );
+        }
+        params.watermarking = extras.watermarking.or(params.watermarking);
+        params.skip_reading_prefix_cache = extras
+            .skip_reading_prefix_cache
+            .or(params.skip_reading_prefix_cache);
+        params.thinking_token_budget = extras
+            .thinking_token_budget
+            .or(params.thinking_token_budget);
+        let mut engine_request = EngineCoreRequest::new(
+            ids::engine_request_id(&prompt.request_id),
+            prompt.token_ids,
+            params,
+        );
+        engine_request.external_req_id = Some(prompt.request_id);
+        engine_request.priority = prompt.priority;
+        engine_request.cache_salt = prompt.cache_salt;
+        engine_request.lora_request = prompt.lora_request;
+        Samples::start(&self.client, &self.model, vec![engine_request]).await
     }
 }
 

@@ -27,6 +27,9 @@ pub struct Finish {
     /// Which weights produced the output tokens (vLLM's `weight_versions`), `None` when
     /// the engines reported no version.
     pub weight_versions: Option<Vec<vllm_client::client::WeightVersionSpan>>,
+    /// Prompt tokens the engine found in its prefix cache (vLLM's
+    /// `num_cached_tokens`).
+    pub num_cached_tokens: i64,
 }
 
 /// A token with its logprob and text.
@@ -98,6 +101,9 @@ pub struct Generation {
     pub num_output_tokens: usize,
     /// Prompt tokens.
     pub num_prompt_tokens: usize,
+    /// Prompt tokens the engine served from its prefix cache (from the prefill
+    /// statistics of the first output).
+    pub num_cached_tokens: i64,
 }
 
 impl std::fmt::Debug for Generation {
@@ -149,6 +155,7 @@ impl Generation {
             pending_error: None,
             num_output_tokens: 0,
             num_prompt_tokens: prompt.len(),
+            num_cached_tokens: 0,
         })
     }
 
@@ -250,6 +257,9 @@ impl Generation {
                 "the engine failed to process the request",
             )));
         }
+        if let Some(stats) = &output.prefill_stats {
+            self.num_cached_tokens = stats.num_cached_tokens;
+        }
         let mut step = Step::default();
         let ids = &output.new_token_ids;
         let detok_error = |e: vllm_detok::Error| GenerationError(ApiError::internal(e.to_string()));
@@ -286,6 +296,7 @@ impl Generation {
                         reason: "stop",
                         stop_reason: Some(Value::String(stop.stop)),
                         weight_versions,
+                        num_cached_tokens: self.num_cached_tokens,
                     });
                 }
             }
@@ -312,6 +323,7 @@ impl Generation {
                             reason: "stop",
                             stop_reason: Some(Value::String(stop.stop)),
                             weight_versions,
+                            num_cached_tokens: self.num_cached_tokens,
                         }
                     }
                     None => Finish {
@@ -321,6 +333,7 @@ impl Generation {
                             StopReason::Text(s) => Value::String(s.clone()),
                         }),
                         weight_versions,
+                        num_cached_tokens: self.num_cached_tokens,
                     },
                 });
             }

@@ -71,6 +71,60 @@ pub struct UnloadLoraBody {
     pub lora_name: String,
 }
 
+/// Why a load or unload was refused: each API renders it its own way (the HTTP
+/// endpoints with vllm-rs's HTTP messages, [`LoraError::api_error`]; a gRPC server with
+/// its status codes).
+#[derive(Debug, Clone, PartialEq)]
+pub enum LoraError {
+    /// A load without a name.
+    EmptyName,
+    /// A load without a path.
+    EmptyPath,
+    /// An unload without a name.
+    MissingName,
+    /// The name is the served model's.
+    ConflictsWithBase(String),
+    /// An adapter of this name is loaded (and the load is not in place).
+    AlreadyLoaded(String),
+    /// No adapter of this name is loaded.
+    NotLoaded(String),
+    /// A local path the rules refuse (the message says which rule).
+    Path(&'static str),
+    /// The engines refused or failed (the error as the HTTP endpoint reports it).
+    Engine(ApiError),
+}
+
+impl LoraError {
+    /// The error as vllm-rs's `/v1/load_lora_adapter` and `/v1/unload_lora_adapter`
+    /// answer it.
+    pub fn api_error(self) -> ApiError {
+        match self {
+            LoraError::EmptyName => ApiError::bad_request("lora_name must not be empty", None),
+            LoraError::EmptyPath => ApiError::bad_request("lora_path must not be empty", None),
+            LoraError::MissingName => ApiError::bad_request(
+                "'lora_name' needs to be provided to unload a LoRA adapter.",
+                Some("lora_name"),
+            ),
+            LoraError::ConflictsWithBase(name) => ApiError::bad_request(
+                format!("LoRA adapter `{name}` conflicts with a served base model"),
+                Some("lora_name"),
+            ),
+            LoraError::AlreadyLoaded(name) => ApiError::bad_request(
+                format!(
+                    "LoRA adapter `{name}` is already loaded. If you want to load the adapter \
+                     in place, set 'load_inplace' to true."
+                ),
+                Some("lora_name"),
+            ),
+            LoraError::NotLoaded(name) => {
+                ApiError::not_found(format!("The model `{name}` does not exist."), Some("model"))
+            }
+            LoraError::Path(message) => ApiError::bad_request(message, Some("lora_path")),
+            LoraError::Engine(error) => error,
+        }
+    }
+}
+
 /// The adapters a server offers, by name.
 #[derive(Debug)]
 pub struct LoraRegistry {
@@ -145,10 +199,14 @@ impl LoraRegistry {
         module: &LoraModule,
     ) -> Result<(), ApiError> {
         let _one_at_a_time = self.changes.lock().await;
-        self.check_name(&module.name, false)?;
+        self.check_name(&module.name, false)
+            .map_err(LoraError::api_error)?;
         let mut request = LoRARequest::new(&module.name, self.next_id(), &module.path);
         request.base_model_name = module.base_model_name.clone();
-        self.add(client, request).await
+        self.add(client, request)
+            .await
+            .map_err(LoraError::api_error)?;
+        Ok(())
     }
 
     /// `POST /v1/load_lora_adapter`: the success text, or vllm-rs's error.
@@ -157,25 +215,39 @@ impl LoraRegistry {
         client: &EngineCoreClient,
         body: &LoadLoraBody,
     ) -> Result<String, ApiError> {
-        let _one_at_a_time = self.changes.lock().await;
-        if body.lora_name.is_empty() {
-            return Err(ApiError::bad_request("lora_name must not be empty", None));
-        }
-        if body.lora_path.is_empty() {
-            return Err(ApiError::bad_request("lora_path must not be empty", None));
-        }
-        self.check_name(&body.lora_name, body.load_inplace)?;
-        self.check_path(&body.lora_path)?;
-        let id = self
-            .get(&body.lora_name)
-            .map_or_else(|| self.next_id(), |a| a.lora_int_id);
-        let mut request = LoRARequest::new(&body.lora_name, id, &body.lora_path);
-        request.load_inplace = body.load_inplace;
-        self.add(client, request).await?;
+        self.load_adapter(client, &body.lora_name, &body.lora_path, body.load_inplace)
+            .await
+            .map_err(LoraError::api_error)?;
         Ok(format!(
             "Success: LoRA adapter '{}' added successfully.",
             body.lora_name
         ))
+    }
+
+    /// Loads adapter `name` from `path` at run time (the path rules apply), or reloads
+    /// it under the same id with `inplace`: the adapter as loaded.
+    pub async fn load_adapter(
+        &self,
+        client: &EngineCoreClient,
+        name: &str,
+        path: &str,
+        inplace: bool,
+    ) -> Result<LoRARequest, LoraError> {
+        let _one_at_a_time = self.changes.lock().await;
+        if name.is_empty() {
+            return Err(LoraError::EmptyName);
+        }
+        if path.is_empty() {
+            return Err(LoraError::EmptyPath);
+        }
+        self.check_name(name, inplace)?;
+        self.check_path(path)?;
+        let id = self
+            .get(name)
+            .map_or_else(|| self.next_id(), |a| a.lora_int_id);
+        let mut request = LoRARequest::new(name, id, path);
+        request.load_inplace = inplace;
+        self.add(client, request).await
     }
 
     /// `POST /v1/unload_lora_adapter`: the success text, or vllm-rs's error.
@@ -184,99 +256,97 @@ impl LoraRegistry {
         client: &EngineCoreClient,
         body: &UnloadLoraBody,
     ) -> Result<String, ApiError> {
-        let _one_at_a_time = self.changes.lock().await;
-        if body.lora_name.is_empty() {
-            return Err(ApiError::bad_request(
-                "'lora_name' needs to be provided to unload a LoRA adapter.",
-                Some("lora_name"),
-            ));
-        }
-        let Some(adapter) = self.get(&body.lora_name) else {
-            return Err(ApiError::not_found(
-                format!("The model `{}` does not exist.", body.lora_name),
-                Some("model"),
-            ));
-        };
-        let removed = client
-            .remove_lora(adapter.lora_int_id)
+        self.unload_adapter(client, &body.lora_name)
             .await
-            .map_err(|e| ApiError::internal(format!("failed to remove LoRA adapter: {e}")))?;
-        if !removed {
-            return Err(ApiError::internal(format!(
-                "engine rejected removal of LoRA adapter `{}` with id {}",
-                adapter.lora_name, adapter.lora_int_id
-            )));
-        }
-        self.write().retain(|a| a.lora_name != body.lora_name);
+            .map_err(LoraError::api_error)?;
         Ok(format!(
             "Success: LoRA adapter '{}' removed successfully.",
             body.lora_name
         ))
     }
 
-    fn check_name(&self, name: &str, inplace: bool) -> Result<(), ApiError> {
+    /// Unloads adapter `name` from the engines: the adapter as it was loaded.
+    pub async fn unload_adapter(
+        &self,
+        client: &EngineCoreClient,
+        name: &str,
+    ) -> Result<LoRARequest, LoraError> {
+        let _one_at_a_time = self.changes.lock().await;
+        if name.is_empty() {
+            return Err(LoraError::MissingName);
+        }
+        let Some(adapter) = self.get(name) else {
+            return Err(LoraError::NotLoaded(name.to_owned()));
+        };
+        let removed = client.remove_lora(adapter.lora_int_id).await.map_err(|e| {
+            LoraError::Engine(ApiError::internal(format!(
+                "failed to remove LoRA adapter: {e}"
+            )))
+        })?;
+        if !removed {
+            return Err(LoraError::Engine(ApiError::internal(format!(
+                "engine rejected removal of LoRA adapter `{}` with id {}",
+                adapter.lora_name, adapter.lora_int_id
+            ))));
+        }
+        self.write().retain(|a| a.lora_name != name);
+        Ok(adapter)
+    }
+
+    fn check_name(&self, name: &str, inplace: bool) -> Result<(), LoraError> {
         if name == self.served_model_name {
-            return Err(ApiError::bad_request(
-                format!("LoRA adapter `{name}` conflicts with a served base model"),
-                Some("lora_name"),
-            ));
+            return Err(LoraError::ConflictsWithBase(name.to_owned()));
         }
         if !inplace && self.get(name).is_some() {
-            return Err(ApiError::bad_request(
-                format!(
-                    "LoRA adapter `{name}` is already loaded. If you want to load the adapter \
-                     in place, set 'load_inplace' to true."
-                ),
-                Some("lora_name"),
-            ));
+            return Err(LoraError::AlreadyLoaded(name.to_owned()));
         }
         Ok(())
     }
 
     /// A run-time adapter's path: hub ids pass; local paths must lie under an allowed
     /// prefix.
-    fn check_path(&self, path: &str) -> Result<(), ApiError> {
+    fn check_path(&self, path: &str) -> Result<(), LoraError> {
         let local = path.starts_with('/') || path.starts_with('.') || path.starts_with('~');
         if !local {
             return Ok(());
         }
         let Some(prefixes) = &self.allowed_prefixes else {
-            return Err(ApiError::bad_request(
+            return Err(LoraError::Path(
                 "Local LoRA adapter paths require VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES to be \
                  configured.",
-                Some("lora_path"),
             ));
         };
         if !path.starts_with('/') {
-            return Err(ApiError::bad_request(
+            return Err(LoraError::Path(
                 "Local LoRA adapter paths must be absolute and under one of the prefixes \
                  configured by VLLM_RUNTIME_LORA_ALLOWED_PATH_PREFIXES.",
-                Some("lora_path"),
             ));
         }
         // Canonical, so that `..` and links cannot leave the prefixes.
         let Ok(canonical) = Path::new(path).canonicalize() else {
-            return Err(ApiError::bad_request(
+            return Err(LoraError::Path(
                 "Local LoRA adapter path must exist and be accessible.",
-                Some("lora_path"),
             ));
         };
         if prefixes.iter().any(|prefix| canonical.starts_with(prefix)) {
             Ok(())
         } else {
-            Err(ApiError::bad_request(
+            Err(LoraError::Path(
                 "Local LoRA adapter path is outside the configured allowed prefixes.",
-                Some("lora_path"),
             ))
         }
     }
 
-    async fn add(&self, client: &EngineCoreClient, request: LoRARequest) -> Result<(), ApiError> {
+    async fn add(
+        &self,
+        client: &EngineCoreClient,
+        request: LoRARequest,
+    ) -> Result<LoRARequest, LoraError> {
         client.add_lora(&request).await.map_err(|e| {
-            ApiError::internal(format!(
+            LoraError::Engine(ApiError::internal(format!(
                 "failed to load LoRA adapter `{}`: {e}",
                 request.lora_name
-            ))
+            )))
         })?;
         let mut adapters = self.write();
         let mut stored = request;
@@ -285,10 +355,10 @@ impl LoraRegistry {
             .iter_mut()
             .find(|a| a.lora_name == stored.lora_name)
         {
-            Some(existing) => *existing = stored,
-            None => adapters.push(stored),
+            Some(existing) => *existing = stored.clone(),
+            None => adapters.push(stored.clone()),
         }
-        Ok(())
+        Ok(stored)
     }
 }
 
@@ -323,7 +393,7 @@ mod tests {
         let guarded = LoraRegistry::new("m", Some(vec![dir.clone()]));
         assert!(guarded.check_path(inside.to_str().unwrap()).is_ok());
         let escape = format!("{}/../..", inside.display());
-        let error = guarded.check_path(&escape).unwrap_err();
+        let error = guarded.check_path(&escape).unwrap_err().api_error();
         assert_eq!(
             error.message,
             "Local LoRA adapter path is outside the configured allowed prefixes."

@@ -57,8 +57,8 @@ pub use completion::{AcceptedCompletion, CompletionEvent, CompletionStream};
 pub use error::{ApiError, ENGINE_DEAD_CLIENT_MESSAGE};
 pub use frames::ChatDeltaFrames;
 pub use generate::{
-    AcceptedGenerate, GenerateChoice, GenerateChunk, GenerateEvent, GenerateLogprobs,
-    GenerateResponse, GenerateStream, TokenLogprob, TokenLogprobEntry, TokensRequest,
+    AcceptedGenerate, EngineExtras, GenerateChoice, GenerateChunk, GenerateEvent, GenerateLogprobs,
+    GenerateResponse, GenerateStream, TokenLogprob, TokenLogprobEntry, TokensPrompt, TokensRequest,
     WireSamplingParams,
 };
 pub use model::{Model, ModelError};

@@ -94,6 +94,11 @@ pub struct MockConfig {
     /// LoRA adapter slots (`--enable-lora`); `None` refuses LoRA calls as vLLM does
     /// without it.
     pub lora: Option<MockLora>,
+    /// The weight-transfer backend the engine reports at its handshake (vLLM's
+    /// `--weight-transfer-config '{"backend": …}'`), which frontends such as vllm-rs's
+    /// gRPC server require before the weight-transfer calls. The mock's worker follows
+    /// vLLM's session rules whatever it reports.
+    pub weight_transfer_backend: Option<String>,
 }
 
 /// LoRA settings of the mock engine, vLLM's `--max-loras` and `--max-cpu-loras`.
@@ -138,6 +143,7 @@ impl Default for MockConfig {
             prefix_caching_hash_algo: HashAlgo::Sha256,
             python_hash_seed: None,
             kv_events: None,
+            weight_transfer_backend: None,
         }
     }
 }

@@ -214,6 +214,7 @@ fn ready_response(
             .map(|c| crate::wire::from_slice(&crate::wire::to_vec(&c)).unwrap_or_default()),
         kv_cache_max_concurrency: Some(config.max_num_seqs as f64),
         enable_sleep_mode: true,
+        weight_transfer_backend: config.weight_transfer_backend.clone(),
         coordinator_input_address: addresses.coordinator_input.clone(),
         coordinator_output_address: addresses.coordinator_output.clone(),
         ..EngineCoreReadyResponse::default()

@@ -192,18 +192,29 @@ pub fn world_size(client: &EngineCoreClient, query: &WorldSizeQuery) -> ControlA
 /// `GET /kv_event_sources`: the KV-event publishers of the engines that have one, by
 /// data-parallel rank (their `kv_events_config` from the handshake).
 pub fn kv_event_sources(client: &EngineCoreClient) -> ControlAnswer {
-    let mut sources = Map::new();
-    for engine in client.engines() {
-        if let Some(config) = &engine.ready.kv_events_config
-            && config
+    let sources: Map<String, Json> = kv_event_publishers(client)
+        .into_iter()
+        .map(|(rank, config)| (rank.to_string(), value_to_json(&config)))
+        .collect();
+    ControlAnswer::Json(Json::Object(sources))
+}
+
+/// The engines that publish KV-cache events, by data-parallel rank, with the
+/// `kv_events_config` each reported at its handshake (as reported: endpoints with the
+/// engine's own host wildcards).
+pub fn kv_event_publishers(client: &EngineCoreClient) -> Vec<(u16, Value)> {
+    client
+        .engines()
+        .iter()
+        .filter_map(|engine| {
+            let config = engine.ready.kv_events_config.as_ref()?;
+            (config
                 .get("enable_kv_cache_events")
                 .and_then(Value::as_bool)
-                == Some(true)
-        {
-            sources.insert(engine.rank.to_string(), value_to_json(config));
-        }
-    }
-    ControlAnswer::Json(Json::Object(sources))
+                == Some(true))
+            .then(|| (engine.rank, config.clone()))
+        })
+        .collect()
 }
 
 #[cfg(test)]

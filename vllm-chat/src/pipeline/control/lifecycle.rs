@@ -92,11 +92,16 @@ pub async fn resume(client: &EngineCoreClient) -> Result<ControlAnswer, ApiError
 
 /// `GET /is_paused`.
 pub async fn is_paused(client: &EngineCoreClient) -> Result<ControlAnswer, ApiError> {
-    let paused = client
+    let paused = paused(client).await?;
+    Ok(ControlAnswer::Json(json!({"is_paused": paused})))
+}
+
+/// Whether the engines' schedulers are paused.
+pub async fn paused(client: &EngineCoreClient) -> Result<bool, ApiError> {
+    client
         .is_scheduler_paused()
         .await
-        .map_err(|e| engine_error("is_paused", &e))?;
-    Ok(ControlAnswer::Json(json!({"is_paused": paused})))
+        .map_err(|e| engine_error("is_paused", &e))
 }
 
 /// `POST /sleep`.
@@ -108,13 +113,23 @@ pub async fn sleep(
         .ok()
         .and_then(SleepLevel::from_level)
         .ok_or_else(|| ApiError::bad_request("level must be between 0 and 2", Some("level")))?;
-    client
-        .sleep(level, query.mode)
-        .await
-        .map_err(|e| engine_error("sleep", &e))?;
+    sleep_at(client, level, query.mode).await?;
     Ok(ControlAnswer::Json(
         json!({"status": "sleeping", "level": query.level}),
     ))
+}
+
+/// Puts the engines to sleep at `level`, the requests in flight handled as `mode`
+/// says.
+pub async fn sleep_at(
+    client: &EngineCoreClient,
+    level: SleepLevel,
+    mode: PauseMode,
+) -> Result<(), ApiError> {
+    client
+        .sleep(level, mode)
+        .await
+        .map_err(|e| engine_error("sleep", &e))
 }
 
 /// `POST /wake_up?tags=…`: `tags` are the query's `tags` values (none: wake everything).
@@ -123,24 +138,34 @@ pub async fn wake_up(
     client: &EngineCoreClient,
     tags: Option<Vec<String>>,
 ) -> Result<ControlAnswer, ApiError> {
-    let wake: Option<Vec<WakeTag>> = tags
-        .as_ref()
-        .map(|tags| tags.iter().map(|t| WakeTag::parse(t)).collect());
-    let awake = client
-        .wake_up(wake.as_deref())
-        .await
-        .map_err(|e| engine_error("wake_up", &e))?;
+    let awake = wake(client, tags.as_deref()).await?;
     let status = if awake { "awake" } else { "sleeping" };
     Ok(ControlAnswer::Json(json!({"status": status, "tags": tags})))
 }
 
+/// Wakes the memory of `tags` (none: everything): whether the engines are then
+/// fully awake.
+pub async fn wake(client: &EngineCoreClient, tags: Option<&[String]>) -> Result<bool, ApiError> {
+    let wake: Option<Vec<WakeTag>> =
+        tags.map(|tags| tags.iter().map(|t| WakeTag::parse(t)).collect());
+    client
+        .wake_up(wake.as_deref())
+        .await
+        .map_err(|e| engine_error("wake_up", &e))
+}
+
 /// `GET /is_sleeping`.
 pub async fn is_sleeping(client: &EngineCoreClient) -> Result<ControlAnswer, ApiError> {
-    let sleeping = client
+    let sleeping = sleeping(client).await?;
+    Ok(ControlAnswer::Json(json!({"is_sleeping": sleeping})))
+}
+
+/// Whether the engines sleep.
+pub async fn sleeping(client: &EngineCoreClient) -> Result<bool, ApiError> {
+    client
         .is_sleeping()
         .await
-        .map_err(|e| engine_error("is_sleeping", &e))?;
-    Ok(ControlAnswer::Json(json!({"is_sleeping": sleeping})))
+        .map_err(|e| engine_error("is_sleeping", &e))
 }
 
 /// `POST /release_kv_cache_memory`.

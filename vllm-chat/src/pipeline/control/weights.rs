@@ -165,11 +165,16 @@ pub async fn update_weight_version(
 
 /// `GET /weight_info`.
 pub async fn weight_info(client: &EngineCoreClient) -> Result<ControlAnswer, ApiError> {
-    let version = client
+    let version = weight_version(client).await?;
+    Ok(ControlAnswer::Json(json!({"weight_version": version})))
+}
+
+/// The engines' weight version.
+pub async fn weight_version(client: &EngineCoreClient) -> Result<String, ApiError> {
+    client
         .get_weight_version()
         .await
-        .map_err(|e| engine_error("get_weight_version", &e))?;
-    Ok(ControlAnswer::Json(json!({"weight_version": version})))
+        .map_err(|e| engine_error("get_weight_version", &e))
 }
 
 /// `POST /weight_checker`: checksums of every worker's weights, merged (a name on two

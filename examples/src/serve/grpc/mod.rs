@@ -1,0 +1,163 @@
+//! gRPC (`--grpc-port P`), as `vllm-rs serve --grpc-port` 0.33.0 serves it: vLLM's
+//! `vllm.Inference` (tokens or text in, tokens and text out, unary or streamed) and
+//! `vllm.Control` (server and model information, shutdown, aborts, LoRA adapters, KV
+//! event sources, pause / sleep, the weight-transfer sequence and the weight version),
+//! plus `grpc.health.v1.Health` (`NOT_SERVING` once the engines are dead) and server
+//! reflection (`grpc.reflection.v1` and `v1alpha`; vllm-rs has no reflection: ours is
+//! an addition).
+//!
+//! The schema is vLLM's `rust/proto/{control,inference}.proto` as published in the
+//! `vllm-proto` 0.6.0 crate that vllm-rs 0.33.0 is built with (`ServerInfo.proto_version`
+//! says `0.6.0`), kept in `examples/proto/` and compiled by `build.rs` (protox, no
+//! `protoc`). The answers and failures (status codes and messages) are vllm-rs's,
+//! checked side by side by `examples/scripts/grpc_conformance.py`.
+//!
+//! Everything an RPC does is done by the functions the HTTP routes call
+//! (`vllm_chat::pipeline::control`, [`LoraRegistry`](vllm_chat::pipeline::lora::LoraRegistry),
+//! [`Pipeline::start_tokens`](vllm_chat::pipeline::Pipeline::start_tokens)); these modules
+//! only translate protobuf messages and statuses. As in vllm-rs, `--api-key` does not
+//! apply to the gRPC port: bind it where only trusted clients reach it.
+
+pub mod control;
+pub mod inference;
+
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::Status;
+use tonic::transport::server::TcpIncoming;
+use vllm_chat::pipeline::ApiError;
+
+use super::state::AppState;
+
+/// The generated messages, servers and clients of vLLM's `vllm` package.
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod pb {
+    tonic::include_proto!("vllm");
+}
+
+/// The encoded descriptor set of `proto/*.proto` (for reflection, and for clients that
+/// want it).
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/vllm_descriptor.bin"));
+
+/// The schema version reported as `ServerInfo.proto_version` (the `vllm-proto` crate's
+/// version that vllm-rs 0.33.0 reports).
+pub const PROTO_VERSION: &str = "0.6.0";
+
+/// What the gRPC services share with the HTTP server.
+#[derive(Clone, Debug)]
+pub struct GrpcState {
+    /// The HTTP server's state: model, pipeline, LoRA registry.
+    pub app: AppState,
+    /// The model as given on the command line (`ModelInfo.model_id`).
+    pub model_id: String,
+    /// `--reasoning-parser` as resolved (empty: none).
+    pub reasoning_parser: String,
+    /// `--tool-call-parser` as resolved (empty: none).
+    pub tool_call_parser: String,
+    /// Whether this server started its engines (the embedded mock engines): then
+    /// `Shutdown` stops it; with external engines it is refused, as vllm-rs refuses
+    /// it when it does not manage the engine process.
+    pub manages_engines: bool,
+    /// Set by `Shutdown`: the server stops as on SIGTERM.
+    pub shutdown: watch::Sender<bool>,
+}
+
+impl GrpcState {
+    /// The context length as the engines report it (vllm-rs's `max_model_len`), else
+    /// the model's.
+    pub fn max_model_len(&self) -> u64 {
+        self.app
+            .pipeline
+            .client()
+            .engines()
+            .first()
+            .and_then(|e| u64::try_from(e.ready.max_model_len).ok())
+            .filter(|&len| len > 0)
+            .unwrap_or_else(|| self.app.api.max_model_len())
+    }
+}
+
+/// A vLLM API error as a gRPC status: 400 is `INVALID_ARGUMENT`, 404 `NOT_FOUND`, 503
+/// `UNAVAILABLE`, anything else `INTERNAL`; the message is kept.
+pub fn status(error: &ApiError) -> Status {
+    match error.status {
+        400 => Status::invalid_argument(error.message.clone()),
+        404 => Status::not_found(error.message.clone()),
+        503 => Status::unavailable(error.message.clone()),
+        _ => Status::internal(error.message.clone()),
+    }
+}
+
+/// How often the health service looks at the engines.
+const ENGINE_WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Binds the gRPC port (`host:port`, port 0: any free one).
+pub async fn bind(host: &str, port: u16) -> anyhow::Result<TcpListener> {
+    let addr = format!("{host}:{port}");
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|e| anyhow::anyhow!("binding the gRPC port {addr}: {e}"))
+}
+
+/// Serves Inference, Control, health and reflection on `listener` until `shutdown`
+/// resolves (then in-flight calls are given up: their engine requests are aborted
+/// when their streams drop).
+pub async fn serve(
+    listener: TcpListener,
+    state: GrpcState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    let addr: Option<SocketAddr> = listener.local_addr().ok();
+    let inference = pb::inference_server::InferenceServer::new(inference::Inference {
+        state: state.clone(),
+    });
+    let control = pb::control_server::ControlServer::new(control::Control {
+        state: state.clone(),
+    });
+    let (reporter, health) = tonic_health::server::health_reporter();
+    reporter
+        .set_serving::<pb::inference_server::InferenceServer<inference::Inference>>()
+        .await;
+    reporter
+        .set_serving::<pb::control_server::ControlServer<control::Control>>()
+        .await;
+    // Once the engines are dead (as HTTP's `/health` then answers 503), every service
+    // reports NOT_SERVING.
+    let client = state.app.pipeline.client().clone();
+    let watcher = tokio::spawn(async move {
+        while !client.is_dead() {
+            tokio::time::sleep(ENGINE_WATCH_INTERVAL).await;
+        }
+        for service in ["", "vllm.Inference", "vllm.Control"] {
+            reporter
+                .set_service_status(service, tonic_health::ServingStatus::NotServing)
+                .await;
+        }
+    });
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    let reflection_alpha = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1alpha()?;
+    if let Some(addr) = addr {
+        tracing::info!("gRPC on {addr}: vllm.Inference, vllm.Control, health, reflection");
+    }
+    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let served = tonic::transport::Server::builder()
+        .add_service(health)
+        .add_service(reflection)
+        .add_service(reflection_alpha)
+        .add_service(inference)
+        .add_service(control)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await;
+    watcher.abort();
+    served?;
+    Ok(())
+}
