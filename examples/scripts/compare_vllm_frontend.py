@@ -126,6 +126,13 @@ MODES = {
     "parsers": (["--mock-output", "text", "--mock-text", PARSED_TEXT],
                 ["--reasoning-parser", "qwen3", "--tool-call-parser", "hermes",
                  "--enable-auto-tool-choice"]),
+    # Prompt-cache counts in usage: the engines keep a prefix cache (the mock keeps one
+    # when it publishes KV events, here to a per-engine ipc socket nobody reads), so a
+    # prompt sent again reports cached tokens.
+    "details": (["--mock-output", "text", "--kv-events-config",
+                 '{"enable_kv_cache_events": true, "publisher": "zmq", '
+                 '"endpoint": "ipc:///tmp/compare-vllm-frontend-kv-{port}"}'],
+                ["--enable-prompt-tokens-details"]),
 }
 
 
@@ -133,7 +140,8 @@ def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
     return subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-address", "127.0.0.1",
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
-         "--max-model-len", str(args.max_model_len), *MODES[mode][0], "--mock-seed", "3",
+         "--max-model-len", str(args.max_model_len),
+         *(flag.replace("{port}", str(port)) for flag in MODES[mode][0]), "--mock-seed", "3",
          "--mock-tokens-per-second", "0", "--max-num-seqs", str(MAX_NUM_SEQS)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )

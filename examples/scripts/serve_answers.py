@@ -18,6 +18,8 @@ import urllib.request
 
 BASE = sys.argv[1].rstrip("/") if len(sys.argv) > 1 and __name__ == "__main__" else "http://127.0.0.1:8000"
 MSG = [{"role": "user", "content": "Hello there!"}]
+# A prompt several KV-cache blocks long.
+LONG = " ".join(["the quick brown fox jumps over the lazy dog"] * 8)
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}}}}]
 SO = {"include_usage": True, "continuous_usage_stats": True}
@@ -172,6 +174,34 @@ N_CASES = [
     ]
     for path, prompt in [("/v1/chat/completions", {"messages": MSG}),
                          ("/v1/completions", {"prompt": "Once"})]
+] + [
+    # `--enable-prompt-tokens-details`: each request runs twice, the second time with
+    # its prompt's blocks in the engine's prefix cache.
+    (f"prompt tokens details {name} {attempt}", path, body, ("details",))
+    for name, path, body in [
+        ("chat", "/v1/chat/completions",
+         {"model": "qwen3", "messages": [{"role": "user", "content": LONG}], "max_tokens": 3}),
+        ("chat stream", "/v1/chat/completions",
+         {"model": "qwen3", "messages": [{"role": "user", "content": LONG + " again"}],
+          "max_tokens": 3, "stream": True, "stream_options": {"include_usage": True}}),
+        # The prompt of "chat", already cached: which child's count each frontend
+        # reports must not depend on when its children reached the engine.
+        ("chat n=2", "/v1/chat/completions",
+         {"model": "qwen3", "messages": [{"role": "user", "content": LONG}],
+          "max_tokens": 3, "n": 2}),
+        ("completions", "/v1/completions", {"model": "qwen3", "prompt": LONG, "max_tokens": 3}),
+        ("completions stream", "/v1/completions",
+         {"model": "qwen3", "prompt": LONG + " more", "max_tokens": 3, "stream": True,
+          "stream_options": {"include_usage": True}}),
+        ("completions batch", "/v1/completions",
+         {"model": "qwen3", "prompt": [LONG + " one", LONG + " two"], "max_tokens": 3}),
+        ("generate", "/inference/v1/generate",
+         {"token_ids": list(range(1000, 1050)), "sampling_params": {"max_tokens": 3}}),
+        ("generate stream", "/inference/v1/generate",
+         {"token_ids": list(range(2000, 2050)), "sampling_params": {"max_tokens": 3},
+          "stream": True, "stream_options": {"include_usage": True}}),
+    ]
+    for attempt in (1, 2)
 ]
 
 NORMALIZE = [

@@ -376,14 +376,26 @@ fn min_tokens_is_a_lower_bound_on_dense_texts() {
             .take(20)
             .map(|(_, id)| model.ours.decode(&[**id], false).unwrap().repeat(50))
             .collect();
-        for unit in [" ", "\n", "a", "=", "-", "0", "\u{1100}\u{1161}\u{11a8}", "\u{ac00}"] {
+        for unit in [
+            " ",
+            "\n",
+            "a",
+            "=",
+            "-",
+            "0",
+            "\u{1100}\u{1161}\u{11a8}",
+            "\u{ac00}",
+        ] {
             texts.push(unit.repeat(20_000));
         }
         texts.push(model.specials.concat().repeat(100));
         for text in texts {
             let bound = encoder.min_tokens(&model.ours, &text);
             let count = reference_ids(&model, &text, false).len();
-            assert!(bound >= 1 && bound <= count, "{name}: min_tokens {bound}, {count} tokens");
+            assert!(
+                bound >= 1 && bound <= count,
+                "{name}: min_tokens {bound}, {count} tokens"
+            );
         }
     }
 }

@@ -142,6 +142,10 @@ pub struct Args {
     /// Compute no request or scheduler statistics (`/metrics` stays at idle values).
     #[arg(long)]
     pub disable_log_stats: bool,
+    /// Report the prompt tokens served from the engines' prefix caches in usage
+    /// (`prompt_tokens_details.cached_tokens`).
+    #[arg(long)]
+    pub enable_prompt_tokens_details: bool,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -235,6 +239,7 @@ impl Args {
             renderer_num_workers: self.renderer_num_workers,
             dev_mode: super::control::dev_mode_from_env(),
             disable_log_stats: self.disable_log_stats,
+            enable_prompt_tokens_details: self.enable_prompt_tokens_details,
             uds: self.uds,
             lora: LoraSettings {
                 modules: self

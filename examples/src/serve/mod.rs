@@ -122,6 +122,9 @@ pub struct ServeConfig {
     /// `--disable-log-stats`: no request or scheduler statistics (`/metrics` shows the
     /// families at their idle values).
     pub disable_log_stats: bool,
+    /// `--enable-prompt-tokens-details`: usage reports the prompt tokens served from
+    /// the engines' prefix caches.
+    pub enable_prompt_tokens_details: bool,
     /// `--uds PATH`: listen on this Unix socket instead of `host:port`.
     pub uds: Option<PathBuf>,
     /// `--ssl-certfile` and friends: HTTPS.
@@ -171,6 +174,7 @@ impl ServeConfig {
             dev_mode: false,
             ops: ops::Operations::default(),
             disable_log_stats: false,
+            enable_prompt_tokens_details: false,
             uds: None,
             tls: None,
             lora: LoraSettings::default(),
@@ -307,6 +311,7 @@ impl Server {
                 max_logprobs: config.max_logprobs,
                 offload: api.offload.clone(),
                 loras: Some(api.loras.clone()),
+                enable_prompt_tokens_details: config.enable_prompt_tokens_details,
             },
         );
         let state = AppState {

@@ -11,8 +11,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::Value;
 use vllm_chat::openai::{ChatCompletionRequest, CompletionRequest};
-use vllm_chat::pipeline::{ApiError, Offload};
 use vllm_chat::pipeline::tokens::{self, TokenizeResponse};
+use vllm_chat::pipeline::{ApiError, Offload};
 
 use super::error::json_or_error;
 use super::state::ModelApi;

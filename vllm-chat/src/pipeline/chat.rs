@@ -36,6 +36,8 @@ pub struct AcceptedChat {
     parsers: Vec<ChoiceParser>,
     /// With `echo`: the content of the last message, when it has the response's role.
     echo: String,
+    /// Report the prompt-cache counts in the usage.
+    prompt_tokens_details: bool,
 }
 
 impl std::fmt::Debug for AcceptedChat {
@@ -223,6 +225,7 @@ impl Pipeline {
             prompt_token_ids,
             samples,
             parsers,
+            prompt_tokens_details: self.config.enable_prompt_tokens_details,
         })
     }
 }
@@ -318,6 +321,12 @@ impl super::Accepted for AcceptedChat {
             });
         }
         let prompt_tokens = self.prompt_token_ids.len() as u64;
+        let mut usage = Usage::new(prompt_tokens, self.samples.num_output_tokens() as u64);
+        if self.prompt_tokens_details
+            && let Some(last) = self.samples.last_to_finish(0..n)
+        {
+            usage.prompt_tokens_details = Emit::value(last.prompt_tokens_details(true, false));
+        }
         Ok(ChatCompletionResponse {
             id: self.id,
             object: "chat.completion",
@@ -326,7 +335,7 @@ impl super::Accepted for AcceptedChat {
             choices,
             service_tier: None,
             system_fingerprint: None,
-            usage: Usage::new(prompt_tokens, self.samples.num_output_tokens() as u64),
+            usage,
             prompt_logprobs: logprobs::prompt_logprobs(&self.samples),
             prompt_token_ids: return_token_ids.then_some(self.prompt_token_ids),
             prompt_text: None,
@@ -414,10 +423,16 @@ impl ChatStream {
                 self.done = true;
                 if self.include_usage {
                     let a = &self.accepted;
-                    let usage = Usage::new(
+                    let mut usage = Usage::new(
                         a.prompt_token_ids.len() as u64,
                         a.samples.num_output_tokens() as u64,
                     );
+                    if a.prompt_tokens_details
+                        && let Some(first) = a.samples.first_to_report()
+                    {
+                        usage.prompt_tokens_details =
+                            Emit::value(first.prompt_tokens_details(true, true));
+                    }
                     let chunk =
                         ChatCompletionChunk::usage(&a.id, self.created, &a.model, usage, None);
                     self.queue.push_back(ChatEvent::Chunk(chunk));

@@ -37,6 +37,8 @@ pub struct AcceptedCompletion {
     samples: Samples,
     /// For the text of an echoed first prompt token.
     tokenizer: std::sync::Arc<dyn vllm_detok::Tokenizer>,
+    /// Report the prompt-cache counts in the usage.
+    prompt_tokens_details: bool,
 }
 
 impl std::fmt::Debug for AcceptedCompletion {
@@ -143,6 +145,7 @@ impl Pipeline {
             n,
             samples,
             tokenizer: model.tokenizer.clone(),
+            prompt_tokens_details: self.config.enable_prompt_tokens_details,
         })
     }
 }
@@ -284,7 +287,15 @@ impl AcceptedCompletion {
     /// vLLM's usage: every prompt once, every choice's output tokens.
     fn usage(&self) -> Usage {
         let prompt: usize = self.prompts.iter().map(|p| p.token_ids.len()).sum();
-        Usage::new(prompt as u64, self.samples.num_output_tokens() as u64)
+        let mut usage = Usage::new(prompt as u64, self.samples.num_output_tokens() as u64);
+        // vLLM reads the counts of the last prompt's final output.
+        let last_prompt = self.samples.len().saturating_sub(self.n)..self.samples.len();
+        if self.prompt_tokens_details
+            && let Some(last) = self.samples.last_to_finish(last_prompt)
+        {
+            usage.prompt_tokens_details = Emit::value(last.prompt_tokens_details(false, false));
+        }
+        usage
     }
 }
 
@@ -346,7 +357,14 @@ impl CompletionStream {
                         .filter(|(_, seen)| **seen)
                         .map(|(p, _)| p.token_ids.len())
                         .sum();
-                    let usage = Usage::new(prompt as u64, a.samples.num_output_tokens() as u64);
+                    let mut usage = Usage::new(prompt as u64, a.samples.num_output_tokens() as u64);
+                    // vLLM reads the counts of the first output it streamed.
+                    if a.prompt_tokens_details
+                        && let Some(first) = a.samples.first_to_report()
+                    {
+                        usage.prompt_tokens_details =
+                            Emit::value(first.prompt_tokens_details(false, true));
+                    }
                     let chunk = CompletionChunk::usage(&a.id, self.created, &a.model, usage, None);
                     return Some(CompletionEvent::Chunk(chunk));
                 }

@@ -10,7 +10,7 @@ use vllm_client::protocol::EngineCoreRequest;
 use super::error::ApiError;
 use super::generation::{Candidate, PositionLogprobs, Samples, Step};
 use super::{Pipeline, ids, logprobs, sampling, sse};
-use crate::openai::{ChatLogprobs, StopParam, StreamOptions, Usage};
+use crate::openai::{ChatLogprobs, Emit, StopParam, StreamOptions, Usage};
 use crate::render_mode;
 
 /// vLLM's `SamplingParams` as JSON, with its defaults.
@@ -273,6 +273,8 @@ pub struct AcceptedGenerate {
     include_usage: bool,
     continuous_usage: bool,
     samples: Samples,
+    /// Report the prompt-cache counts in the usage.
+    prompt_tokens_details: bool,
 }
 
 impl std::fmt::Debug for AcceptedGenerate {
@@ -374,6 +376,7 @@ impl Pipeline {
             include_usage,
             continuous_usage: include_usage && options.continuous_usage_stats == Some(true),
             samples,
+            prompt_tokens_details: self.config.enable_prompt_tokens_details,
         })
     }
 
@@ -485,8 +488,8 @@ impl AcceptedGenerate {
         if details {
             // vLLM dumps these `UsageInfo`s with every field (only the final usage
             // chunk drops the nulls).
-            usage.prompt_tokens_details = crate::openai::Emit::null();
-            usage.completion_tokens_details = crate::openai::Emit::null();
+            usage.prompt_tokens_details = Emit::null();
+            usage.completion_tokens_details = Emit::null();
         }
         usage
     }
@@ -525,8 +528,15 @@ impl super::Accepted for AcceptedGenerate {
                 logprobs: step_logprobs(step.logprobs, self.text_mode),
             });
         }
+        let mut usage = self.usage(None, true);
+        // vLLM reads the counts of the final output.
+        if self.prompt_tokens_details
+            && let Some(last) = self.samples.last_to_finish(0..self.samples.len())
+        {
+            usage.prompt_tokens_details = Emit::value(last.prompt_tokens_details(false, false));
+        }
         Ok(GenerateResponse {
-            usage: self.usage(None, true),
+            usage,
             output_mode: self.mode(),
             prompt_logprobs: logprobs::prompt_logprobs(&self.samples),
             request_id: self.request_id,
@@ -588,7 +598,17 @@ impl GenerateStream {
                 if a.include_usage {
                     return Some(GenerateEvent::Chunk(GenerateChunk {
                         request_id: a.request_id.clone(),
-                        usage: Some(a.usage(None, false)),
+                        usage: Some({
+                            let mut usage = a.usage(None, false);
+                            // vLLM reads the counts of the first output it streamed.
+                            if a.prompt_tokens_details
+                                && let Some(first) = a.samples.first_to_report()
+                            {
+                                usage.prompt_tokens_details =
+                                    Emit::value(first.prompt_tokens_details(false, true));
+                            }
+                            usage
+                        }),
                         prompt_token_ids: None,
                         mm_placeholders: None,
                         output_mode: a.mode(),

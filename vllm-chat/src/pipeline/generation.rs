@@ -101,9 +101,14 @@ pub struct Generation {
     pub num_output_tokens: usize,
     /// Prompt tokens.
     pub num_prompt_tokens: usize,
-    /// Prompt tokens the engine served from its prefix cache (from the prefill
-    /// statistics of the first output).
+    /// Prompt tokens the engine served from its prefix cache, from the prefill
+    /// statistics of the first output (vLLM's `RequestOutput.num_cached_tokens`; 0
+    /// until then).
     pub num_cached_tokens: i64,
+    /// Prompt tokens written to the cache (vLLM's `num_cache_creation_tokens`).
+    pub num_cache_creation_tokens: i64,
+    /// No output has arrived yet (vLLM's `is_prefilling`).
+    prefilling: bool,
 }
 
 impl std::fmt::Debug for Generation {
@@ -156,6 +161,8 @@ impl Generation {
             num_output_tokens: 0,
             num_prompt_tokens: prompt.len(),
             num_cached_tokens: 0,
+            num_cache_creation_tokens: 0,
+            prefilling: true,
         })
     }
 
@@ -257,8 +264,11 @@ impl Generation {
                 "the engine failed to process the request",
             )));
         }
-        if let Some(stats) = &output.prefill_stats {
+        if std::mem::take(&mut self.prefilling)
+            && let Some(stats) = &output.prefill_stats
+        {
             self.num_cached_tokens = stats.num_cached_tokens;
+            self.num_cache_creation_tokens = stats.num_cache_creation_tokens;
         }
         let mut step = Step::default();
         let ids = &output.new_token_ids;
@@ -348,6 +358,31 @@ impl Generation {
 }
 
 impl Generation {
+    /// vLLM's `prompt_tokens_details` (`PromptTokenUsageInfo`) from this request's
+    /// prompt-cache counts: chat answers fill `created_cache_tokens` too
+    /// (`_make_prompt_tokens_details`), the others `cached_tokens` alone. A whole
+    /// answer writes every field (nulls included), a streamed usage chunk drops the
+    /// nulls (`streamed`).
+    pub(crate) fn prompt_tokens_details(&self, chat: bool, streamed: bool) -> Value {
+        let created = if chat {
+            Value::from(self.num_cache_creation_tokens)
+        } else {
+            Value::Null
+        };
+        let fields = [
+            ("cached_tokens", Value::from(self.num_cached_tokens)),
+            ("created_cache_tokens", created),
+            ("multimodal_tokens", Value::Null),
+        ];
+        Value::Object(
+            fields
+                .into_iter()
+                .filter(|(_, value)| !(streamed && value.is_null()))
+                .map(|(key, value)| (key.to_owned(), value))
+                .collect(),
+        )
+    }
+
     /// The weight versions of the output tokens (from the engine stream), cut at
     /// `kept` tokens when a stop string ended the output early (vLLM counts the tokens
     /// it kept).
@@ -375,6 +410,16 @@ pub struct Samples {
     finished: Vec<bool>,
     /// Where the next poll starts, so that no choice starves the others.
     next: usize,
+    /// The choice whose step came first, and the one that finished last: the
+    /// children whose `RequestOutput` vLLM's serving layer reads the prompt-cache
+    /// counts from (the first output of a stream, the final one of a whole answer).
+    first: Option<usize>,
+    /// For each choice, the wait after which it finished (1, 2, …; 0 while running):
+    /// choices that finished in one engine step share it, and vLLM handles them in the
+    /// engine's order (by index).
+    finish_order: Vec<usize>,
+    /// How often polling found nothing ready.
+    waits: usize,
 }
 
 impl std::fmt::Debug for Samples {
@@ -403,9 +448,29 @@ impl Samples {
         }
         Ok(Self {
             finished: vec![false; generations.len()],
+            finish_order: vec![0; generations.len()],
             generations,
             next: 0,
+            first: None,
+            waits: 0,
         })
+    }
+
+    /// The generation whose step came first (the first output vLLM's streaming
+    /// serving code sees), or choice 0 before any.
+    pub fn first_to_report(&self) -> Option<&Generation> {
+        self.generations.get(self.first.unwrap_or(0))
+    }
+
+    /// The generation that finished last among choices `range` (the final output of
+    /// those choices' request), or the range's last choice before any finished.
+    pub fn last_to_finish(&self, range: std::ops::Range<usize>) -> Option<&Generation> {
+        let index = range
+            .clone()
+            .filter(|&i| self.finish_order.get(i).is_some_and(|&order| order > 0))
+            .max_by_key(|&i| (self.finish_order[i], i))
+            .unwrap_or(range.end.saturating_sub(1));
+        self.generations.get(index)
     }
 
     /// Number of choices.
@@ -441,8 +506,10 @@ impl Samples {
                 }
                 match self.generations[index].poll_step(cx) {
                     std::task::Poll::Ready(Some(step)) => {
+                        self.first.get_or_insert(index);
                         if step.as_ref().map_or(true, |s| s.finish.is_some()) {
                             self.finished[index] = true;
+                            self.finish_order[index] = self.waits + 1;
                         }
                         self.next = (index + 1) % n;
                         return std::task::Poll::Ready(Some((index, step)));
@@ -454,6 +521,7 @@ impl Samples {
             if self.finished.iter().all(|&f| f) {
                 std::task::Poll::Ready(None)
             } else {
+                self.waits += 1;
                 std::task::Poll::Pending
             }
         })

@@ -100,6 +100,9 @@ pub struct PipelineConfig {
     /// LoRA adapters requests may name as their `model` (`None`: only the served
     /// model).
     pub loras: Option<Arc<lora::LoraRegistry>>,
+    /// `--enable-prompt-tokens-details`: usage reports the prompt tokens the engine
+    /// served from its prefix cache (`prompt_tokens_details.cached_tokens`).
+    pub enable_prompt_tokens_details: bool,
 }
 
 impl PipelineConfig {
@@ -112,6 +115,7 @@ impl PipelineConfig {
             max_logprobs: 20,
             offload: Offload::default(),
             loras: None,
+            enable_prompt_tokens_details: false,
         }
     }
 }

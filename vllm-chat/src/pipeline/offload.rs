@@ -106,7 +106,8 @@ mod tests {
 
     #[test]
     fn a_short_body_with_a_request_template_counts_as_large() {
-        let template = br#"{"messages": [], "chat_template": "{% for i in range(9) %}{% endfor %}"}"#;
+        let template =
+            br#"{"messages": [], "chat_template": "{% for i in range(9) %}{% endfor %}"}"#;
         assert_eq!(Offload::body_size(template), usize::MAX);
         let plain = br#"{"messages": [{"role": "user", "content": "Hi"}]}"#;
         assert_eq!(Offload::body_size(plain), plain.len());

@@ -205,8 +205,9 @@ impl StructuredOutputsParams {
                 // request-validation error (pydantic's `dict_type`), never a schema.
                 if schema.is_some_and(|s| !s.is_object()) {
                     return Err(RenderError::InvalidRequest {
-                        message: "response_format.json_schema.schema: Input should be a valid dictionary"
-                            .into(),
+                        message:
+                            "response_format.json_schema.schema: Input should be a valid dictionary"
+                                .into(),
                         param: Some("body.response_format.json_schema.schema".into()),
                     });
                 }
@@ -342,8 +343,10 @@ fn check_structural_tag(payload: &str, parameter: &str) -> Result<(), RenderErro
             .get("type")
             .and_then(Value::as_str)
             .is_some_and(|kind| STRUCTURAL_TAG_FORMATS.contains(&kind)),
-        None => tag.get("structures").is_some_and(Value::is_array)
-            && tag.get("triggers").is_some_and(Value::is_array),
+        None => {
+            tag.get("structures").is_some_and(Value::is_array)
+                && tag.get("triggers").is_some_and(Value::is_array)
+        }
     };
     if well_shaped { Ok(()) } else { Err(invalid()) }
 }
@@ -454,7 +457,10 @@ mod tests {
                 json!({"json": "\u{1c}"}),
                 "structured_outputs.json cannot be an empty string",
             ),
-            (json!({"json": "not a schema"}), "Invalid JSON grammar specification."),
+            (
+                json!({"json": "not a schema"}),
+                "Invalid JSON grammar specification.",
+            ),
             (
                 json!({"json_object": false}),
                 "structured_outputs.json_object must be True if set",
@@ -518,7 +524,10 @@ mod tests {
             r#"{"type": "structural_tag", "format": {"type": "const_string", "value": "x"}}"#,
             r#"{"type": "structural_tag", "structures": [], "triggers": []}"#,
         ] {
-            assert!(check_structural_tag(good, "response_format").is_ok(), "{good}");
+            assert!(
+                check_structural_tag(good, "response_format").is_ok(),
+                "{good}"
+            );
         }
         let refused = StructuredOutputsParams::from_request(
             None,
@@ -535,6 +544,9 @@ mod tests {
         else {
             panic!("a string schema is a validation error in vLLM");
         };
-        assert_eq!(param.as_deref(), Some("body.response_format.json_schema.schema"));
+        assert_eq!(
+            param.as_deref(),
+            Some("body.response_format.json_schema.schema")
+        );
     }
 }

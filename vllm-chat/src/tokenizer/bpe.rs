@@ -274,7 +274,12 @@ impl ByteLevelBpe {
     /// entry, times 3 under NFC (composition shrinks text by at most that: three
     /// Hangul jamo, 9 bytes, compose to one 3-byte syllable).
     pub(crate) fn max_text_bytes_per_token(&self) -> usize {
-        let longest = self.vocab.keys().map(|bytes| bytes.len()).max().unwrap_or(1);
+        let longest = self
+            .vocab
+            .keys()
+            .map(|bytes| bytes.len())
+            .max()
+            .unwrap_or(1);
         match self.normalization {
             Normalization::Nfc => longest * 3,
             Normalization::None => longest,
