@@ -467,21 +467,28 @@ def main() -> int:
             return 1
         theirs += a
         ours += b
+    return report("control conformance", theirs, ours, KNOWN_DIFFERENCES, workdir,
+                  lambda a: f" ({a})" if "body" not in a else "")
+
+
+def report(title: str, theirs: list, ours: list, known_differences: dict, workdir: str,
+           shown=lambda answer: "") -> int:
+    """Prints each call's verdict (`shown` adds a passing answer's summary) and the
+    tally; the exit status: 1 when an answer differs outside `known_differences`."""
     failures = known = 0
-    theirs_by_name = dict(theirs)
-    ours_by_name = dict(ours)
+    theirs_by_name, ours_by_name = dict(theirs), dict(ours)
     names = list(dict.fromkeys([n for n, _ in theirs] + [n for n, _ in ours]))
     for name in names:
         a, b = theirs_by_name.get(name), ours_by_name.get(name)
         if a == b:
-            print(f"PASS: {name}" + (f" ({a})" if "body" not in a else ""))
-        elif name in KNOWN_DIFFERENCES:
+            print(f"PASS: {name}{shown(a)}")
+        elif name in known_differences:
             known += 1
-            print(f"KNOWN: {name} ({KNOWN_DIFFERENCES[name]})\n    vllm-rs: {a}\n    serve:   {b}")
+            print(f"KNOWN: {name} ({known_differences[name]})\n    vllm-rs: {a}\n    serve:   {b}")
         else:
             failures += 1
             print(f"FAIL: {name}\n    vllm-rs: {a}\n    serve:   {b}")
-    print(f"control conformance: {len(names) - failures - known}/{len(names)} equal, "
+    print(f"{title}: {len(names) - failures - known}/{len(names)} equal, "
           f"{known} known differences ({'FAIL' if failures else 'PASS'}; logs in {workdir})")
     return 1 if failures else 0
 

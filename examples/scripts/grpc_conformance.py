@@ -416,22 +416,7 @@ def main() -> int:
             answers.append(answer)
         theirs += answers[0]
         ours += answers[1]
-    failures = known = 0
-    theirs_by_name, ours_by_name = dict(theirs), dict(ours)
-    names = list(dict.fromkeys([n for n, _ in theirs] + [n for n, _ in ours]))
-    for name in names:
-        a, b = theirs_by_name.get(name), ours_by_name.get(name)
-        if a == b:
-            print(f"PASS: {name}")
-        elif name in KNOWN_DIFFERENCES:
-            known += 1
-            print(f"KNOWN: {name} ({KNOWN_DIFFERENCES[name]})\n    vllm-rs: {a}\n    serve:   {b}")
-        else:
-            failures += 1
-            print(f"FAIL: {name}\n    vllm-rs: {a}\n    serve:   {b}")
-    print(f"gRPC conformance: {len(names) - failures - known}/{len(names)} equal, "
-          f"{known} known differences ({'FAIL' if failures else 'PASS'}; logs in {workdir})")
-    return 1 if failures else 0
+    return cc.report("gRPC conformance", theirs, ours, KNOWN_DIFFERENCES, workdir)
 
 
 if __name__ == "__main__":
