@@ -1,6 +1,15 @@
 //! Reading msgpack defensively: bounded, allocation-checked, pickle refused.
+//!
+//! Markers, lengths and scalars are read by `rmp`'s low-level readers (`rmp::decode`)
+//! over the rest of the input. What `rmp` leaves to its caller is done here: checking a
+//! declared length against the bytes that remain before anything is allocated for it,
+//! bounding the nesting depth, refusing the pickle extension types, borrowing strings
+//! and binaries from the input, and resolving out-of-band frames.
 
-use bytes::Bytes;
+use bytes::Bytes as Frame;
+use rmp::Marker;
+use rmp::decode::bytes::BytesReadError;
+use rmp::decode::{self, Bytes, NumValueReadError, ValueReadError};
 
 use super::{EXT_CLOUDPICKLE, EXT_PICKLE};
 
@@ -64,7 +73,7 @@ pub struct Reader<'a> {
     buf: &'a [u8],
     pos: usize,
     depth: u32,
-    frames: &'a [Bytes],
+    frames: &'a [Frame],
 }
 
 impl<'a> Reader<'a> {
@@ -75,7 +84,7 @@ impl<'a> Reader<'a> {
 
     /// A reader over a message whose arrays may refer to extra frames; `frames[i - 1]` is
     /// the frame vLLM numbers `i` (the payload itself is frame 0).
-    pub fn with_frames(buf: &'a [u8], frames: &'a [Bytes]) -> Self {
+    pub fn with_frames(buf: &'a [u8], frames: &'a [Frame]) -> Self {
         Self {
             buf,
             pos: 0,
@@ -113,7 +122,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The extra frame vLLM numbers `index`.
-    pub fn frame(&self, index: usize) -> Result<Bytes, DecodeError> {
+    pub fn frame(&self, index: usize) -> Result<Frame, DecodeError> {
         index
             .checked_sub(1)
             .and_then(|i| self.frames.get(i))
@@ -129,12 +138,32 @@ impl<'a> Reader<'a> {
             .ok_or(DecodeError::Truncated(self.pos))
     }
 
-    fn byte(&mut self) -> Result<u8, DecodeError> {
-        let b = self.peek()?;
-        self.pos += 1;
-        Ok(b)
+    /// The next marker, without consuming it.
+    fn marker(&self) -> Result<Marker, DecodeError> {
+        self.peek().map(Marker::from_u8)
     }
 
+    /// Runs one `rmp` read on the rest of the input and advances past what it consumed;
+    /// its errors are mapped to [`DecodeError`]s at the value's offset, `expected` naming
+    /// the type on a mismatch.
+    #[inline(always)]
+    fn read<T, E: RmpError>(
+        &mut self,
+        expected: &'static str,
+        f: impl FnOnce(&mut Bytes<'a>) -> Result<T, E>,
+    ) -> Result<T, DecodeError> {
+        let at = self.pos;
+        let mut rd = Bytes::new(&self.buf[at..]);
+        match f(&mut rd) {
+            Ok(v) => {
+                self.pos = self.buf.len() - rd.remaining_slice().len();
+                Ok(v)
+            }
+            Err(e) => Err(e.into_decode_error(at, expected)),
+        }
+    }
+
+    /// Takes the next `n` bytes (the payload of a string, binary or extension value).
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         let end = self
             .pos
@@ -144,13 +173,6 @@ impl<'a> Reader<'a> {
         let s = &self.buf[self.pos..end];
         self.pos = end;
         Ok(s)
-    }
-
-    fn be<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
-        let s = self.take(N)?;
-        let mut a = [0u8; N];
-        a.copy_from_slice(s);
-        Ok(a)
     }
 
     fn type_error(&self, offset: usize, expected: &'static str) -> DecodeError {
@@ -163,7 +185,7 @@ impl<'a> Reader<'a> {
 
     /// Consumes a `nil` if one is next; returns whether it did.
     pub fn nil(&mut self) -> Result<bool, DecodeError> {
-        if self.peek()? == 0xc0 {
+        if self.marker()? == Marker::Null {
             self.pos += 1;
             Ok(true)
         } else {
@@ -173,31 +195,12 @@ impl<'a> Reader<'a> {
 
     /// Reads a boolean.
     pub fn bool(&mut self) -> Result<bool, DecodeError> {
-        let at = self.pos;
-        match self.byte()? {
-            0xc2 => Ok(false),
-            0xc3 => Ok(true),
-            _ => Err(self.type_error(at, "bool")),
-        }
+        self.read("bool", decode::read_bool)
     }
 
     /// Reads any integer as an `i128`, so that every msgpack integer fits.
     pub fn integer(&mut self) -> Result<i128, DecodeError> {
-        let at = self.pos;
-        let m = self.byte()?;
-        Ok(match m {
-            0x00..=0x7f => m as i128,
-            0xe0..=0xff => m as i8 as i128,
-            0xcc => self.byte()? as i128,
-            0xcd => u16::from_be_bytes(self.be()?) as i128,
-            0xce => u32::from_be_bytes(self.be()?) as i128,
-            0xcf => u64::from_be_bytes(self.be()?) as i128,
-            0xd0 => self.byte()? as i8 as i128,
-            0xd1 => i16::from_be_bytes(self.be()?) as i128,
-            0xd2 => i32::from_be_bytes(self.be()?) as i128,
-            0xd3 => i64::from_be_bytes(self.be()?) as i128,
-            _ => return Err(self.type_error(at, "integer")),
-        })
+        self.read("integer", decode::read_int::<i128, _>)
     }
 
     /// Reads an integer into `T`, failing if it does not fit.
@@ -210,15 +213,9 @@ impl<'a> Reader<'a> {
     /// Reads a float; integers are accepted too, as msgspec accepts them for float fields.
     pub fn f64(&mut self) -> Result<f64, DecodeError> {
         let at = self.pos;
-        match self.peek()? {
-            0xcb => {
-                self.pos += 1;
-                Ok(f64::from_be_bytes(self.be()?))
-            }
-            0xca => {
-                self.pos += 1;
-                Ok(f32::from_be_bytes(self.be()?) as f64)
-            }
+        match self.marker()? {
+            Marker::F64 => self.read("float", decode::read_f64),
+            Marker::F32 => self.read("float", decode::read_f32).map(f64::from),
             _ => self
                 .integer()
                 .map(|v| v as f64)
@@ -229,76 +226,53 @@ impl<'a> Reader<'a> {
     /// Reads a string, borrowed from the input.
     pub fn str(&mut self) -> Result<&'a str, DecodeError> {
         let at = self.pos;
-        let n = match self.byte()? {
-            m @ 0xa0..=0xbf => (m & 0x1f) as usize,
-            0xd9 => self.byte()? as usize,
-            0xda => u16::from_be_bytes(self.be()?) as usize,
-            0xdb => u32::from_be_bytes(self.be()?) as usize,
-            _ => return Err(self.type_error(at, "string")),
-        };
-        std::str::from_utf8(self.take(n)?).map_err(|_| DecodeError::Utf8(at))
+        let n = self.read("string", decode::read_str_len)?;
+        std::str::from_utf8(self.take(n as usize)?).map_err(|_| DecodeError::Utf8(at))
     }
 
     /// Reads a binary blob, borrowed from the input.
     pub fn bin(&mut self) -> Result<&'a [u8], DecodeError> {
-        let at = self.pos;
-        let n = match self.byte()? {
-            0xc4 => self.byte()? as usize,
-            0xc5 => u16::from_be_bytes(self.be()?) as usize,
-            0xc6 => u32::from_be_bytes(self.be()?) as usize,
-            _ => return Err(self.type_error(at, "binary")),
-        };
-        self.take(n)
+        let n = self.read("binary", decode::read_bin_len)?;
+        self.take(n as usize)
     }
 
     /// Whether the next value is an extension value.
     pub fn is_ext(&self) -> Result<bool, DecodeError> {
-        Ok(matches!(self.peek()?, 0xc7..=0xc9 | 0xd4..=0xd8))
+        Ok(matches!(
+            self.marker()?,
+            Marker::FixExt1
+                | Marker::FixExt2
+                | Marker::FixExt4
+                | Marker::FixExt8
+                | Marker::FixExt16
+                | Marker::Ext8
+                | Marker::Ext16
+                | Marker::Ext32
+        ))
     }
 
     /// Reads an extension value as `(type, data)`; pickle types are refused.
     pub fn ext(&mut self) -> Result<(i8, &'a [u8]), DecodeError> {
         let at = self.pos;
-        let n = match self.byte()? {
-            0xd4 => 1,
-            0xd5 => 2,
-            0xd6 => 4,
-            0xd7 => 8,
-            0xd8 => 16,
-            0xc7 => self.byte()? as usize,
-            0xc8 => u16::from_be_bytes(self.be()?) as usize,
-            0xc9 => u32::from_be_bytes(self.be()?) as usize,
-            _ => return Err(self.type_error(at, "extension")),
-        };
-        let ty = self.byte()? as i8;
-        if ty == EXT_PICKLE || ty == EXT_CLOUDPICKLE {
-            return Err(DecodeError::Pickle(at, ty));
+        let meta = self.read("extension", decode::read_ext_meta)?;
+        if meta.typeid == EXT_PICKLE || meta.typeid == EXT_CLOUDPICKLE {
+            return Err(DecodeError::Pickle(at, meta.typeid));
         }
-        Ok((ty, self.take(n)?))
+        Ok((meta.typeid, self.take(meta.size as usize)?))
     }
 
     /// Reads an array header and enters it; call [`Reader::leave`] after its elements.
     pub fn array(&mut self) -> Result<usize, DecodeError> {
         let at = self.pos;
-        let n = match self.byte()? {
-            m @ 0x90..=0x9f => (m & 0x0f) as usize,
-            0xdc => u16::from_be_bytes(self.be()?) as usize,
-            0xdd => u32::from_be_bytes(self.be()?) as usize,
-            _ => return Err(self.type_error(at, "array")),
-        };
-        self.enter(at, n)
+        let n = self.read("array", decode::read_array_len)?;
+        self.enter(at, n as usize)
     }
 
     /// Reads a map header and enters it; call [`Reader::leave`] after its entries.
     pub fn map(&mut self) -> Result<usize, DecodeError> {
         let at = self.pos;
-        let n = match self.byte()? {
-            m @ 0x80..=0x8f => (m & 0x0f) as usize,
-            0xde => u16::from_be_bytes(self.be()?) as usize,
-            0xdf => u32::from_be_bytes(self.be()?) as usize,
-            _ => return Err(self.type_error(at, "map")),
-        };
-        self.enter(at, n)
+        let n = self.read("map", decode::read_map_len)?;
+        self.enter(at, n as usize)
     }
 
     fn enter(&mut self, at: usize, n: usize) -> Result<usize, DecodeError> {
@@ -322,41 +296,105 @@ impl<'a> Reader<'a> {
     /// Skips one value of any type (used for unknown fields).
     pub fn skip(&mut self) -> Result<(), DecodeError> {
         let at = self.pos;
-        let m = self.peek()?;
-        match m {
-            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => self.pos += 1,
-            0xcc..=0xd3 => {
+        match self.marker()? {
+            Marker::FixPos(_) | Marker::FixNeg(_) | Marker::Null | Marker::True | Marker::False => {
+                self.pos += 1
+            }
+            Marker::U8
+            | Marker::U16
+            | Marker::U32
+            | Marker::U64
+            | Marker::I8
+            | Marker::I16
+            | Marker::I32
+            | Marker::I64 => {
                 self.integer()?;
             }
-            0xca | 0xcb => {
+            Marker::F32 | Marker::F64 => {
                 self.f64()?;
             }
-            0xa0..=0xbf | 0xd9..=0xdb => {
+            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
                 self.str()?;
             }
-            0xc4..=0xc6 => {
+            Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => {
                 self.bin()?;
             }
-            0xc7..=0xc9 | 0xd4..=0xd8 => {
+            Marker::FixExt1
+            | Marker::FixExt2
+            | Marker::FixExt4
+            | Marker::FixExt8
+            | Marker::FixExt16
+            | Marker::Ext8
+            | Marker::Ext16
+            | Marker::Ext32 => {
                 self.ext()?;
             }
-            0x90..=0x9f | 0xdc | 0xdd => {
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
                 let n = self.array()?;
                 for _ in 0..n {
                     self.skip()?;
                 }
                 self.leave();
             }
-            0x80..=0x8f | 0xde | 0xdf => {
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
                 let n = self.map()?;
                 for _ in 0..n * 2 {
                     self.skip()?;
                 }
                 self.leave();
             }
-            _ => return Err(self.type_error(at, "msgpack value")),
+            Marker::Reserved => return Err(self.type_error(at, "msgpack value")),
         }
         Ok(())
+    }
+}
+
+/// The errors of `rmp`'s readers, as [`DecodeError`]s.
+trait RmpError {
+    /// This error for a value starting at byte `at` that should have been `expected`.
+    fn into_decode_error(self, at: usize, expected: &'static str) -> DecodeError;
+}
+
+/// Running out of input at `position` bytes into the value at `at`.
+fn truncated(at: usize, e: BytesReadError) -> DecodeError {
+    match e {
+        BytesReadError::InsufficientBytes { position, .. } => {
+            DecodeError::Truncated(at + position as usize)
+        }
+        // `BytesReadError` is non-exhaustive; running out is all it can say today.
+        #[allow(unreachable_patterns)]
+        _ => DecodeError::Truncated(at),
+    }
+}
+
+fn mismatch(at: usize, expected: &'static str, marker: Marker) -> DecodeError {
+    DecodeError::Type {
+        offset: at,
+        expected,
+        marker: marker.to_u8(),
+    }
+}
+
+impl RmpError for ValueReadError<BytesReadError> {
+    fn into_decode_error(self, at: usize, expected: &'static str) -> DecodeError {
+        match self {
+            ValueReadError::InvalidMarkerRead(e) | ValueReadError::InvalidDataRead(e) => {
+                truncated(at, e)
+            }
+            ValueReadError::TypeMismatch(marker) => mismatch(at, expected, marker),
+        }
+    }
+}
+
+impl RmpError for NumValueReadError<BytesReadError> {
+    fn into_decode_error(self, at: usize, expected: &'static str) -> DecodeError {
+        match self {
+            NumValueReadError::InvalidMarkerRead(e) | NumValueReadError::InvalidDataRead(e) => {
+                truncated(at, e)
+            }
+            NumValueReadError::TypeMismatch(marker) => mismatch(at, expected, marker),
+            NumValueReadError::OutOfRange => DecodeError::IntRange(at),
+        }
     }
 }
 

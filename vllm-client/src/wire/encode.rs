@@ -1,4 +1,12 @@
-//! Writing msgpack the way msgspec writes it.
+//! Writing msgpack the way msgspec writes it, with `rmp`'s low-level writers.
+//!
+//! Every value goes through `rmp::encode`, which picks the smallest form for integers,
+//! strings, binaries, arrays and maps, and the fixext forms for extension values, as
+//! msgspec does. The one form written by hand is the 16-bit map header msgspec reserves
+//! for `omit_defaults` structs ([`Writer::map16_len`]), which `rmp` has no call for.
+
+use rmp::Marker;
+use rmp::encode;
 
 /// A growable msgpack output buffer.
 ///
@@ -44,151 +52,88 @@ impl Writer {
 
     /// Writes `nil`.
     pub fn nil(&mut self) {
-        self.buf.push(0xc0);
+        done(encode::write_nil(&mut self.buf));
     }
 
     /// Writes a boolean.
     pub fn bool(&mut self, v: bool) {
-        self.buf.push(if v { 0xc3 } else { 0xc2 });
+        done(encode::write_bool(&mut self.buf, v));
     }
 
     /// Writes an unsigned integer in its smallest form.
     pub fn uint(&mut self, v: u64) {
-        if v < 128 {
-            self.buf.push(v as u8);
-        } else if v < 256 {
-            self.buf.extend_from_slice(&[0xcc, v as u8]);
-        } else if v < 65536 {
-            self.buf.push(0xcd);
-            self.buf.extend_from_slice(&(v as u16).to_be_bytes());
-        } else if v < 1 << 32 {
-            self.buf.push(0xce);
-            self.buf.extend_from_slice(&(v as u32).to_be_bytes());
-        } else {
-            self.buf.push(0xcf);
-            self.buf.extend_from_slice(&v.to_be_bytes());
-        }
+        done(encode::write_uint(&mut self.buf, v));
     }
 
-    /// Writes a signed integer in its smallest form (non-negative values as unsigned).
+    /// Writes a signed integer in its smallest form (non-negative values as unsigned, as
+    /// msgspec writes them).
     pub fn int(&mut self, v: i64) {
-        if v >= 0 {
-            self.uint(v as u64);
-        } else if v >= -32 {
-            self.buf.push(v as i8 as u8);
-        } else if v >= -128 {
-            self.buf.extend_from_slice(&[0xd0, v as i8 as u8]);
-        } else if v >= -32768 {
-            self.buf.push(0xd1);
-            self.buf.extend_from_slice(&(v as i16).to_be_bytes());
-        } else if v >= -(1 << 31) {
-            self.buf.push(0xd2);
-            self.buf.extend_from_slice(&(v as i32).to_be_bytes());
-        } else {
-            self.buf.push(0xd3);
-            self.buf.extend_from_slice(&v.to_be_bytes());
-        }
+        done(encode::write_sint(&mut self.buf, v));
     }
 
     /// Writes a float64 (Python floats are always float64 on the wire).
     pub fn f64(&mut self, v: f64) {
-        self.buf.push(0xcb);
-        self.buf.extend_from_slice(&v.to_be_bytes());
+        done(encode::write_f64(&mut self.buf, v));
     }
 
     /// Writes a float32.
     pub fn f32(&mut self, v: f32) {
-        self.buf.push(0xca);
-        self.buf.extend_from_slice(&v.to_be_bytes());
+        done(encode::write_f32(&mut self.buf, v));
     }
 
     /// Writes a string.
     pub fn str(&mut self, s: &str) {
-        let n = s.len();
-        if n < 32 {
-            self.buf.push(0xa0 | n as u8);
-        } else if n < 256 {
-            self.buf.extend_from_slice(&[0xd9, n as u8]);
-        } else if n < 65536 {
-            self.buf.push(0xda);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else {
-            self.buf.push(0xdb);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
-        }
-        self.buf.extend_from_slice(s.as_bytes());
+        done(encode::write_str(&mut self.buf, s));
     }
 
     /// Writes a binary blob.
     pub fn bin(&mut self, b: &[u8]) {
-        let n = b.len();
-        if n < 256 {
-            self.buf.extend_from_slice(&[0xc4, n as u8]);
-        } else if n < 65536 {
-            self.buf.push(0xc5);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else {
-            self.buf.push(0xc6);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
-        }
-        self.buf.extend_from_slice(b);
+        done(encode::write_bin(&mut self.buf, b));
     }
 
     /// Writes an extension value, using the fixext forms where msgpack has them.
     pub fn ext(&mut self, ty: i8, data: &[u8]) {
-        let n = data.len();
-        match n {
-            1 => self.buf.push(0xd4),
-            2 => self.buf.push(0xd5),
-            4 => self.buf.push(0xd6),
-            8 => self.buf.push(0xd7),
-            16 => self.buf.push(0xd8),
-            0..=255 => self.buf.extend_from_slice(&[0xc7, n as u8]),
-            256..=65535 => {
-                self.buf.push(0xc8);
-                self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            _ => {
-                self.buf.push(0xc9);
-                self.buf.extend_from_slice(&(n as u32).to_be_bytes());
-            }
-        }
-        self.buf.push(ty as u8);
+        done(encode::write_ext_meta(&mut self.buf, len32(data.len()), ty));
         self.buf.extend_from_slice(data);
     }
 
     /// Writes an array header for `n` elements.
     pub fn array_len(&mut self, n: usize) {
-        self.container_len(n, 0x90, 0xdc, 0xdd);
+        done(encode::write_array_len(&mut self.buf, len32(n)));
     }
 
     /// Writes a map header in the 16-bit form whatever `n` is, as msgspec does for
     /// `omit_defaults` structs (it reserves the header before knowing the count).
+    ///
+    /// `rmp` always picks the smallest header, so this one form is written here.
     pub fn map16_len(&mut self, n: usize) {
-        if n < 65536 {
-            self.buf.push(0xde);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else {
-            self.map_len(n);
+        match u16::try_from(n) {
+            Ok(n) => {
+                self.buf.push(Marker::Map16.to_u8());
+                self.buf.extend_from_slice(&n.to_be_bytes());
+            }
+            Err(_) => self.map_len(n),
         }
     }
 
     /// Writes a map header for `n` entries.
     pub fn map_len(&mut self, n: usize) {
-        self.container_len(n, 0x80, 0xde, 0xdf);
+        done(encode::write_map_len(&mut self.buf, len32(n)));
     }
+}
 
-    fn container_len(&mut self, n: usize, fix: u8, m16: u8, m32: u8) {
-        if n < 16 {
-            self.buf.push(fix | n as u8);
-        } else if n < 65536 {
-            self.buf.push(m16);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else {
-            self.buf.push(m32);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
-        }
-    }
+/// Ends an `rmp` write into the writer's `Vec`, which cannot fail (`io::Write` for `Vec`
+/// only grows it).
+#[inline(always)]
+fn done<T, E>(result: Result<T, E>) {
+    debug_assert!(result.is_ok(), "writing msgpack into a Vec failed");
+}
+
+/// A msgpack length: msgpack has no form for more than `u32::MAX` elements or bytes, and
+/// a message that large cannot be sent to an engine.
+#[inline(always)]
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).expect("msgpack lengths are at most u32::MAX")
 }
 
 /// A type that has one msgpack encoding, the one vLLM produces for it.
