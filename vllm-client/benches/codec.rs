@@ -5,12 +5,15 @@
 //!
 //! With `CODEC_BENCH_CPU_TIME` set, iterations are timed with the thread's CPU time
 //! (`CLOCK_THREAD_CPUTIME_ID`) instead of wall time: on a shared machine that leaves out
-//! the time the thread waits to be scheduled. The bench uses only the crate's stable
-//! public API, so the same file builds against an older checkout for before/after runs.
+//! the time the thread waits to be scheduled. With `CODEC_BENCH_RUN=case:N` the binary
+//! only runs case `case` (e.g. `outputs_256_requests/decode`) N times and exits, for
+//! counting instructions under `valgrind --tool=callgrind` (N = 0 gives the set-up
+//! cost to subtract). The bench uses only the crate's stable public API, so the same file
+//! builds against an older checkout for before/after runs.
 
 use std::time::{Duration, Instant};
 
-use criterion::{Bencher, Criterion, criterion_group, criterion_main};
+use criterion::{Bencher, Criterion, criterion_group};
 use std::hint::black_box;
 use vllm_client::kv_events::{BlockStored, ExternalBlockHash, KVEventBatch};
 use vllm_client::protocol::{
@@ -107,6 +110,57 @@ fn run<T>(b: &mut Bencher<'_>, mut routine: impl FnMut() -> T) {
     });
 }
 
+/// A case: its name, and one run of its operation.
+type Case = (&'static str, Box<dyn Fn()>);
+
+/// The cases, by name: each runs one operation once.
+fn cases() -> Vec<Case> {
+    let req = request();
+    let req_bytes = encode(&req).0;
+    let out = outputs();
+    let out_bytes = encode(&out).0;
+    let kv = kv_batch();
+    let kv_bytes = encode(&kv).0;
+    vec![
+        (
+            "request_1000_tokens/encode",
+            Box::new(move || drop(black_box(encode(black_box(&req))))),
+        ),
+        (
+            "request_1000_tokens/decode",
+            Box::new(move || {
+                drop(black_box(
+                    decode::<EngineCoreRequest>(black_box(&req_bytes), &[]).unwrap(),
+                ))
+            }),
+        ),
+        (
+            "outputs_256_requests/encode",
+            Box::new(move || drop(black_box(encode(black_box(&out))))),
+        ),
+        (
+            "outputs_256_requests/decode",
+            Box::new(move || {
+                drop(black_box(
+                    decode::<EngineCoreOutputs>(black_box(&out_bytes), &[]).unwrap(),
+                ))
+            }),
+        ),
+        (
+            "kv_events_64_blocks/encode",
+            Box::new(move || drop(black_box(encode(black_box(&kv))))),
+        ),
+        (
+            "kv_events_64_blocks/decode",
+            Box::new(move || {
+                drop(black_box(
+                    decode::<KVEventBatch>(black_box(&kv_bytes), &[]).unwrap(),
+                ))
+            }),
+        ),
+    ]
+}
+
 fn bench(c: &mut Criterion) {
     let req = request();
     let req_bytes = encode(&req).0;
@@ -146,4 +200,21 @@ fn bench(c: &mut Criterion) {
 }
 
 criterion_group!(benches, bench);
-criterion_main!(benches);
+
+fn main() {
+    if let Ok(spec) = std::env::var("CODEC_BENCH_RUN") {
+        let (name, n) = spec.rsplit_once(':').expect("CODEC_BENCH_RUN=case:N");
+        let n: u64 = n.parse().expect("a count");
+        let cases = cases();
+        let (_, run) = cases
+            .iter()
+            .find(|(case, _)| *case == name)
+            .expect("a known case");
+        for _ in 0..n {
+            run();
+        }
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

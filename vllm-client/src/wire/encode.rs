@@ -4,9 +4,27 @@
 //! strings, binaries, arrays and maps, and the fixext forms for extension values, as
 //! msgspec does. The one form written by hand is the 16-bit map header msgspec reserves
 //! for `omit_defaults` structs ([`Writer::map16_len`]), which `rmp` has no call for.
+//!
+//! Fast path, for a measured reason: the one-byte forms (`nil`, booleans, positive
+//! fixints, and the headers of strings under 32 bytes and of arrays and maps under 16
+//! entries, whose length is in the marker) are pushed as that byte, taken from
+//! `rmp::Marker` at compile time, instead of through `rmp::encode`, whose calls map
+//! every value through a `Marker` and its non-inlined `to_u8`. Every other form goes
+//! through `rmp`. An `EngineCoreOutput` is almost only such forms (a 19-element array,
+//! a short id, a token list, 16 `nil`s); the 256-output encode benchmark
+//! (`benches/codec.rs`, docs/performance.md) was 18% slower without the fast path.
 
 use rmp::Marker;
-use rmp::encode;
+use rmp::encode::{self, ByteBuf};
+
+// The one-byte forms written without a call into `rmp` (see the module doc); the bytes
+// are `rmp::Marker`'s, evaluated at compile time.
+const NIL: u8 = Marker::Null.to_u8();
+const TRUE: u8 = Marker::True.to_u8();
+const FALSE: u8 = Marker::False.to_u8();
+const FIXSTR: u8 = Marker::FixStr(0).to_u8();
+const FIXARRAY: u8 = Marker::FixArray(0).to_u8();
+const FIXMAP: u8 = Marker::FixMap(0).to_u8();
 
 /// A growable msgpack output buffer.
 ///
@@ -14,7 +32,7 @@ use rmp::encode;
 /// collects them as extra frames and writes their frame index instead.
 #[derive(Debug, Default)]
 pub struct Writer {
-    buf: Vec<u8>,
+    buf: ByteBuf,
     frames: Vec<bytes::Bytes>,
 }
 
@@ -28,19 +46,19 @@ impl Writer {
     pub fn from_vec(mut buf: Vec<u8>) -> Self {
         buf.clear();
         Self {
-            buf,
+            buf: ByteBuf::from_vec(buf),
             frames: Vec::new(),
         }
     }
 
     /// The payload written so far (frame 0).
     pub fn into_inner(self) -> Vec<u8> {
-        self.buf
+        self.buf.into_vec()
     }
 
     /// The payload and the extra frames, in the order they go on the wire.
     pub fn into_frames(self) -> (Vec<u8>, Vec<bytes::Bytes>) {
-        (self.buf, self.frames)
+        (self.buf.into_vec(), self.frames)
     }
 
     /// Stores `data` as an extra frame and returns the index vLLM writes for it
@@ -51,24 +69,39 @@ impl Writer {
     }
 
     /// Writes `nil`.
+    #[inline]
     pub fn nil(&mut self) {
-        done(encode::write_nil(&mut self.buf));
+        // Fast path (see the module doc): the marker byte, taken from `rmp`'s `Marker`.
+        self.buf.as_mut_vec().push(NIL);
     }
 
     /// Writes a boolean.
+    #[inline]
     pub fn bool(&mut self, v: bool) {
-        done(encode::write_bool(&mut self.buf, v));
+        // Fast path (see the module doc).
+        self.buf.as_mut_vec().push(if v { TRUE } else { FALSE });
     }
 
     /// Writes an unsigned integer in its smallest form.
+    #[inline]
     pub fn uint(&mut self, v: u64) {
-        done(encode::write_uint(&mut self.buf, v));
+        if v < 128 {
+            // Fast path: a positive fixint is its own marker byte.
+            self.buf.as_mut_vec().push(v as u8);
+        } else {
+            done(encode::write_uint(&mut self.buf, v));
+        }
     }
 
     /// Writes a signed integer in its smallest form (non-negative values as unsigned, as
     /// msgspec writes them).
+    #[inline]
     pub fn int(&mut self, v: i64) {
-        done(encode::write_sint(&mut self.buf, v));
+        if (0..128).contains(&v) {
+            self.buf.as_mut_vec().push(v as u8);
+        } else {
+            done(encode::write_sint(&mut self.buf, v));
+        }
     }
 
     /// Writes a float64 (Python floats are always float64 on the wire).
@@ -82,8 +115,15 @@ impl Writer {
     }
 
     /// Writes a string.
+    #[inline]
     pub fn str(&mut self, s: &str) {
-        done(encode::write_str(&mut self.buf, s));
+        if s.len() < 32 {
+            let buf = self.buf.as_mut_vec();
+            buf.push(FIXSTR | s.len() as u8);
+            buf.extend_from_slice(s.as_bytes());
+        } else {
+            done(encode::write_str(&mut self.buf, s));
+        }
     }
 
     /// Writes a binary blob.
@@ -94,12 +134,17 @@ impl Writer {
     /// Writes an extension value, using the fixext forms where msgpack has them.
     pub fn ext(&mut self, ty: i8, data: &[u8]) {
         done(encode::write_ext_meta(&mut self.buf, len32(data.len()), ty));
-        self.buf.extend_from_slice(data);
+        self.buf.as_mut_vec().extend_from_slice(data);
     }
 
     /// Writes an array header for `n` elements.
+    #[inline]
     pub fn array_len(&mut self, n: usize) {
-        done(encode::write_array_len(&mut self.buf, len32(n)));
+        if n < 16 {
+            self.buf.as_mut_vec().push(FIXARRAY | n as u8);
+        } else {
+            done(encode::write_array_len(&mut self.buf, len32(n)));
+        }
     }
 
     /// Writes a map header in the 16-bit form whatever `n` is, as msgspec does for
@@ -109,21 +154,26 @@ impl Writer {
     pub fn map16_len(&mut self, n: usize) {
         match u16::try_from(n) {
             Ok(n) => {
-                self.buf.push(Marker::Map16.to_u8());
-                self.buf.extend_from_slice(&n.to_be_bytes());
+                self.buf.as_mut_vec().push(Marker::Map16.to_u8());
+                self.buf.as_mut_vec().extend_from_slice(&n.to_be_bytes());
             }
             Err(_) => self.map_len(n),
         }
     }
 
     /// Writes a map header for `n` entries.
+    #[inline]
     pub fn map_len(&mut self, n: usize) {
-        done(encode::write_map_len(&mut self.buf, len32(n)));
+        if n < 16 {
+            self.buf.as_mut_vec().push(FIXMAP | n as u8);
+        } else {
+            done(encode::write_map_len(&mut self.buf, len32(n)));
+        }
     }
 }
 
-/// Ends an `rmp` write into the writer's `Vec`, which cannot fail (`io::Write` for `Vec`
-/// only grows it).
+/// Ends an `rmp` write into the writer's `ByteBuf`, which cannot fail (its error type is
+/// `Infallible`).
 #[inline(always)]
 fn done<T, E>(result: Result<T, E>) {
     debug_assert!(result.is_ok(), "writing msgpack into a Vec failed");
