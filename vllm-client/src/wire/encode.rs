@@ -5,14 +5,21 @@
 //! msgspec does. The one form written by hand is the 16-bit map header msgspec reserves
 //! for `omit_defaults` structs ([`Writer::map16_len`]), which `rmp` has no call for.
 //!
-//! Fast path, for a measured reason: the one-byte forms (`nil`, booleans, positive
-//! fixints, and the headers of strings under 32 bytes and of arrays and maps under 16
-//! entries, whose length is in the marker) are pushed as that byte, taken from
-//! `rmp::Marker` at compile time, instead of through `rmp::encode`, whose calls map
-//! every value through a `Marker` and its non-inlined `to_u8`. Every other form goes
-//! through `rmp`. An `EngineCoreOutput` is almost only such forms (a 19-element array,
-//! a short id, a token list, 16 `nil`s); the 256-output encode benchmark
-//! (`benches/codec.rs`, docs/performance.md) was 18% slower without the fast path.
+//! Fast paths, for a measured reason: `rmp::encode`'s calls map every value through a
+//! `Marker` and its non-inlined `to_u8`, and return a `Result` per write. Two kinds of
+//! values are therefore written here, with the marker bytes taken from `rmp::Marker` at
+//! compile time:
+//!
+//! - the one-byte forms (`nil`, booleans, positive fixints, and the headers of strings
+//!   under 32 bytes and of arrays and maps under 16 entries, whose length is in the
+//!   marker): an `EngineCoreOutput` is almost only these (a 19-element array, a short
+//!   id, a token list, 16 `nil`s);
+//! - unsigned integers below 2^32 (`uint8`/`uint16`/`uint32`): every token id.
+//!
+//! Every other form (negative and 64-bit integers, floats, longer strings and
+//! containers, binaries, extensions) goes through `rmp`. Without them the 256-output
+//! encode benchmark (`benches/codec.rs`) was 18% slower and the 1,000-token request
+//! encode ran 10% more instructions (docs/performance.md, "Codec on rmp").
 
 use rmp::Marker;
 use rmp::encode::{self, ByteBuf};
@@ -25,6 +32,9 @@ const FALSE: u8 = Marker::False.to_u8();
 const FIXSTR: u8 = Marker::FixStr(0).to_u8();
 const FIXARRAY: u8 = Marker::FixArray(0).to_u8();
 const FIXMAP: u8 = Marker::FixMap(0).to_u8();
+const U8: u8 = Marker::U8.to_u8();
+const U16: u8 = Marker::U16.to_u8();
+const U32: u8 = Marker::U32.to_u8();
 
 /// A growable msgpack output buffer.
 ///
@@ -85,11 +95,20 @@ impl Writer {
     /// Writes an unsigned integer in its smallest form.
     #[inline]
     pub fn uint(&mut self, v: u64) {
-        if v < 128 {
-            // Fast path: a positive fixint is its own marker byte.
-            self.buf.as_mut_vec().push(v as u8);
-        } else {
-            done(encode::write_uint(&mut self.buf, v));
+        // Fast path (module doc): the forms token ids take; 64-bit values through `rmp`.
+        let buf = self.buf.as_mut_vec();
+        match v {
+            0..0x80 => buf.push(v as u8),
+            0x80..0x100 => buf.extend_from_slice(&[U8, v as u8]),
+            0x100..0x1_0000 => {
+                buf.push(U16);
+                buf.extend_from_slice(&(v as u16).to_be_bytes());
+            }
+            0x1_0000..0x1_0000_0000 => {
+                buf.push(U32);
+                buf.extend_from_slice(&(v as u32).to_be_bytes());
+            }
+            _ => done(encode::write_uint(&mut self.buf, v)),
         }
     }
 
@@ -307,6 +326,74 @@ impl<K: Encode, V: Encode> Encode for Map<K, V> {
         for (k, v) in &self.0 {
             k.encode(w);
             v.encode(w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast paths write exactly what `rmp` writes, at every boundary.
+    #[test]
+    fn fast_paths_write_rmp_s_bytes() {
+        let bounds: [u64; 12] = [
+            0,
+            127,
+            128,
+            255,
+            256,
+            65535,
+            65536,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+            151_645,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for v in bounds {
+            let mut ours = Writer::new();
+            ours.uint(v);
+            let mut theirs = Vec::new();
+            encode::write_uint(&mut theirs, v).unwrap();
+            assert_eq!(ours.into_inner(), theirs, "uint {v}");
+        }
+        for v in [
+            0i64,
+            1,
+            127,
+            128,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut ours = Writer::new();
+            ours.int(v);
+            let mut theirs = Vec::new();
+            encode::write_sint(&mut theirs, v).unwrap();
+            assert_eq!(ours.into_inner(), theirs, "int {v}");
+        }
+        for n in [0usize, 1, 15, 16, 31, 32, 255, 256, 65535, 65536] {
+            let s = "x".repeat(n);
+            let mut ours = Writer::new();
+            ours.str(&s);
+            ours.array_len(n);
+            ours.map_len(n);
+            ours.nil();
+            ours.bool(true);
+            ours.bool(false);
+            let mut theirs = Vec::new();
+            encode::write_str(&mut theirs, &s).unwrap();
+            encode::write_array_len(&mut theirs, n as u32).unwrap();
+            encode::write_map_len(&mut theirs, n as u32).unwrap();
+            encode::write_nil(&mut theirs).unwrap();
+            encode::write_bool(&mut theirs, true).unwrap();
+            encode::write_bool(&mut theirs, false).unwrap();
+            assert_eq!(ours.into_inner(), theirs, "length {n}");
         }
     }
 }
