@@ -32,14 +32,23 @@
 //!
 //! # What is `rmp`, and what is ours
 //!
-//! Every marker, length and scalar is read and written by `rmp`'s low-level functions
-//! (`rmp::encode::*`, `rmp::decode::*`). Our code around them: the 16-bit map header
-//! msgspec reserves (`rmp` always writes the smallest; [`Writer::map16_len`]); taking
-//! string, binary and extension payloads as borrowed slices after checking their length
-//! against the input; the length and depth bounds; pickle refusal; frame indices. The
-//! one hand-written fast path is `client::batch`'s token-only output reader, which uses
-//! this module's [`Reader`] (so `rmp` underneath) but skips building owned outputs: the
-//! fan-out benchmark in `docs/performance.md` is its reason.
+//! Markers, lengths and scalars are read and written by `rmp`'s low-level functions
+//! (`rmp::encode::*`, `rmp::decode::*`; marker bytes from `rmp::Marker`). Our code
+//! around them, each for a stated reason:
+//!
+//! - exactness: the 16-bit map header msgspec reserves for `omit_defaults` structs
+//!   (`rmp` always writes the smallest; [`Writer::map16_len`]);
+//! - untrusted input: string, binary and extension payloads taken as borrowed slices
+//!   after their length is checked against the input, container lengths checked the same
+//!   way before anything is allocated, the nesting depth bounded, pickle refused, frame
+//!   indices resolved;
+//! - the codec benchmark: the one-byte forms and unsigned integers below 2^32 (token ids)
+//!   are read and written directly, because `rmp`'s calls cost up to 45% more
+//!   instructions there (numbers in `encode.rs` / `decode.rs` and docs/performance.md,
+//!   "Codec on rmp"); every other form goes through `rmp`, and unit tests check the fast
+//!   paths against `rmp`'s bytes and values at every boundary;
+//! - the fan-out benchmark: `client::batch` reads token-only outputs as ranges of the
+//!   frame with this module's [`Reader`] instead of building owned outputs.
 
 mod decode;
 mod encode;
