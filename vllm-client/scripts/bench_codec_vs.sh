@@ -83,7 +83,7 @@ done
 for round in $(seq "$ROUNDS"); do
     for side in old new; do
         (cd "$WORK/$side" && rm -rf target &&
-            CARGO_TARGET_DIR= CODEC_BENCH_CPU_TIME=1 ./codec --bench --noplot \
+            env -u CARGO_TARGET_DIR CODEC_BENCH_CPU_TIME=1 ./codec --bench --noplot \
                 --warm-up-time 1 --measurement-time 2 >/dev/null 2>&1 &&
             python3 - "$side" >> "$WORK/codec.txt" <<'PY'
 import json, sys, pathlib
