@@ -117,7 +117,7 @@ impl OutputBatch {
         let first_token = self.tokens.len();
         let n = r.array().ok()?;
         for _ in 0..n {
-            self.tokens.push(r.int().ok()?);
+            self.tokens.push(r.int_of().ok()?);
         }
         r.leave();
         let mut finish_reason = None;
@@ -125,7 +125,7 @@ impl OutputBatch {
             match field {
                 FINISH_REASON => finish_reason = Option::<FinishReason>::decode(r).ok()?,
                 NUM_NANS => {
-                    if r.int::<i64>().ok()? != 0 {
+                    if r.int_of::<i64>().ok()? != 0 {
                         return None;
                     }
                 }

@@ -11,7 +11,12 @@ use crate::wire::{Decode, DecodeError, Encode, Reader, Writer};
 
 /// A block hash as published in [`BlockStored`](super::BlockStored) and
 /// [`BlockRemoved`](super::BlockRemoved) events (vLLM's `ExternalBlockHash = bytes | int`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// With serde it is the bare integer or bytes (a JSON array of numbers), as on the wire.
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(untagged)]
 pub enum ExternalBlockHash {
     /// An integer hash: what vLLM's block pool sends by default (the low 64 bits of the
     /// block hash).
@@ -20,7 +25,7 @@ pub enum ExternalBlockHash {
     /// Python `int` a connector publishes decodes.
     NegativeInt(i64),
     /// The block hash bytes (`VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=0`).
-    Bytes(Vec<u8>),
+    Bytes(#[serde(with = "crate::wire::vec_bytes")] Vec<u8>),
 }
 
 impl ExternalBlockHash {

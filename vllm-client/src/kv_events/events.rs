@@ -9,6 +9,10 @@
 //! Decoding is tolerant like the rest of the protocol: unknown keys are skipped, missing
 //! ones take their defaults, and an event whose tag this version does not know (a newer
 //! vLLM's) is kept as [`KVCacheEvent::Unknown`] instead of failing its whole batch.
+//!
+//! With serde each event is a map of its fields with the tag first (`"type":
+//! "BlockStored"`), as msgspec's JSON encoder writes a tagged struct; an unknown event is
+//! its value as it arrived, and reading picks the struct by the tag.
 
 use super::ExternalBlockHash;
 use crate::wire::{Decode, DecodeError, Encode, Reader, TAG_FIELD, Value, Writer};
@@ -156,6 +160,42 @@ impl Decode for KVCacheEvent {
                 KVCacheEvent::AllBlocksCleared(Decode::decode(r)?)
             }
             _ => KVCacheEvent::Unknown(Decode::decode(r)?),
+        })
+    }
+}
+
+impl serde::Serialize for KVCacheEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Each struct writes its own tag (`#[serde(tag)]` from `wire_map!`).
+        match self {
+            KVCacheEvent::BlockStored(e) => e.serialize(s),
+            KVCacheEvent::BlockRemoved(e) => e.serialize(s),
+            KVCacheEvent::AllBlocksCleared(e) => e.serialize(s),
+            KVCacheEvent::Unknown(v) => v.serialize(s),
+        }
+    }
+}
+
+/// The union as serde reads it: the tag picks the struct (the struct's own fields are
+/// the rest of the map), anything else is kept as a value.
+#[derive(serde::Deserialize)]
+#[serde(tag = "type")]
+#[allow(clippy::large_enum_variant)] // Only lives until converted.
+enum TaggedEvent {
+    BlockStored(BlockStored),
+    BlockRemoved(BlockRemoved),
+    AllBlocksCleared(AllBlocksCleared),
+    #[serde(untagged)]
+    Unknown(Value),
+}
+
+impl<'de> serde::Deserialize<'de> for KVCacheEvent {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Ok(match TaggedEvent::deserialize(d)? {
+            TaggedEvent::BlockStored(e) => KVCacheEvent::BlockStored(e),
+            TaggedEvent::BlockRemoved(e) => KVCacheEvent::BlockRemoved(e),
+            TaggedEvent::AllBlocksCleared(e) => KVCacheEvent::AllBlocksCleared(e),
+            TaggedEvent::Unknown(v) => KVCacheEvent::Unknown(v),
         })
     }
 }

@@ -11,13 +11,18 @@ pub const INLINE_THRESHOLD: usize = 256;
 /// where `data` is ext type 3 (raw bytes) for arrays under 256 bytes, and otherwise the
 /// index of an extra frame of the same ZMQ message. Decoding resolves the index, so
 /// `data` always holds the bytes.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// With serde it is a struct `{dtype, shape, data}`, `data` as bytes (a JSON array of
+/// numbers); out-of-band frames are a msgpack matter only.
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct NdArray {
     /// The numpy dtype string (`"<i4"`, `"<f4"`) or torch dtype name (`"float32"`).
     pub dtype: String,
     /// The shape.
     pub shape: Vec<usize>,
     /// The raw, C-contiguous element bytes.
+    #[serde(with = "crate::wire::frame_bytes")]
     pub data: Bytes,
 }
 

@@ -3,7 +3,9 @@
 use crate::wire::{Decode, DecodeError, Encode, Reader, Writer};
 
 /// The request-type frame that precedes each payload sent to an engine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// With serde it is the variant name (`"Add"`, `"Abort"`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RequestType {
     /// `\x00`: an [`crate::protocol::EngineCoreRequest`].
     Add,
@@ -38,8 +40,10 @@ impl RequestType {
     }
 }
 
-/// ABORT payload: the ids of the requests to abort (a msgpack array of strings).
-#[derive(Debug, Clone, PartialEq, Default)]
+/// ABORT payload: the ids of the requests to abort (a msgpack array of strings; with
+/// serde, the bare list).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
 pub struct Abort(pub Vec<String>);
 
 impl Encode for Abort {
@@ -56,7 +60,8 @@ impl Decode for Abort {
 
 /// START_DP_WAVE payload `(wave, exclude_engine_index)`: wakes idle data-parallel engines
 /// into `wave`, except the engine that already runs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct StartDpWave {
     /// The wave to start.
     pub wave: u64,

@@ -3,7 +3,7 @@
 //!
 //! vLLM passes them as strings and integers (`PauseMode = Literal["abort", "wait",
 //! "keep"]`, `level: int`, `tags: list[str]`); these enums give them names and encode to
-//! exactly those values.
+//! exactly those values, with serde too (`"abort"`, `1`, `"kv_cache"`).
 
 use std::fmt;
 
@@ -136,6 +136,46 @@ impl WakeTag {
 impl From<&WakeTag> for Value {
     fn from(tag: &WakeTag) -> Self {
         Value::from(tag.as_str())
+    }
+}
+
+impl serde::Serialize for PauseMode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for PauseMode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mode = String::deserialize(d)?;
+        Self::parse(&mode)
+            .ok_or_else(|| crate::wire::invalid("PauseMode", format_args!("{mode:?}")))
+    }
+}
+
+impl serde::Serialize for SleepLevel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_i64(self.level())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for SleepLevel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let level = i64::deserialize(d)?;
+        Self::from_level(level)
+            .ok_or_else(|| crate::wire::invalid("SleepLevel", format_args!("{level}")))
+    }
+}
+
+impl serde::Serialize for WakeTag {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for WakeTag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(|tag| Self::parse(&tag))
     }
 }
 

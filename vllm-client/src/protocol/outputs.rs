@@ -33,7 +33,10 @@ impl FinishReason {
 }
 
 /// What stopped a request: the stop token id or the stop string.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// On the wire and with serde it is the bare integer or string (`int | str` in vLLM).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
 pub enum StopReason {
     /// A stop token id.
     Token(i64),

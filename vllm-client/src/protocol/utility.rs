@@ -3,7 +3,10 @@
 use crate::wire::{Decode, DecodeError, Encode, Reader, Value, Writer};
 
 /// UTILITY payload `(client_index, call_id, method_name, args)`.
-#[derive(Debug, Clone, PartialEq, Default)]
+///
+/// With serde, a struct with those names (`method` for `method_name`).
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct UtilityCall {
     /// The calling frontend's index (where the result is sent).
     pub client_index: i64,
@@ -48,8 +51,29 @@ impl Decode for UtilityCall {
 /// A utility call's return value. On the wire `[type_info, result]`; vLLM only sends
 /// type information (for pickled custom types) when insecure serialization is enabled,
 /// and such results are refused here.
+///
+/// With serde it is `{"value": …}`: a bare value would make a call that returned `None`
+/// (`Some(UtilityResult(Value::Nil))`) read back as no result at all.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct UtilityResult(pub Value);
+
+/// [`UtilityResult`]'s serde form.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct UtilityResultRepr<V> {
+    value: V,
+}
+
+impl serde::Serialize for UtilityResult {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        UtilityResultRepr { value: &self.0 }.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for UtilityResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        UtilityResultRepr::<Value>::deserialize(d).map(|r| UtilityResult(r.value))
+    }
+}
 
 impl Encode for UtilityResult {
     fn encode(&self, w: &mut Writer) {

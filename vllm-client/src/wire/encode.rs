@@ -1,4 +1,40 @@
-//! Writing msgpack the way msgspec writes it.
+//! Writing msgpack the way msgspec writes it, with `rmp`'s low-level writers.
+//!
+//! Every value goes through `rmp::encode`, which picks the smallest form for integers,
+//! strings, binaries, arrays and maps, and the fixext forms for extension values, as
+//! msgspec does. The one form written by hand is the 16-bit map header msgspec reserves
+//! for `omit_defaults` structs ([`Writer::map16_len`]), which `rmp` has no call for.
+//!
+//! Fast paths, for a measured reason: `rmp::encode`'s calls map every value through a
+//! `Marker` and its non-inlined `to_u8`, and return a `Result` per write. Two kinds of
+//! values are therefore written here, with the marker bytes taken from `rmp::Marker` at
+//! compile time:
+//!
+//! - the one-byte forms (`nil`, booleans, positive fixints, and the headers of strings
+//!   under 32 bytes and of arrays and maps under 16 entries, whose length is in the
+//!   marker): an `EngineCoreOutput` is almost only these (a 19-element array, a short
+//!   id, a token list, 16 `nil`s);
+//! - unsigned integers below 2^32 (`uint8`/`uint16`/`uint32`): every token id.
+//!
+//! Every other form (negative and 64-bit integers, floats, longer strings and
+//! containers, binaries, extensions) goes through `rmp`. Without them the 256-output
+//! encode benchmark (`benches/codec.rs`) was 18% slower and the 1,000-token request
+//! encode ran 10% more instructions (docs/performance.md, "Codec on rmp").
+
+use rmp::Marker;
+use rmp::encode::{self, ByteBuf};
+
+// The one-byte forms written without a call into `rmp` (see the module doc); the bytes
+// are `rmp::Marker`'s, evaluated at compile time.
+const NIL: u8 = Marker::Null.to_u8();
+const TRUE: u8 = Marker::True.to_u8();
+const FALSE: u8 = Marker::False.to_u8();
+const FIXSTR: u8 = Marker::FixStr(0).to_u8();
+const FIXARRAY: u8 = Marker::FixArray(0).to_u8();
+const FIXMAP: u8 = Marker::FixMap(0).to_u8();
+const U8: u8 = Marker::U8.to_u8();
+const U16: u8 = Marker::U16.to_u8();
+const U32: u8 = Marker::U32.to_u8();
 
 /// A growable msgpack output buffer.
 ///
@@ -6,7 +42,7 @@
 /// collects them as extra frames and writes their frame index instead.
 #[derive(Debug, Default)]
 pub struct Writer {
-    buf: Vec<u8>,
+    buf: ByteBuf,
     frames: Vec<bytes::Bytes>,
 }
 
@@ -20,19 +56,19 @@ impl Writer {
     pub fn from_vec(mut buf: Vec<u8>) -> Self {
         buf.clear();
         Self {
-            buf,
+            buf: ByteBuf::from_vec(buf),
             frames: Vec::new(),
         }
     }
 
     /// The payload written so far (frame 0).
     pub fn into_inner(self) -> Vec<u8> {
-        self.buf
+        self.buf.into_vec()
     }
 
     /// The payload and the extra frames, in the order they go on the wire.
     pub fn into_frames(self) -> (Vec<u8>, Vec<bytes::Bytes>) {
-        (self.buf, self.frames)
+        (self.buf.into_vec(), self.frames)
     }
 
     /// Stores `data` as an extra frame and returns the index vLLM writes for it
@@ -43,152 +79,130 @@ impl Writer {
     }
 
     /// Writes `nil`.
+    #[inline]
     pub fn nil(&mut self) {
-        self.buf.push(0xc0);
+        // Fast path (see the module doc): the marker byte, taken from `rmp`'s `Marker`.
+        self.buf.as_mut_vec().push(NIL);
     }
 
     /// Writes a boolean.
+    #[inline]
     pub fn bool(&mut self, v: bool) {
-        self.buf.push(if v { 0xc3 } else { 0xc2 });
+        // Fast path (see the module doc).
+        self.buf.as_mut_vec().push(if v { TRUE } else { FALSE });
     }
 
     /// Writes an unsigned integer in its smallest form.
+    #[inline]
     pub fn uint(&mut self, v: u64) {
-        if v < 128 {
-            self.buf.push(v as u8);
-        } else if v < 256 {
-            self.buf.extend_from_slice(&[0xcc, v as u8]);
-        } else if v < 65536 {
-            self.buf.push(0xcd);
-            self.buf.extend_from_slice(&(v as u16).to_be_bytes());
-        } else if v < 1 << 32 {
-            self.buf.push(0xce);
-            self.buf.extend_from_slice(&(v as u32).to_be_bytes());
-        } else {
-            self.buf.push(0xcf);
-            self.buf.extend_from_slice(&v.to_be_bytes());
+        // Fast path (module doc): the forms token ids take; 64-bit values through `rmp`.
+        let buf = self.buf.as_mut_vec();
+        match v {
+            0..0x80 => buf.push(v as u8),
+            0x80..0x100 => buf.extend_from_slice(&[U8, v as u8]),
+            0x100..0x1_0000 => {
+                buf.push(U16);
+                buf.extend_from_slice(&(v as u16).to_be_bytes());
+            }
+            0x1_0000..0x1_0000_0000 => {
+                buf.push(U32);
+                buf.extend_from_slice(&(v as u32).to_be_bytes());
+            }
+            _ => done(encode::write_uint(&mut self.buf, v)),
         }
     }
 
-    /// Writes a signed integer in its smallest form (non-negative values as unsigned).
+    /// Writes a signed integer in its smallest form (non-negative values as unsigned, as
+    /// msgspec writes them).
+    #[inline]
     pub fn int(&mut self, v: i64) {
-        if v >= 0 {
-            self.uint(v as u64);
-        } else if v >= -32 {
-            self.buf.push(v as i8 as u8);
-        } else if v >= -128 {
-            self.buf.extend_from_slice(&[0xd0, v as i8 as u8]);
-        } else if v >= -32768 {
-            self.buf.push(0xd1);
-            self.buf.extend_from_slice(&(v as i16).to_be_bytes());
-        } else if v >= -(1 << 31) {
-            self.buf.push(0xd2);
-            self.buf.extend_from_slice(&(v as i32).to_be_bytes());
+        if (0..128).contains(&v) {
+            self.buf.as_mut_vec().push(v as u8);
         } else {
-            self.buf.push(0xd3);
-            self.buf.extend_from_slice(&v.to_be_bytes());
+            done(encode::write_sint(&mut self.buf, v));
         }
     }
 
     /// Writes a float64 (Python floats are always float64 on the wire).
     pub fn f64(&mut self, v: f64) {
-        self.buf.push(0xcb);
-        self.buf.extend_from_slice(&v.to_be_bytes());
+        done(encode::write_f64(&mut self.buf, v));
     }
 
     /// Writes a float32.
     pub fn f32(&mut self, v: f32) {
-        self.buf.push(0xca);
-        self.buf.extend_from_slice(&v.to_be_bytes());
+        done(encode::write_f32(&mut self.buf, v));
     }
 
     /// Writes a string.
+    #[inline]
     pub fn str(&mut self, s: &str) {
-        let n = s.len();
-        if n < 32 {
-            self.buf.push(0xa0 | n as u8);
-        } else if n < 256 {
-            self.buf.extend_from_slice(&[0xd9, n as u8]);
-        } else if n < 65536 {
-            self.buf.push(0xda);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
+        if s.len() < 32 {
+            let buf = self.buf.as_mut_vec();
+            buf.push(FIXSTR | s.len() as u8);
+            buf.extend_from_slice(s.as_bytes());
         } else {
-            self.buf.push(0xdb);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
+            done(encode::write_str(&mut self.buf, s));
         }
-        self.buf.extend_from_slice(s.as_bytes());
     }
 
     /// Writes a binary blob.
     pub fn bin(&mut self, b: &[u8]) {
-        let n = b.len();
-        if n < 256 {
-            self.buf.extend_from_slice(&[0xc4, n as u8]);
-        } else if n < 65536 {
-            self.buf.push(0xc5);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else {
-            self.buf.push(0xc6);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
-        }
-        self.buf.extend_from_slice(b);
+        done(encode::write_bin(&mut self.buf, b));
     }
 
     /// Writes an extension value, using the fixext forms where msgpack has them.
     pub fn ext(&mut self, ty: i8, data: &[u8]) {
-        let n = data.len();
-        match n {
-            1 => self.buf.push(0xd4),
-            2 => self.buf.push(0xd5),
-            4 => self.buf.push(0xd6),
-            8 => self.buf.push(0xd7),
-            16 => self.buf.push(0xd8),
-            0..=255 => self.buf.extend_from_slice(&[0xc7, n as u8]),
-            256..=65535 => {
-                self.buf.push(0xc8);
-                self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-            }
-            _ => {
-                self.buf.push(0xc9);
-                self.buf.extend_from_slice(&(n as u32).to_be_bytes());
-            }
-        }
-        self.buf.push(ty as u8);
-        self.buf.extend_from_slice(data);
+        done(encode::write_ext_meta(&mut self.buf, len32(data.len()), ty));
+        self.buf.as_mut_vec().extend_from_slice(data);
     }
 
     /// Writes an array header for `n` elements.
+    #[inline]
     pub fn array_len(&mut self, n: usize) {
-        self.container_len(n, 0x90, 0xdc, 0xdd);
+        if n < 16 {
+            self.buf.as_mut_vec().push(FIXARRAY | n as u8);
+        } else {
+            done(encode::write_array_len(&mut self.buf, len32(n)));
+        }
     }
 
     /// Writes a map header in the 16-bit form whatever `n` is, as msgspec does for
     /// `omit_defaults` structs (it reserves the header before knowing the count).
+    ///
+    /// `rmp` always picks the smallest header, so this one form is written here.
     pub fn map16_len(&mut self, n: usize) {
-        if n < 65536 {
-            self.buf.push(0xde);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
-        } else {
-            self.map_len(n);
+        match u16::try_from(n) {
+            Ok(n) => {
+                self.buf.as_mut_vec().push(Marker::Map16.to_u8());
+                self.buf.as_mut_vec().extend_from_slice(&n.to_be_bytes());
+            }
+            Err(_) => self.map_len(n),
         }
     }
 
     /// Writes a map header for `n` entries.
+    #[inline]
     pub fn map_len(&mut self, n: usize) {
-        self.container_len(n, 0x80, 0xde, 0xdf);
-    }
-
-    fn container_len(&mut self, n: usize, fix: u8, m16: u8, m32: u8) {
         if n < 16 {
-            self.buf.push(fix | n as u8);
-        } else if n < 65536 {
-            self.buf.push(m16);
-            self.buf.extend_from_slice(&(n as u16).to_be_bytes());
+            self.buf.as_mut_vec().push(FIXMAP | n as u8);
         } else {
-            self.buf.push(m32);
-            self.buf.extend_from_slice(&(n as u32).to_be_bytes());
+            done(encode::write_map_len(&mut self.buf, len32(n)));
         }
     }
+}
+
+/// Ends an `rmp` write into the writer's `ByteBuf`, which cannot fail (its error type is
+/// `Infallible`).
+#[inline(always)]
+fn done<T, E>(result: Result<T, E>) {
+    debug_assert!(result.is_ok(), "writing msgpack into a Vec failed");
+}
+
+/// A msgpack length: msgpack has no form for more than `u32::MAX` elements or bytes, and
+/// a message that large cannot be sent to an engine.
+#[inline(always)]
+fn len32(n: usize) -> u32 {
+    u32::try_from(n).expect("msgpack lengths are at most u32::MAX")
 }
 
 /// A type that has one msgpack encoding, the one vLLM produces for it.
@@ -312,6 +326,74 @@ impl<K: Encode, V: Encode> Encode for Map<K, V> {
         for (k, v) in &self.0 {
             k.encode(w);
             v.encode(w);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast paths write exactly what `rmp` writes, at every boundary.
+    #[test]
+    fn fast_paths_write_rmp_s_bytes() {
+        let bounds: [u64; 12] = [
+            0,
+            127,
+            128,
+            255,
+            256,
+            65535,
+            65536,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+            151_645,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for v in bounds {
+            let mut ours = Writer::new();
+            ours.uint(v);
+            let mut theirs = Vec::new();
+            encode::write_uint(&mut theirs, v).unwrap();
+            assert_eq!(ours.into_inner(), theirs, "uint {v}");
+        }
+        for v in [
+            0i64,
+            1,
+            127,
+            128,
+            -1,
+            -32,
+            -33,
+            -128,
+            -129,
+            i64::MIN,
+            i64::MAX,
+        ] {
+            let mut ours = Writer::new();
+            ours.int(v);
+            let mut theirs = Vec::new();
+            encode::write_sint(&mut theirs, v).unwrap();
+            assert_eq!(ours.into_inner(), theirs, "int {v}");
+        }
+        for n in [0usize, 1, 15, 16, 31, 32, 255, 256, 65535, 65536] {
+            let s = "x".repeat(n);
+            let mut ours = Writer::new();
+            ours.str(&s);
+            ours.array_len(n);
+            ours.map_len(n);
+            ours.nil();
+            ours.bool(true);
+            ours.bool(false);
+            let mut theirs = Vec::new();
+            encode::write_str(&mut theirs, &s).unwrap();
+            encode::write_array_len(&mut theirs, n as u32).unwrap();
+            encode::write_map_len(&mut theirs, n as u32).unwrap();
+            encode::write_nil(&mut theirs).unwrap();
+            encode::write_bool(&mut theirs, true).unwrap();
+            encode::write_bool(&mut theirs, false).unwrap();
+            assert_eq!(ours.into_inner(), theirs, "length {n}");
         }
     }
 }

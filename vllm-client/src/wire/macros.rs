@@ -6,8 +6,13 @@
 //! fields equal to their Python default are left out; header size below), or `sparse`
 //! (plain dicts with optional keys: defaults left out, smallest header). Each macro emits
 //! the struct, its `Default`, a `FIELDS` constant with the wire names in order (checked
-//! against vLLM's Python source by the drift check), and the `Encode` / `Decode`
-//! implementations.
+//! against vLLM's Python source by the drift check), the `Encode` / `Decode`
+//! implementations (msgpack, field order), and `serde::Serialize` / `Deserialize`
+//! derives (field names: the wire name where one is given, so JSON says `_eos_token_id`
+//! like vLLM's object; `#[serde(default)]`, so missing fields take their defaults as on
+//! the wire). A tagged struct's serde form carries the tag too (`"type": "Name"` first,
+//! `#[serde(tag)]`), like its msgpack form. `wire_int_enum!` enums serialize as the
+//! integer vLLM sends.
 //!
 //! msgspec reserves an `omit_defaults` struct's map header before it knows the count, so
 //! the header's size follows the number of fields the struct *could* write: a fixmap
@@ -51,7 +56,8 @@ macro_rules! wire_array {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq)]
+        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(default)]
         pub struct $name {
             $( $(#[$fmeta])* pub $field: $ty, )*
         }
@@ -146,9 +152,11 @@ macro_rules! wire_map {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq)]
+        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
+        #[serde(default)]
+        $(#[serde(tag = "type", rename = $tag)])?
         pub struct $name {
-            $( $(#[$fmeta])* pub $field: $ty, )*
+            $( $(#[$fmeta])* $(#[serde(rename = $wire)])? pub $field: $ty, )*
         }
 
         impl $name {
@@ -271,6 +279,21 @@ macro_rules! wire_int_enum {
         impl $crate::wire::Encode for $name {
             fn encode(&self, w: &mut $crate::wire::Writer) {
                 w.int(self.as_int())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_i64(self.as_int())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let v = <i64 as ::serde::Deserialize>::deserialize(d)?;
+                Self::from_int(v).ok_or_else(|| {
+                    $crate::wire::invalid(stringify!($name), format_args!("unknown value {v}"))
+                })
             }
         }
 

@@ -1,5 +1,7 @@
 //! Untyped msgpack values, for the protocol's `Any`-typed fields.
 
+use rmp::Marker;
+
 use super::{Decode, DecodeError, Encode, Reader, Writer};
 
 /// Any msgpack value, kept exactly as it arrived so that it re-encodes to the same bytes.
@@ -178,14 +180,22 @@ impl Encode for Value {
 impl Decode for Value {
     fn decode(r: &mut Reader<'_>) -> Result<Self, DecodeError> {
         let at = r.position();
-        let m = r.peek()?;
-        Ok(match m {
-            0xc0 => {
+        Ok(match Marker::from_u8(r.peek()?) {
+            Marker::Null => {
                 r.nil()?;
                 Value::Nil
             }
-            0xc2 | 0xc3 => Value::Bool(r.bool()?),
-            0x00..=0x7f | 0xe0..=0xff | 0xcc..=0xd3 => {
+            Marker::True | Marker::False => Value::Bool(r.bool()?),
+            Marker::FixPos(_)
+            | Marker::FixNeg(_)
+            | Marker::U8
+            | Marker::U16
+            | Marker::U32
+            | Marker::U64
+            | Marker::I8
+            | Marker::I16
+            | Marker::I32
+            | Marker::I64 => {
                 let v = r.integer()?;
                 if v >= 0 {
                     Value::UInt(u64::try_from(v).map_err(|_| DecodeError::IntRange(at))?)
@@ -193,16 +203,27 @@ impl Decode for Value {
                     Value::Int(i64::try_from(v).map_err(|_| DecodeError::IntRange(at))?)
                 }
             }
-            0xca => Value::F32(r.f64()? as f32),
-            0xcb => Value::F64(r.f64()?),
-            0xa0..=0xbf | 0xd9..=0xdb => Value::Str(r.str()?.to_owned()),
-            0xc4..=0xc6 => Value::Bin(r.bin()?.to_vec()),
-            0xc7..=0xc9 | 0xd4..=0xd8 => {
+            Marker::F32 => Value::F32(r.f64()? as f32),
+            Marker::F64 => Value::F64(r.f64()?),
+            Marker::FixStr(_) | Marker::Str8 | Marker::Str16 | Marker::Str32 => {
+                Value::Str(r.str()?.to_owned())
+            }
+            Marker::Bin8 | Marker::Bin16 | Marker::Bin32 => Value::Bin(r.bin()?.to_vec()),
+            Marker::FixExt1
+            | Marker::FixExt2
+            | Marker::FixExt4
+            | Marker::FixExt8
+            | Marker::FixExt16
+            | Marker::Ext8
+            | Marker::Ext16
+            | Marker::Ext32 => {
                 let (ty, data) = r.ext()?;
                 Value::Ext(ty, data.to_vec())
             }
-            0x90..=0x9f | 0xdc | 0xdd => Value::Array(Vec::decode(r)?),
-            0x80..=0x8f | 0xde | 0xdf => {
+            Marker::FixArray(_) | Marker::Array16 | Marker::Array32 => {
+                Value::Array(Vec::decode(r)?)
+            }
+            Marker::FixMap(_) | Marker::Map16 | Marker::Map32 => {
                 let n = r.map()?;
                 let mut entries = Vec::with_capacity(n);
                 for _ in 0..n {
@@ -212,11 +233,11 @@ impl Decode for Value {
                 r.leave();
                 Value::Map(entries)
             }
-            _ => {
+            Marker::Reserved => {
                 return Err(DecodeError::Type {
                     offset: at,
                     expected: "msgpack value",
-                    marker: m,
+                    marker: Marker::Reserved.to_u8(),
                 });
             }
         })
