@@ -242,10 +242,9 @@ impl ChatRenderer {
     /// tokenizer gives no bound): lets a prompt that cannot fit the context be refused
     /// before a long tokenization.
     pub fn min_tokens(&self, text: &str) -> usize {
-        match (&self.segments, &self.tokenizer) {
-            (Some(segments), Some(tokenizer)) => segments.min_tokens(tokenizer, text),
-            _ => 0,
-        }
+        self.segments
+            .as_ref()
+            .map_or(0, |segments| segments.min_tokens(text))
     }
 
     /// True when prompts are tokenized by cached segments (see the `tokenizer` module).

@@ -269,7 +269,7 @@ fn check_random(model: &Model, encoder: &SegmentEncoder, seed: u64, cases: usize
             );
         }
         // The bound that lets a prompt too long for the context be refused unencoded.
-        let bound = encoder.min_tokens(&model.ours, &text);
+        let bound = encoder.min_tokens(&text);
         let count = encoder.encode(&model.ours, &text).unwrap().len();
         assert!(
             bound <= count,
@@ -365,7 +365,7 @@ fn min_tokens_is_a_lower_bound_on_dense_texts() {
         let model = load(name);
         let encoder = SegmentEncoder::new(&model.ours);
         if !encoder.is_fast() {
-            assert_eq!(encoder.min_tokens(&model.ours, "any text"), 0, "{name}");
+            assert_eq!(encoder.min_tokens("any text"), 0, "{name}");
             continue;
         }
         let vocab = model.ours.get_vocab(false);
@@ -390,7 +390,7 @@ fn min_tokens_is_a_lower_bound_on_dense_texts() {
         }
         texts.push(model.specials.concat().repeat(100));
         for text in texts {
-            let bound = encoder.min_tokens(&model.ours, &text);
+            let bound = encoder.min_tokens(&text);
             let count = reference_ids(&model, &text, false).len();
             assert!(
                 bound >= 1 && bound <= count,

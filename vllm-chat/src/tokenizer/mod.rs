@@ -369,6 +369,9 @@ impl ParallelEncoding {
 pub struct SegmentEncoder {
     splitter: Option<(aho_corasick::AhoCorasick, Vec<u32>)>,
     fast: Option<bpe::ByteLevelBpe>,
+    /// With `fast`: the most bytes of input one token (vocabulary entry or added
+    /// token) stands for, found once here rather than per request.
+    max_token_bytes: Option<usize>,
     parallel: ParallelEncoding,
     cache: std::sync::Mutex<SegmentCache>,
 }
@@ -420,9 +423,14 @@ impl SegmentEncoder {
         } else {
             None
         };
+        let max_token_bytes = fast.as_ref().map(|fast| {
+            let added = added.values().map(|t| t.content.len()).max().unwrap_or(0);
+            fast.max_text_bytes_per_token().max(added).max(1)
+        });
         SegmentEncoder {
             splitter,
             fast,
+            max_token_bytes,
             parallel: ParallelEncoding::default(),
             cache: Default::default(),
         }
@@ -450,18 +458,9 @@ impl SegmentEncoder {
     /// entries and added tokens alike). Known for the tokenizers the fast path
     /// reproduces (byte-level BPE, where every token stands for at least one byte and
     /// nothing fuses unknown characters); 0 for the others.
-    pub fn min_tokens(&self, tokenizer: &Tokenizer, text: &str) -> usize {
-        let Some(fast) = &self.fast else {
-            return 0;
-        };
-        let added = tokenizer
-            .get_added_tokens_decoder()
-            .values()
-            .map(|t| t.content.len())
-            .max()
-            .unwrap_or(0);
-        text.len()
-            .div_ceil(fast.max_text_bytes_per_token().max(added).max(1))
+    pub fn min_tokens(&self, text: &str) -> usize {
+        self.max_token_bytes
+            .map_or(0, |bytes| text.len().div_ceil(bytes))
     }
 
     /// Token ids of `text` without added special tokens.
