@@ -133,7 +133,13 @@ MODES = {
                  '{"enable_kv_cache_events": true, "publisher": "zmq", '
                  '"endpoint": "ipc:///tmp/compare-vllm-frontend-kv-{port}"}'],
                 ["--enable-prompt-tokens-details"]),
+    # `--stream-interval`: chunks compared one by one (see `RAW_CHUNKS`).
+    "interval": (["--mock-output", "text"], ["--stream-interval", "2"]),
 }
+# Modes whose streamed answers are compared chunk by chunk rather than merged per
+# choice: their engines emit slowly enough (`--mock-tokens-per-second`) that every
+# engine output reaches a frontend alone, so the chunking is the frontend's choice.
+RAW_CHUNKS = {"interval": "10"}
 
 
 def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
@@ -142,7 +148,8 @@ def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
          "--max-model-len", str(args.max_model_len),
          *(flag.replace("{port}", str(port)) for flag in MODES[mode][0]), "--mock-seed", "3",
-         "--mock-tokens-per-second", "0", "--max-num-seqs", str(MAX_NUM_SEQS)],
+         "--mock-tokens-per-second", RAW_CHUNKS.get(mode, "0"),
+         "--max-num-seqs", str(MAX_NUM_SEQS)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
 
@@ -303,11 +310,12 @@ def merge_stream(text: str) -> str:
         for i in order) + "".join(e + "\n\n" for e in rest)
 
 
-def answer(status: int, ctype: str, text: str) -> str:
+def answer(status: int, ctype: str, text: str, merge: bool = True) -> str:
     media = (ctype or "").split(";")[0].strip()
     for pattern, repl in KNOWN_DIFFERENCES:
         text = pattern.sub(repl, text)
-    return f"{status} {media}\n{merge_stream(serve_answers.normalize_answer(text))}\n"
+    text = serve_answers.normalize_answer(text)
+    return f"{status} {media}\n{merge_stream(text) if merge else text}\n"
 
 
 @contextlib.asynccontextmanager
@@ -380,11 +388,18 @@ async def compare(args, mode: str) -> list[str]:
                             MODES[mode][1]) as app:
             base = f"http://127.0.0.1:{serve_http}"
             wait_for_health(base)
+            if mode in RAW_CHUNKS:
+                # vLLM's first request with logprobs stalls its event loop for a moment
+                # (lazy imports), which would merge that request's chunks.
+                warm_up = {"model": "qwen3", "messages": serve_answers.MSG, "max_tokens": 2,
+                           "stream": True, "logprobs": True, "top_logprobs": 1}
+                await asgi_post(app, "/v1/chat/completions", warm_up)
             for name, path, body, modes in serve_answers.N_CASES:
                 if mode not in modes:
                     continue
-                theirs = answer(*await asgi_post(app, path, body))
-                ours = answer(*http_post(base, path, body))
+                merge = mode not in RAW_CHUNKS
+                theirs = answer(*await asgi_post(app, path, body), merge=merge)
+                ours = answer(*http_post(base, path, body), merge=merge)
                 label = f"[{mode}] {name}"
                 if theirs == ours:
                     print(f"PASS: {label}")

@@ -202,6 +202,40 @@ N_CASES = [
           "stream": True, "stream_options": {"include_usage": True}}),
     ]
     for attempt in (1, 2)
+] + [
+    # `--stream-interval 2` (the `interval` run compares the chunks one by one, from an
+    # engine slow enough that no two outputs reach a frontend together): the first
+    # chunk at once, then every second token, the last at the finish; a request's
+    # `stream_interval` raises the server's.
+    (f"stream interval {name}", path, body, ("interval",))
+    for name, path, body in [
+        ("chat", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 8, "stream": True}),
+        ("chat request 1 (clamped up)", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 5, "stream": True, "stream_interval": 1}),
+        ("chat n=2", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 6, "n": 2, "stream": True}),
+        ("chat stop string", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 20, "stop": ["mock"], "stream": True}),
+        ("chat request 3 logprobs usage", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 8, "stream": True, "stream_interval": 3,
+          "logprobs": True, "top_logprobs": 1, "stream_options": SO}),
+        ("chat not streamed", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 7, "stream_interval": 4}),
+        ("chat stream_interval 0", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "stream": True, "stream_interval": 0}),
+        ("completions request 4 token ids", "/v1/completions",
+         {"model": "qwen3", "prompt": "Once upon a time", "max_tokens": 9, "stream": True,
+          "stream_interval": 4, "return_token_ids": True, "logprobs": 1}),
+        ("completions stream_interval -1", "/v1/completions",
+         {"model": "qwen3", "prompt": "Once", "stream": True, "stream_interval": -1}),
+        ("generate request 3", "/inference/v1/generate",
+         {"token_ids": [9707], "sampling_params": {"max_tokens": 7, "stream_interval": 3},
+          "stream": True}),
+        ("generate stream_interval 0", "/inference/v1/generate",
+         {"token_ids": [9707], "sampling_params": {"max_tokens": 7, "stream_interval": 0},
+          "stream": True}),
+    ]
 ]
 
 NORMALIZE = [

@@ -6,6 +6,8 @@ mod common;
 use common::*;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
+use vllm_examples::serve::ServeConfig;
+use vllm_examples::serve::engine::{EngineSource, MockSettings};
 
 /// Token ids of `text` as the server tokenizes it.
 async fn tokenize(addr: std::net::SocketAddr, text: &str) -> Vec<u64> {
@@ -947,5 +949,62 @@ fn token_ids_outside_the_vocabulary_never_reach_the_engine() {
         )
         .await;
         assert_eq!(status, StatusCode::OK);
+    });
+}
+
+/// Token counts of the streamed chunks of a generate answer.
+fn chunk_sizes(events: &[Value]) -> Vec<usize> {
+    events
+        .iter()
+        .filter_map(|e| e["choices"][0]["token_ids"].as_array())
+        .map(Vec::len)
+        .collect()
+}
+
+#[test]
+fn stream_interval_batches_tokens_as_vllm_does() {
+    run(async {
+        // An engine slow enough that every output arrives alone, so the chunking is
+        // the server's: the first output at once, then every `interval` tokens, the
+        // last at the finish (the compare script checks this against vLLM).
+        let server = start(ServeConfig {
+            stream_interval: 2,
+            engine: EngineSource::Embedded(MockSettings {
+                text: PLAIN_TEXT.into(),
+                tokens_per_second: 100.0,
+            }),
+            ..config(PLAIN_TEXT)
+        });
+        let addr = server.addr;
+        let generate = |interval: Option<u32>| {
+            let mut params = json!({"max_tokens": 7});
+            if let Some(interval) = interval {
+                params["stream_interval"] = json!(interval);
+            }
+            json!({"token_ids": [9707], "sampling_params": params, "stream": true})
+        };
+        let events = stream_all(addr, "/inference/v1/generate", generate(None)).await;
+        assert_eq!(chunk_sizes(&events), [1, 2, 2, 2]);
+        // A request raises the server's interval, never lowers it.
+        let events = stream_all(addr, "/inference/v1/generate", generate(Some(3))).await;
+        assert_eq!(chunk_sizes(&events), [1, 3, 3]);
+        let events = stream_all(addr, "/inference/v1/generate", generate(Some(1))).await;
+        assert_eq!(chunk_sizes(&events), [1, 2, 2, 2]);
+        // The text is the same, only cut differently.
+        let body = json!({"messages": hi(), "stream": true, "stream_interval": 4});
+        let events = stream_all(addr, "/v1/chat/completions", body).await;
+        assert_eq!(concat_delta(&events, "content"), PLAIN_TEXT);
+        // pydantic's field constraint, as vLLM's validation handler answers it.
+        let body = json!({"messages": hi(), "stream": true, "stream_interval": 0});
+        let (status, body) = post(addr, "/v1/chat/completions", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(body["error"]["type"], "Bad Request");
+        assert_eq!(body["error"]["param"], "body.stream_interval");
+        let (status, body) = post(addr, "/inference/v1/generate", generate(Some(0))).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            body["error"]["message"],
+            "stream_interval must be at least 1, got 0. (parameter=stream_interval, value=0)"
+        );
     });
 }

@@ -117,6 +117,8 @@ CHAT = [
     # before tokenization, with the same answer.
     {"model": MODEL, "request_id": "e33", "messages": [{"role": "user", "content": "word " * 2000}], "_max_model_len": 5},
     {"model": MODEL, "request_id": "e34", "messages": [{"role": "user", "content": "\u1100\u1161\u11a8" * 3000}], "_max_model_len": 5},
+    {"model": MODEL, "request_id": "e35", "messages": HI, "stream": True, "stream_interval": 0},
+    {"model": MODEL, "request_id": "r40", "messages": HI, "stream": True, "stream_interval": 3},
     {"model": MODEL, "request_id": "e31", "messages": HI, "structured_outputs": {"regex": "a", "grammar": "b"}},
     {"model": MODEL, "request_id": "e32", "messages": HI, "structured_outputs": {"disable_any_whitespace": True}},
 ]
@@ -125,6 +127,7 @@ COMPLETION = [
     {"model": MODEL, "request_id": "c2", "prompt": ["One", "Two three"], "max_tokens": 5, "temperature": 0.0, "echo": True, "logprobs": 2},
     {"model": MODEL, "request_id": "c3", "prompt": [9707, 11, 1879], "max_tokens": 300, "stream": True, "seed": 3, "min_p": 0.05},
     {"model": MODEL, "request_id": "c4", "prompt": "x", "max_tokens": None, "response_format": {"type": "json_object"}},
+    {"model": MODEL, "request_id": "c7", "prompt": "x", "stream_interval": 2},
     {"model": MODEL, "request_id": "c5", "prompt": "x", "structured_outputs": {"choice": ["a", "b"]}, "return_tokens_as_token_ids": True, "logprobs": 1},
     {"model": MODEL, "request_id": "c6", "prompt": "x", "response_format": LEGACY_TAG},
     {"model": MODEL, "request_id": "ce1", "prompt": "x", "top_p": 2},
@@ -210,8 +213,20 @@ def response_shapes():
 
 
 def error_body(exc):
-    """The body vLLM's exception handler answers with (create_error_response)."""
+    """The body vLLM's exception handlers answer with: a request that fails pydantic
+    validation is FastAPI's `RequestValidationError` (locations under `body`), anything
+    else goes through create_error_response."""
+    import asyncio
+    import pydantic
+    from fastapi.exceptions import RequestValidationError
     from vllm.entrypoints.serve.exception_handling.error_response import create_error_response
+    from vllm.entrypoints.serve.exception_handling.handlers.validation import validation_exception_handler
+    if isinstance(exc, pydantic.ValidationError):
+        errors = [{**e, "loc": ("body", *e["loc"])} for e in exc.errors(include_url=False)]
+        app = types.SimpleNamespace(state=types.SimpleNamespace(args=types.SimpleNamespace(log_error_stack=False)))
+        response = asyncio.run(validation_exception_handler(
+            types.SimpleNamespace(app=app, state=types.SimpleNamespace()), RequestValidationError(errors)))
+        return json.loads(response.body)
     return create_error_response(exc).model_dump()
 
 

@@ -33,6 +33,16 @@ pub enum RenderError {
         /// The request field at fault (e.g. `messages.1.tool_calls`).
         param: Option<String>,
     },
+    /// A request field breaks its declared constraint (vLLM's pydantic
+    /// `RequestValidationError`, answered with type `Bad Request`); `loc` is the
+    /// field's path (`body.stream_interval`).
+    #[error("1 validation error:\n  {detail}")]
+    RequestValidation {
+        /// pydantic's error entry as vLLM prints it.
+        detail: String,
+        /// Where in the request.
+        loc: String,
+    },
     /// The request names a model this renderer does not serve (HTTP 404).
     #[error("The model `{0}` does not exist.")]
     ModelNotFound(String),
@@ -64,6 +74,7 @@ impl RenderError {
             self,
             RenderError::Template(_)
                 | RenderError::InvalidRequest { .. }
+                | RenderError::RequestValidation { .. }
                 | RenderError::UnknownTemplateName(_)
                 | RenderError::TemplateSyntax(_)
         )
@@ -73,6 +84,18 @@ impl RenderError {
         RenderError::InvalidRequest {
             message: message.into(),
             param: Some(param.into()),
+        }
+    }
+
+    /// pydantic's `greater_than_equal` for an integer request field below its bound
+    /// (`Field(ge=...)`), as vLLM's validation handler writes it.
+    pub(crate) fn greater_than_equal(field: &str, bound: i64, input: i64) -> Self {
+        let loc = format!("body.{field}");
+        RenderError::RequestValidation {
+            detail: format!(
+                "{{'type': 'greater_than_equal', 'loc': '{loc}', 'msg': 'Input should be greater than or equal to {bound}', 'input': '{input}', 'ctx': {{'ge': {bound}}}}}"
+            ),
+            loc,
         }
     }
 

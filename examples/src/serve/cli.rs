@@ -146,6 +146,11 @@ pub struct Args {
     /// (`prompt_tokens_details.cached_tokens`).
     #[arg(long)]
     pub enable_prompt_tokens_details: bool,
+    /// Output tokens batched into each streamed chunk (1: every engine output; a
+    /// request's `stream_interval` may raise it). The first and last chunks go out at
+    /// once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub stream_interval: u32,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -240,6 +245,7 @@ impl Args {
             dev_mode: super::control::dev_mode_from_env(),
             disable_log_stats: self.disable_log_stats,
             enable_prompt_tokens_details: self.enable_prompt_tokens_details,
+            stream_interval: self.stream_interval,
             uds: self.uds,
             lora: LoraSettings {
                 modules: self

@@ -125,6 +125,8 @@ pub struct ServeConfig {
     /// `--enable-prompt-tokens-details`: usage reports the prompt tokens served from
     /// the engines' prefix caches.
     pub enable_prompt_tokens_details: bool,
+    /// `--stream-interval`: output tokens batched into each streamed chunk.
+    pub stream_interval: u32,
     /// `--uds PATH`: listen on this Unix socket instead of `host:port`.
     pub uds: Option<PathBuf>,
     /// `--ssl-certfile` and friends: HTTPS.
@@ -175,6 +177,7 @@ impl ServeConfig {
             ops: ops::Operations::default(),
             disable_log_stats: false,
             enable_prompt_tokens_details: false,
+            stream_interval: 1,
             uds: None,
             tls: None,
             lora: LoraSettings::default(),
@@ -312,6 +315,7 @@ impl Server {
                 offload: api.offload.clone(),
                 loras: Some(api.loras.clone()),
                 enable_prompt_tokens_details: config.enable_prompt_tokens_details,
+                stream_interval: config.stream_interval,
             },
         );
         let state = AppState {

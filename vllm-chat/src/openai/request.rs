@@ -228,6 +228,10 @@ pub struct ChatCompletionRequest {
     /// Banned words.
     #[serde(default)]
     pub bad_words: Vec<String>,
+    /// Tokens batched into each streamed chunk: raises the server's
+    /// `--stream-interval` for this request (the first and last chunks go out at once).
+    #[serde(default)]
+    pub stream_interval: Option<i64>,
     /// Echo the last message in the response.
     #[serde(default)]
     pub echo: bool,
@@ -416,6 +420,10 @@ pub struct CompletionRequest {
     /// Banned words.
     #[serde(default)]
     pub bad_words: Vec<String>,
+    /// Tokens batched into each streamed chunk: raises the server's
+    /// `--stream-interval` for this request (the first and last chunks go out at once).
+    #[serde(default)]
+    pub stream_interval: Option<i64>,
     /// Add special tokens (BOS) when tokenizing a text prompt (default true).
     #[serde(default = "default_true")]
     pub add_special_tokens: bool,

@@ -583,11 +583,13 @@ impl ErrorResponse {
     pub fn from_render_error(err: &crate::RenderError) -> Self {
         let (code, kind) = match err {
             crate::RenderError::ModelNotFound(_) => (404, "NotFoundError"),
+            crate::RenderError::RequestValidation { .. } => (400, "Bad Request"),
             e if e.is_client_error() => (400, "BadRequestError"),
             _ => (500, "InternalServerError"),
         };
         let param = match err {
             crate::RenderError::InvalidRequest { param, .. } => param.clone(),
+            crate::RenderError::RequestValidation { loc, .. } => Some(loc.clone()),
             crate::RenderError::ModelNotFound(_) => Some("model".into()),
             _ => None,
         };

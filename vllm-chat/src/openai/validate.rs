@@ -25,6 +25,7 @@ impl ChatCompletionRequest {
 
     /// Checks the field combinations vLLM rejects.
     pub fn validate(&self) -> Result<(), RenderError> {
+        check_stream_interval(self.stream_interval)?;
         check_cache_salt(self.cache_salt.as_deref())?;
         check_stream_options(self.stream_options.is_some(), self.stream)?;
         if let Some(top) = self.top_logprobs {
@@ -107,6 +108,7 @@ impl ChatCompletionRequest {
 impl CompletionRequest {
     /// Checks the field combinations vLLM rejects.
     pub fn validate(&self) -> Result<(), RenderError> {
+        check_stream_interval(self.stream_interval)?;
         check_cache_salt(self.cache_salt.as_deref())?;
         check_response_format(self.response_format.as_ref())?;
         if let Some(constraints) = &self.structured_outputs
@@ -149,6 +151,15 @@ fn count_constraints(structured_outputs: &Value) -> usize {
         .iter()
         .filter(|k| structured_outputs.get(**k).is_some_and(|v| !v.is_null()))
         .count()
+}
+
+/// `stream_interval: Annotated[int, Field(ge=1)]`: a field constraint, checked by
+/// pydantic before any of the request's validators.
+fn check_stream_interval(interval: Option<i64>) -> Result<(), RenderError> {
+    match interval {
+        Some(i) if i < 1 => Err(RenderError::greater_than_equal("stream_interval", 1, i)),
+        _ => Ok(()),
+    }
 }
 
 fn check_stream_options(given: bool, stream: Option<bool>) -> Result<(), RenderError> {

@@ -216,7 +216,13 @@ impl Pipeline {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(serving_error)?;
-        let samples = Samples::start(&self.client, model, vec![engine_request]).await?;
+        let samples = Samples::start(
+            &self.client,
+            model,
+            vec![engine_request],
+            self.config.stream_interval,
+        )
+        .await?;
         Ok(AcceptedChat {
             echo: echo_text(&request),
             request,

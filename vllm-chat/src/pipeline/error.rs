@@ -121,9 +121,10 @@ impl ApiError {
 impl From<RenderError> for ApiError {
     fn from(error: RenderError) -> Self {
         let body = ErrorResponse::from_render_error(&error);
-        let kind = match body.error.code {
-            404 => "NotFoundError",
-            400 => "BadRequestError",
+        let kind = match (&error, body.error.code) {
+            (RenderError::RequestValidation { .. }, _) => "Bad Request",
+            (_, 404) => "NotFoundError",
+            (_, 400) => "BadRequestError",
             _ => "InternalServerError",
         };
         Self {

@@ -41,6 +41,7 @@ pub struct WireSamplingParams {
     allowed_token_ids: Option<Vec<u32>>,
     extra_args: Option<Map<String, Value>>,
     bad_words: Option<Vec<String>>,
+    stream_interval: Option<i64>,
 }
 
 impl Default for WireSamplingParams {
@@ -70,6 +71,7 @@ impl Default for WireSamplingParams {
             allowed_token_ids: None,
             extra_args: None,
             bad_words: None,
+            stream_interval: None,
         }
     }
 }
@@ -103,6 +105,7 @@ impl WireSamplingParams {
             spaces_between_special_tokens: self.spaces_between_special_tokens,
             include_stop_str_in_output: self.include_stop_str_in_output,
             output_kind: if stream { 1 } else { 2 },
+            stream_interval: self.stream_interval,
             structured_outputs: self.structured_outputs,
             logit_bias: self.logit_bias,
             allowed_token_ids: self.allowed_token_ids,
@@ -444,7 +447,13 @@ impl Pipeline {
         engine_request.priority = prompt.priority;
         engine_request.cache_salt = prompt.cache_salt;
         engine_request.lora_request = prompt.lora_request;
-        Samples::start(&self.client, &self.model, vec![engine_request]).await
+        Samples::start(
+            &self.client,
+            &self.model,
+            vec![engine_request],
+            self.config.stream_interval,
+        )
+        .await
     }
 }
 

@@ -109,6 +109,13 @@ pub struct Generation {
     pub num_cache_creation_tokens: i64,
     /// No output has arrived yet (vLLM's `is_prefilling`).
     prefilling: bool,
+    /// Tokens batched into each step (`--stream-interval`, raised by the request's
+    /// `stream_interval`); 1 releases every engine output.
+    stream_interval: usize,
+    /// Output tokens released so far (vLLM's `sent_tokens_offset`).
+    sent_tokens: usize,
+    /// Outputs held back until the interval fills.
+    held: Option<Step>,
 }
 
 impl std::fmt::Debug for Generation {
@@ -120,11 +127,13 @@ impl std::fmt::Debug for Generation {
 }
 
 impl Generation {
-    /// Sends `request` to the engines and prepares its decoder.
+    /// Sends `request` to the engines and prepares its decoder. `stream_interval` is
+    /// the server's `--stream-interval`; the request's own raises it.
     pub async fn start(
         client: &EngineCoreClient,
         model: &Model,
         request: vllm_client::protocol::EngineCoreRequest,
+        stream_interval: u32,
     ) -> Result<Self, ApiError> {
         let prompt = request.prompt_token_ids.clone().unwrap_or_default();
         model.check_prompt_token_ids(&prompt)?;
@@ -142,6 +151,12 @@ impl Generation {
             .logprobs
             .is_some()
             .then(|| LogprobText::new(model.tokenizer.clone()));
+        // vLLM's `RequestState.from_new_request`: the request raises the server's value.
+        let stream_interval = params
+            .stream_interval
+            .map_or(i64::from(stream_interval), |i| {
+                i.max(i64::from(stream_interval))
+            });
         let prompt_text = params
             .prompt_logprobs
             .is_some()
@@ -163,6 +178,9 @@ impl Generation {
             num_cached_tokens: 0,
             num_cache_creation_tokens: 0,
             prefilling: true,
+            stream_interval: usize::try_from(stream_interval).unwrap_or(usize::MAX),
+            sent_tokens: 0,
+            held: None,
         })
     }
 
@@ -184,11 +202,36 @@ impl Generation {
         if let Some(error) = self.pending_error.take() {
             return std::task::Poll::Ready(Some(Err(error)));
         }
-        let Some(stream) = self.stream.as_mut() else {
-            return std::task::Poll::Ready(None);
-        };
-        let first = std::task::ready!(stream.poll_next_unpin(cx));
-        std::task::Poll::Ready(Some(self.step_from(first)))
+        loop {
+            let Some(stream) = self.stream.as_mut() else {
+                return std::task::Poll::Ready(None);
+            };
+            let first = std::task::ready!(stream.poll_next_unpin(cx));
+            let step = match (self.step_from(first), self.held.take()) {
+                (Ok(step), Some(mut held)) => {
+                    held.merge(step);
+                    Ok(held)
+                }
+                (result, _) => result,
+            };
+            match step {
+                Ok(step) if self.holds(&step) => self.held = Some(step),
+                result => {
+                    self.sent_tokens = self.num_output_tokens;
+                    return std::task::Poll::Ready(Some(result));
+                }
+            }
+        }
+    }
+
+    /// Whether `step` waits for more tokens (`--stream-interval`): vLLM's
+    /// `make_request_output` releases the first output, the last, and any that brings
+    /// the unsent tokens to the interval.
+    fn holds(&self, step: &Step) -> bool {
+        self.stream_interval > 1
+            && step.finish.is_none()
+            && self.sent_tokens != 0
+            && self.num_output_tokens - self.sent_tokens < self.stream_interval
     }
 
     /// The step of `first` and of what queued up behind it.
@@ -433,17 +476,19 @@ impl std::fmt::Debug for Samples {
 impl Samples {
     /// Sends the child requests of each request, in order (request `p`'s child `j`
     /// becomes choice `p × n + j`, as vLLM indexes a batched completion's choices).
+    /// `stream_interval` is the server's `--stream-interval`.
     pub async fn start(
         client: &EngineCoreClient,
         model: &Model,
         requests: Vec<vllm_client::protocol::EngineCoreRequest>,
+        stream_interval: u32,
     ) -> Result<Self, ApiError> {
         let mut generations = Vec::new();
         for request in requests {
             let children = vllm_client::client::child_requests(request)
                 .map_err(|e| ApiError::bad_request(e.to_string(), Some("seed")))?;
             for child in children {
-                generations.push(Generation::start(client, model, child).await?);
+                generations.push(Generation::start(client, model, child, stream_interval).await?);
             }
         }
         Ok(Self {

@@ -103,6 +103,10 @@ pub struct PipelineConfig {
     /// `--enable-prompt-tokens-details`: usage reports the prompt tokens the engine
     /// served from its prefix cache (`prompt_tokens_details.cached_tokens`).
     pub enable_prompt_tokens_details: bool,
+    /// `--stream-interval`: output tokens batched into each streamed chunk (1: every
+    /// engine output; a request's `stream_interval` may raise it). The first and last
+    /// chunks go out at once.
+    pub stream_interval: u32,
 }
 
 impl PipelineConfig {
@@ -116,6 +120,7 @@ impl PipelineConfig {
             offload: Offload::default(),
             loras: None,
             enable_prompt_tokens_details: false,
+            stream_interval: 1,
         }
     }
 }

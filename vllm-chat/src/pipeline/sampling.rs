@@ -210,6 +210,7 @@ pub fn engine_params(
             1 => RequestOutputKind::Delta,
             _ => RequestOutputKind::FinalOnly,
         },
+        stream_interval: p.stream_interval,
         skip_clone: true,
         structured_outputs: p
             .structured_outputs

@@ -74,6 +74,9 @@ pub struct SamplingParams {
     pub include_stop_str_in_output: bool,
     /// 0 cumulative, 1 delta (streaming), 2 final only.
     pub output_kind: u8,
+    /// Tokens batched into each streamed output (raises the server's
+    /// `--stream-interval`).
+    pub stream_interval: Option<i64>,
     /// Characters held back to catch stop strings (`max(len(stop)) - 1`).
     pub output_text_buffer_length: usize,
     /// Structured-output constraints.
@@ -114,6 +117,7 @@ impl Default for SamplingParams {
             spaces_between_special_tokens: true,
             include_stop_str_in_output: false,
             output_kind: 0,
+            stream_interval: None,
             output_text_buffer_length: 0,
             structured_outputs: None,
             logit_bias: None,
@@ -176,6 +180,9 @@ impl Serialize for SamplingParams {
         if self.output_kind != 0 {
             m.serialize_entry("output_kind", &self.output_kind)?;
         }
+        if let Some(interval) = self.stream_interval {
+            m.serialize_entry("stream_interval", &interval)?;
+        }
         m.serialize_entry("skip_clone", &true)?;
         if self.output_text_buffer_length != 0 {
             m.serialize_entry("output_text_buffer_length", &self.output_text_buffer_length)?;
@@ -222,6 +229,7 @@ struct Encoded {
     spaces_between_special_tokens: bool,
     include_stop_str_in_output: bool,
     output_kind: u8,
+    stream_interval: Option<i64>,
     output_text_buffer_length: usize,
     structured_outputs: Option<StructuredOutputsParams>,
     logit_bias: Option<Map<String, Value>>,
@@ -254,6 +262,7 @@ impl Default for Encoded {
             spaces_between_special_tokens: true,
             include_stop_str_in_output: false,
             output_kind: 0,
+            stream_interval: None,
             output_text_buffer_length: 0,
             structured_outputs: None,
             logit_bias: None,
@@ -289,6 +298,7 @@ impl<'de> Deserialize<'de> for SamplingParams {
             spaces_between_special_tokens: e.spaces_between_special_tokens,
             include_stop_str_in_output: e.include_stop_str_in_output,
             output_kind: e.output_kind,
+            stream_interval: e.stream_interval,
             output_text_buffer_length: e.output_text_buffer_length,
             structured_outputs: e.structured_outputs,
             logit_bias: e.logit_bias,
@@ -430,6 +440,13 @@ impl SamplingParams {
                 None,
             ));
         }
+        if let Some(interval) = self.stream_interval.filter(|&i| i < 1) {
+            return Err(err(
+                format!("stream_interval must be at least 1, got {interval}."),
+                Some("stream_interval"),
+                Some(interval.to_string()),
+            ));
+        }
         for (name, value) in [
             ("logprobs", self.logprobs),
             ("prompt_logprobs", self.prompt_logprobs),
@@ -543,6 +560,7 @@ pub(super) struct SamplingInputs<'a> {
     pub spaces_between_special_tokens: bool,
     pub include_stop_str_in_output: bool,
     pub stream: bool,
+    pub stream_interval: Option<i64>,
     pub structured_outputs: Option<StructuredOutputsParams>,
     pub logit_bias: &'a Option<Map<String, Value>>,
     pub allowed_token_ids: &'a Option<Vec<u32>>,
@@ -611,6 +629,7 @@ pub(super) fn resolve(
         spaces_between_special_tokens: i.spaces_between_special_tokens,
         include_stop_str_in_output: include_stop,
         output_kind: if i.stream { 1 } else { 2 },
+        stream_interval: i.stream_interval,
         output_text_buffer_length,
         structured_outputs: i.structured_outputs,
         logit_bias: i.logit_bias.clone(),
