@@ -148,6 +148,12 @@ struct Args {
     /// backend at its handshake (the weight-transfer calls work without it too).
     #[arg(long)]
     weight_transfer_config: Option<String>,
+    /// A KV connector for prefill/decode disaggregation, as vLLM's JSON
+    /// (`{"kv_connector": "NixlConnector", "kv_role": "kv_both"}`), emulated: a request
+    /// with `kv_transfer_params: {"do_remote_decode": true}` finishes with the
+    /// parameters its decode instance needs, shaped as NixlConnector's.
+    #[arg(long)]
+    kv_transfer_config: Option<String>,
 }
 
 /// `--weight-transfer-config`: the `backend` of vLLM's `WeightTransferConfig` JSON
@@ -162,6 +168,16 @@ fn weight_transfer_backend(json: &str) -> anyhow::Result<String> {
         None => Ok("nccl".to_owned()),
         Some(serde_json::Value::String(backend)) => Ok(backend.clone()),
         Some(_) => anyhow::bail!("--weight-transfer-config: backend must be a string"),
+    }
+}
+
+/// `--kv-transfer-config`: the `kv_connector` of vLLM's `KVTransferConfig` JSON.
+fn kv_connector(json: &str) -> anyhow::Result<String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).context("--kv-transfer-config is not JSON")?;
+    match value.get("kv_connector") {
+        Some(serde_json::Value::String(connector)) => Ok(connector.clone()),
+        _ => anyhow::bail!("--kv-transfer-config needs a \"kv_connector\" name"),
     }
 }
 
@@ -332,6 +348,11 @@ async fn main() -> anyhow::Result<()> {
             .weight_transfer_config
             .as_deref()
             .map(weight_transfer_backend)
+            .transpose()?,
+        kv_connector: args
+            .kv_transfer_config
+            .as_deref()
+            .map(kv_connector)
             .transpose()?,
         ..MockConfig::default()
     };

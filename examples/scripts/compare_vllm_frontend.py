@@ -135,6 +135,10 @@ MODES = {
                 ["--enable-prompt-tokens-details"]),
     # `--stream-interval`: chunks compared one by one (see `RAW_CHUNKS`).
     "interval": (["--mock-output", "text"], ["--stream-interval", "2"]),
+    # Prefill/decode disaggregation: engines with an emulated KV connector answer a
+    # prefill request with the parameters of its decode (the frontends need no flag).
+    "pd": (["--mock-output", "text", "--kv-transfer-config",
+            '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'], []),
 }
 # Modes whose streamed answers are compared chunk by chunk rather than merged per
 # choice: their engines emit slowly enough (`--mock-tokens-per-second`) that every

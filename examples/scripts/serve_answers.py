@@ -238,10 +238,54 @@ N_CASES = [
     ]
 ]
 
+# Prefill/decode disaggregation (the `pd` run: engines with an emulated NixlConnector):
+# a prefill request (`do_remote_decode`) reaches the engine's connector through
+# `extra_args`, and its final output's `kv_transfer_params` (where the decode instance
+# reads the KV blocks) comes back in the answer and on the finishing chunk.
+PREFILL = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_id": None,
+           "remote_block_ids": None, "remote_host": None, "remote_port": None}
+DECODE = {"do_remote_decode": False, "do_remote_prefill": True, "remote_engine_id": "p0",
+          "remote_block_ids": [[0, 1]], "remote_host": "localhost", "remote_port": 5600}
+N_CASES += [
+    (f"kv transfer {name}", path, body, ("pd",))
+    for name, path, body in [
+        ("chat prefill", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 1, "kv_transfer_params": PREFILL}),
+        ("chat prefill stream usage", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 2, "kv_transfer_params": PREFILL,
+          "stream": True, "stream_options": SO}),
+        ("chat decode", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 3, "kv_transfer_params": DECODE}),
+        ("chat without", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 2, "stream": True}),
+        ("chat prefill n=2", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 1, "n": 2, "kv_transfer_params": PREFILL}),
+        ("completions prefill", "/v1/completions",
+         {"model": "qwen3", "prompt": LONG, "max_tokens": 1, "kv_transfer_params": PREFILL}),
+        ("completions prefill stream", "/v1/completions",
+         {"model": "qwen3", "prompt": LONG, "max_tokens": 1, "kv_transfer_params": PREFILL,
+          "stream": True}),
+        ("completions prefill batch", "/v1/completions",
+         {"model": "qwen3", "prompt": ["Once upon", LONG], "max_tokens": 1,
+          "kv_transfer_params": PREFILL}),
+        ("completions prefill with vllm_xargs", "/v1/completions",
+         {"model": "qwen3", "prompt": "Once", "max_tokens": 1, "kv_transfer_params": PREFILL,
+          "vllm_xargs": {"k": 1}}),
+        ("generate prefill", "/inference/v1/generate",
+         {"token_ids": list(range(3000, 3040)), "sampling_params": {"max_tokens": 1},
+          "kv_transfer_params": PREFILL}),
+        ("generate prefill stream", "/inference/v1/generate",
+         {"token_ids": list(range(3000, 3040)), "sampling_params": {"max_tokens": 1},
+          "kv_transfer_params": PREFILL, "stream": True}),
+    ]
+]
+
 NORMALIZE = [
     (re.compile(r'(chatcmpl|cmpl|chatcmpl-tool|modelperm)-[0-9a-f]{32}'), r"\1-ID"),
     (re.compile(r'"request_id":\s*"[0-9a-f]{32}"'), '"request_id":"ID"'),
     (re.compile(r'"created":\s*\d+'), '"created":0'),
+    # The engine's request id (random suffix), as a KV connector reports it.
+    (re.compile(r'"remote_request_id":\s*"[^"]*"'), '"remote_request_id":"ID"'),
 ]
 
 

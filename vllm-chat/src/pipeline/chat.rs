@@ -182,8 +182,11 @@ impl Pipeline {
             // A tag vLLM would not build either leaves the request as it is.
             Some(StructuredOutputs::StructuralTag { json: None, .. }) | None => {}
         }
-        let params =
-            sampling::engine_params(&generate.sampling_params, model, self.config.max_logprobs)?;
+        let params = sampling::engine_params(
+            &generate.engine_sampling_params(),
+            model,
+            self.config.max_logprobs,
+        )?;
         let prompt_token_ids = generate.token_ids.clone();
         let mut engine_request = EngineCoreRequest::new(
             ids::engine_request_id(&generate.request_id),
@@ -345,7 +348,7 @@ impl super::Accepted for AcceptedChat {
             prompt_logprobs: logprobs::prompt_logprobs(&self.samples),
             prompt_token_ids: return_token_ids.then_some(self.prompt_token_ids),
             prompt_text: None,
-            kv_transfer_params: None,
+            kv_transfer_params: self.samples.kv_transfer_params(0..n),
             ec_transfer_params: None,
             metrics: None,
         })
@@ -565,6 +568,19 @@ impl ChatStream {
             );
         }
         let usage = self.continuous_usage.then(|| self.usage(index));
+        let kv_transfer_params = step
+            .finish
+            .as_ref()
+            .and_then(|_| self.accepted.samples.get(index)?.kv_transfer_params.clone());
+        if let Some(params) = kv_transfer_params {
+            // The finishing chunk carries the engine's KV-transfer parameters (the
+            // preformatted delta frame writes null there).
+            let a = &self.accepted;
+            let mut chunk = ChatCompletionChunk::delta(&a.id, self.created, &a.model, choice);
+            chunk.usage = usage.map_or(Emit::Unset, Emit::value);
+            chunk.kv_transfer_params = Emit::value(params);
+            return Some(ChatEvent::Chunk(chunk));
+        }
         Some(ChatEvent::Delta { choice, usage })
     }
 }

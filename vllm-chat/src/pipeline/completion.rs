@@ -102,7 +102,7 @@ impl Pipeline {
         let mut n = 1;
         for (i, generate) in generated.into_iter().enumerate() {
             let params = sampling::engine_params(
-                &generate.sampling_params,
+                &generate.engine_sampling_params(),
                 model,
                 self.config.max_logprobs,
             )?;
@@ -264,7 +264,8 @@ impl super::Accepted for AcceptedCompletion {
             service_tier: None,
             system_fingerprint: None,
             usage,
-            kv_transfer_params: None,
+            // vLLM's `final_res_batch[0]`: the first prompt's final output.
+            kv_transfer_params: self.samples.kv_transfer_params(0..self.n),
             ec_transfer_params: None,
             metrics: None,
         })
@@ -429,6 +430,9 @@ impl CompletionStream {
         let send_prompt_ids = first && (self.return_token_ids || a.request.echo);
         let prompt = &a.prompts[prompt_index];
         let finish = step.finish.take();
+        let kv_transfer_params = finish
+            .as_ref()
+            .and_then(|_| a.samples.get(i)?.kv_transfer_params.clone());
         let mut chunk = CompletionChunk::delta(
             &a.id,
             self.created,
@@ -444,6 +448,9 @@ impl CompletionStream {
                 weight_versions: None,
             },
         );
+        if let Some(params) = kv_transfer_params {
+            chunk.kv_transfer_params = Emit::value(params);
+        }
         if self.continuous_usage {
             let output_tokens = a.samples.get(i).map_or(0, |g| g.num_output_tokens);
             chunk.usage = Emit::value(Usage::new(

@@ -139,6 +139,13 @@ pub struct TokensRequest {
     /// Stream the answer.
     #[serde(default)]
     pub stream: Option<bool>,
+    /// Prefill/decode disaggregation: handed to the engines' KV connector in
+    /// `extra_args` (vLLM's `kv_transfer_params`).
+    #[serde(default)]
+    pub kv_transfer_params: Option<Map<String, Value>>,
+    /// Encoder-cache transfer parameters, handed over the same way.
+    #[serde(default)]
+    pub ec_transfer_params: Option<Map<String, Value>>,
     /// `include_usage`, `continuous_usage_stats`.
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
@@ -360,7 +367,11 @@ impl Pipeline {
             .start_tokens(TokensPrompt {
                 request_id: request_id.clone(),
                 token_ids: request.token_ids.clone(),
-                params: request.sampling_params.resolve(stream),
+                params: render_mode::with_transfer_params(
+                    request.sampling_params.resolve(stream),
+                    request.kv_transfer_params.as_ref(),
+                    request.ec_transfer_params.as_ref(),
+                ),
                 lora_request: adapter,
                 priority: request.priority,
                 cache_salt: request.cache_salt,
@@ -555,7 +566,10 @@ impl super::Accepted for AcceptedGenerate {
             prompt_token_ids: self.return_token_ids.then_some(self.prompt_token_ids),
             mm_placeholders: None,
             metrics: None,
-            kv_transfer_params: None,
+            kv_transfer_params: self
+                .samples
+                .kv_transfer_params(0..self.samples.len())
+                .map(Value::Object),
             ec_transfer_params: None,
             choices,
         })

@@ -116,6 +116,10 @@ pub struct Generation {
     sent_tokens: usize,
     /// Outputs held back until the interval fills.
     held: Option<Step>,
+    /// The engine's KV-transfer parameters for this request (its KV connector's
+    /// answer, on the finishing output): what a prefill instance returns for the
+    /// decode instance (vLLM's `RequestOutput.kv_transfer_params`).
+    pub kv_transfer_params: Option<serde_json::Map<String, Value>>,
 }
 
 impl std::fmt::Debug for Generation {
@@ -181,6 +185,7 @@ impl Generation {
             stream_interval: usize::try_from(stream_interval).unwrap_or(usize::MAX),
             sent_tokens: 0,
             held: None,
+            kv_transfer_params: None,
         })
     }
 
@@ -306,6 +311,11 @@ impl Generation {
             return Err(GenerationError(ApiError::internal(
                 "the engine failed to process the request",
             )));
+        }
+        if let Some(params) = &output.kv_transfer_params
+            && let Value::Object(params) = super::control::json::value_to_json(params)
+        {
+            self.kv_transfer_params = Some(params);
         }
         if std::mem::take(&mut self.prefilling)
             && let Some(stats) = &output.prefill_stats
@@ -499,6 +509,15 @@ impl Samples {
             first: None,
             waits: 0,
         })
+    }
+
+    /// The KV-transfer parameters of the final output of choices `range` (the
+    /// choice that finished last), which vLLM's answers carry.
+    pub fn kv_transfer_params(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Option<serde_json::Map<String, Value>> {
+        self.last_to_finish(range)?.kv_transfer_params.clone()
     }
 
     /// The generation whose step came first (the first output vLLM's streaming

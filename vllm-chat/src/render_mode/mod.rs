@@ -94,6 +94,37 @@ pub struct GenerateRequest {
     pub ec_transfer_params: Option<Map<String, Value>>,
 }
 
+impl GenerateRequest {
+    /// The sampling parameters the engine gets: the KV- and EC-transfer parameters (set
+    /// when not empty) back in `extra_args`, where vLLM's `to_sampling_params` (and its tokens-in endpoint)
+    /// put them for the engine's KV connector.
+    pub fn engine_sampling_params(&self) -> SamplingParams {
+        with_transfer_params(
+            self.sampling_params.clone(),
+            self.kv_transfer_params.as_ref(),
+            self.ec_transfer_params.as_ref(),
+        )
+    }
+}
+
+/// `params` with `kv_transfer_params` and `ec_transfer_params` added to its
+/// `extra_args` (after `vllm_xargs`, as vLLM adds them).
+pub fn with_transfer_params(
+    mut params: SamplingParams,
+    kv: Option<&Map<String, Value>>,
+    ec: Option<&Map<String, Value>>,
+) -> SamplingParams {
+    for (key, value) in [("kv_transfer_params", kv), ("ec_transfer_params", ec)] {
+        if let Some(value) = value {
+            params
+                .extra_args
+                .get_or_insert_default()
+                .insert(key.to_owned(), Value::Object(value.clone()));
+        }
+    }
+    params
+}
+
 /// `stream_options` as vLLM dumps it (both fields, `false` by default).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StreamOptionsDump {

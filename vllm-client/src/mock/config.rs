@@ -99,6 +99,13 @@ pub struct MockConfig {
     /// gRPC server require before the weight-transfer calls. The mock's worker follows
     /// vLLM's session rules whatever it reports.
     pub weight_transfer_backend: Option<String>,
+    /// A KV connector for prefill/decode disaggregation (vLLM's
+    /// `--kv-transfer-config '{"kv_connector": …}'`), emulated: a request whose
+    /// `extra_args["kv_transfer_params"]` asks for a remote decode (`do_remote_decode`)
+    /// finishes with the parameters a decode instance needs, shaped as vLLM's
+    /// `NixlConnector.request_finished` returns them (this engine's blocks, id and
+    /// side channel), so frontends can be tested passing them through.
+    pub kv_connector: Option<String>,
 }
 
 /// LoRA settings of the mock engine, vLLM's `--max-loras` and `--max-cpu-loras`.
@@ -144,6 +151,7 @@ impl Default for MockConfig {
             python_hash_seed: None,
             kv_events: None,
             weight_transfer_backend: None,
+            kv_connector: None,
         }
     }
 }

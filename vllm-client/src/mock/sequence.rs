@@ -17,6 +17,7 @@ use crate::protocol::{
 };
 
 use super::{MockConfig, OutputMode};
+use crate::Value;
 
 /// How many candidates are tried before a suppressed token is replaced by a filler.
 const MAX_SUPPRESSED_DRAWS: usize = 64;
@@ -114,6 +115,9 @@ pub(crate) struct Sequence {
     vocab_size: u32,
     /// Lifecycle events not yet reported (sent with the next output, as vLLM does).
     events: Vec<EngineCoreEvent>,
+    /// The emulated KV connector's answer for a prefill-only request
+    /// ([`MockConfig::kv_connector`]): set on the finishing output.
+    remote_decode: Option<Value>,
 }
 
 impl Sequence {
@@ -152,6 +156,19 @@ impl Sequence {
             }
         };
         let rules = Rules::new(&params, model_eos, config.max_logprobs);
+        let remote_decode = config
+            .kv_connector
+            .as_ref()
+            .filter(|_| {
+                params
+                    .extra_args
+                    .as_ref()
+                    .and_then(|extra| extra.get("kv_transfer_params"))
+                    .and_then(|kv| kv.get("do_remote_decode"))
+                    .and_then(Value::as_bool)
+                    == Some(true)
+            })
+            .map(|_| remote_decode_params(&request.request_id, prompt.len(), config));
         Self {
             request_id: request.request_id,
             client_index,
@@ -163,6 +180,7 @@ impl Sequence {
             rules,
             vocab_size: config.vocab_size.max(1),
             events: Vec::new(),
+            remote_decode,
         }
     }
 
@@ -237,6 +255,7 @@ impl Sequence {
             if let Some((reason, stop)) = self.check_stop(token, max_model_len) {
                 output.finish_reason = Some(reason);
                 output.stop_reason = stop;
+                output.kv_transfer_params = self.remote_decode.take().map(Box::new);
                 break;
             }
         }
@@ -323,6 +342,37 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// What vLLM's `NixlConnector.request_finished` returns for a prefill-only request
+/// that finished normally: where a decode instance reads the prompt's KV blocks.
+fn remote_decode_params(request_id: &str, prompt_len: usize, config: &MockConfig) -> Value {
+    let block_size = config.block_size.max(1);
+    let blocks = (0..prompt_len.div_ceil(block_size) as u64)
+        .map(Value::UInt)
+        .collect();
+    let entries = [
+        ("do_remote_prefill", Value::Bool(true)),
+        ("do_remote_decode", Value::Bool(false)),
+        ("remote_block_ids", Value::Array(vec![Value::Array(blocks)])),
+        ("remote_engine_id", Value::Str("mock-engine".into())),
+        ("remote_request_id", Value::Str(request_id.into())),
+        ("remote_host", Value::Str("localhost".into())),
+        ("remote_port", Value::UInt(5600)),
+        ("tp_size", Value::UInt(1)),
+        ("dcp_size", Value::UInt(1)),
+        ("pp_size", Value::UInt(1)),
+        ("remote_num_tokens", Value::UInt(prompt_len as u64)),
+        ("remote_blocks_expiry_time", Value::Nil),
+        ("remote_registration_generation", Value::UInt(0)),
+        ("transfer_mode", Value::Str("pull".into())),
+    ];
+    Value::Map(
+        entries
+            .into_iter()
+            .map(|(key, value)| (Value::Str(key.into()), value))
+            .collect(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,6 +409,50 @@ mod tests {
         let mut p = SamplingParams::default();
         p.set_eos_token_id(eos);
         p
+    }
+
+    #[test]
+    fn a_prefill_request_finishes_with_its_decode_parameters() {
+        let kv = |remote_decode: bool| {
+            let mut p = params_with_eos(99);
+            let mut kv = std::collections::BTreeMap::new();
+            kv.insert("do_remote_decode", Value::Bool(remote_decode));
+            p.extra_args = Some(Value::Map(vec![(
+                Value::Str("kv_transfer_params".into()),
+                Value::Map(
+                    kv.into_iter()
+                        .map(|(k, v)| (Value::Str(k.into()), v))
+                        .collect(),
+                ),
+            )]));
+            p
+        };
+        let config = MockConfig {
+            kv_connector: Some("NixlConnector".into()),
+            block_size: 2,
+            ..fixed(&[1, 2, 3], 99)
+        };
+        let (_, last) = run(&config, kv(true));
+        let params = last.kv_transfer_params.expect("decode parameters");
+        assert_eq!(params.get("do_remote_prefill"), Some(&Value::Bool(true)));
+        assert_eq!(
+            params.get("remote_request_id").and_then(Value::as_str),
+            Some("r")
+        );
+        // Three prompt tokens in blocks of two: blocks 0 and 1.
+        assert_eq!(
+            params.get("remote_block_ids"),
+            Some(&Value::Array(vec![Value::Array(vec![
+                Value::UInt(0),
+                Value::UInt(1)
+            ])]))
+        );
+        // A decode-side request, or an engine without a connector: nothing.
+        assert_eq!(run(&config, kv(false)).1.kv_transfer_params, None);
+        assert_eq!(
+            run(&fixed(&[1, 2, 3], 99), kv(true)).1.kv_transfer_params,
+            None
+        );
     }
 
     #[test]

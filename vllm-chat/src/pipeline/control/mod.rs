@@ -13,7 +13,7 @@
 //! - [`engine`]: caches, `collective_rpc`, aborts, world size.
 
 pub mod engine;
-mod json;
+pub(crate) mod json;
 pub mod lifecycle;
 pub mod weights;
 
