@@ -16,7 +16,8 @@
 # 3. If present, vllm-client/scripts/interop_mock.sh: the mock engine against vLLM's
 #    real frontend and behind vllm-rs.
 # 4. serve's control plane (pause, sleep, weights, caches, RPC, …) side by side with
-#    vllm-rs, both in front of the mock engine (examples/scripts/control_conformance.py).
+#    vllm-rs, both in front of the mock engine (examples/scripts/control_conformance.py),
+#    then both in front of vLLM's real EngineCoreProc (--real-engine).
 # 5. serve's gRPC services (--grpc-port: vllm.Inference, vllm.Control, health) side by
 #    side with vllm-rs's, both in front of the mock engine
 #    (examples/scripts/grpc_conformance.py; a Python with grpcio: $GRPC_PYTHON, default
@@ -100,6 +101,14 @@ if [ "$built" = 1 ] && REF="$REF" python3 examples/scripts/control_conformance.p
     record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" PASS
 else
     record "serve control plane vs vllm-rs (examples/scripts/control_conformance.py)" FAIL
+fi
+
+echo "== the same, both in front of vLLM's real EngineCoreProc (scripted executor)"
+if [ "$built" = 1 ] && REF="$REF" python3 examples/scripts/control_conformance.py \
+        --serve "$SERVE" --mock-engine "$MOCK_ENGINE_BIN" --real-engine; then
+    record "serve control plane vs vllm-rs, real EngineCoreProc (control_conformance.py --real-engine)" PASS
+else
+    record "serve control plane vs vllm-rs, real EngineCoreProc (control_conformance.py --real-engine)" FAIL
 fi
 
 echo "== serve's gRPC services side by side with vllm-rs (examples/scripts/grpc_conformance.py)"

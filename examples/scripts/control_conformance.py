@@ -33,6 +33,8 @@ import urllib.request
 
 REF = os.path.expanduser(os.environ.get("REF", "~/.cache/vllm-reference"))
 MOCK_FLAGS = ["--mock-tokens-per-second", "50"]
+ENGINE_CORE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "vllm-client", "scripts", "interop_engine_core.py")
 
 # Calls where vllm-rs 0.33.0 departs from vLLM's Python server and `serve` follows
 # Python: `weight_checker` checksum/compare read each engine's result as one map, but
@@ -40,6 +42,10 @@ MOCK_FLAGS = ["--mock-tokens-per-second", "50"]
 KNOWN_DIFFERENCES = {
     "POST /weight_checker checksum": "vllm-rs expects a map per engine; vLLM sends a list per engine",
     "POST /weight_checker compare": "vllm-rs expects a map per engine; vLLM sends a list per engine",
+    "GET /ping": "vLLM's Python server answers it (its SageMaker route, = /health); vllm-rs 0.33 has none",
+    "POST /ping": "vLLM's Python server answers it (its SageMaker route, = /health); vllm-rs 0.33 has none",
+    "GET /server_info": "each server reports its own settings (vllm-rs: its Rust config struct)",
+    "GET /server_info?config_format=json": "each server reports its own settings (vllm-rs: its Rust config struct)",
 }
 
 
@@ -213,6 +219,12 @@ def battery(base: str, model: str):
     yield c("POST /weight_checker unknown action", "POST", "/weight_checker", {"action": "compute"})
     yield c("POST /weight_checker reset", "POST", "/weight_checker", {"action": "reset"})
     yield c("GET /health", "GET", "/health")
+    yield c("GET /ping", "GET", "/ping")
+    yield c("POST /ping", "POST", "/ping")
+    yield c("GET /server_info", "GET", "/server_info")
+    yield c("GET /server_info?config_format=json", "GET", "/server_info?config_format=json")
+    yield c("GET /server_info?config_format=bogus", "GET", "/server_info?config_format=bogus")
+    yield c("POST /server_info", "POST", "/server_info")
 
 
 OPS_FLAGS = ["--api-key", "sekret", "--enable-request-id-headers",
@@ -364,16 +376,41 @@ def wait_ready(base, proc, timeout=240):
     return None
 
 
+def real_engine_command(args, address: str, rpc_port, dp_size="1") -> list:
+    """vLLM 0.33.0's own EngineCoreProc (scripted executor, no weights) dialing the
+    frontend's handshake socket, as `vllm serve --headless` would."""
+    return [os.path.join(REF, "venv/bin/python"), ENGINE_CORE_SCRIPT,
+            "--handshake-address", f"tcp://{address}:{rpc_port}", "--dp-size", str(dp_size),
+            "--model", args.model, "--step-delay-ms", "20"]
+
+
 def start_vllm_rs(args, workdir, env, flags, mock_extra=()):
     wrapper = os.path.join(workdir, "python")
     with open(wrapper, "w") as f:
-        f.write(
-            "#!/bin/sh\n"
-            'if [ "$1" = "-m" ]; then shift 2; fi\n'
-            'if [ "$1" = "serve" ]; then shift; fi\n'
-            f'exec {shlex.quote(os.path.abspath(args.mock_engine))} "$@" '
-            + " ".join(shlex.quote(f) for f in MOCK_FLAGS) + "\n"
-        )
+        if args.real_engine:
+            # vllm-rs starts `python -m vllm.entrypoints.cli.main serve MODEL --headless
+            # --data-parallel-address H --data-parallel-rpc-port P --data-parallel-size N …`.
+            f.write(
+                f"#!{os.path.join(REF, 'venv/bin/python')}\n"
+                "import argparse, os, sys\n"
+                "p = argparse.ArgumentParser()\n"
+                "p.add_argument('--data-parallel-address')\n"
+                "p.add_argument('--data-parallel-rpc-port')\n"
+                "p.add_argument('--data-parallel-size', default='1')\n"
+                "a, _ = p.parse_known_args()\n"
+                f"command = {real_engine_command(args, '{A}', '{P}', '{N}')!r}\n"
+                "command = [c.replace('{A}', a.data_parallel_address).replace('{P}', a.data_parallel_rpc_port)"
+                ".replace('{N}', a.data_parallel_size) for c in command]\n"
+                "os.execv(command[0], command)\n"
+            )
+        else:
+            f.write(
+                "#!/bin/sh\n"
+                'if [ "$1" = "-m" ]; then shift 2; fi\n'
+                'if [ "$1" = "serve" ]; then shift; fi\n'
+                f'exec {shlex.quote(os.path.abspath(args.mock_engine))} "$@" '
+                + " ".join(shlex.quote(f) for f in MOCK_FLAGS) + "\n"
+            )
     os.chmod(wrapper, 0o755)
     port = free_port()
     log = open(os.path.join(workdir, "vllm-rs.log"), "w")
@@ -390,10 +427,13 @@ def start_serve(args, workdir, env, flags, mock_extra=()):
     server = subprocess.Popen(
         [args.serve, args.model, "--port", str(port), "--data-parallel-rpc-port", str(rpc)] + flags,
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    engine = subprocess.Popen(
-        [args.mock_engine, args.model, "--headless", "--data-parallel-rpc-port", str(rpc)]
-        + MOCK_FLAGS + list(mock_extra),
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    if args.real_engine:
+        command = real_engine_command(args, "127.0.0.1", rpc)
+    else:
+        command = ([args.mock_engine, args.model, "--headless", "--data-parallel-rpc-port", str(rpc)]
+                   + MOCK_FLAGS + list(mock_extra))
+    engine = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                              start_new_session=True, env=env)
     return f"http://127.0.0.1:{port}", [server, engine]
 
 
@@ -431,6 +471,10 @@ def main() -> int:
     p.add_argument("--write-metric-families", metavar="PATH",
                    help="write vllm-rs's /metrics of an idle server to PATH (the metric "
                         "families serve declares) and exit")
+    p.add_argument("--real-engine", action="store_true",
+                   help="in front of vLLM's own EngineCoreProc (scripted executor, "
+                        "vllm-client/scripts/interop_engine_core.py) instead of the mock: the "
+                        "base battery only (no LoRA, metrics or operations phases)")
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="control-conformance-")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}
@@ -459,6 +503,8 @@ def main() -> int:
     theirs, ours = [], []
     phases = [([], battery, (), {}), (OPS_FLAGS, ops_battery, (), {}),
               ([], metrics_battery, (), {}), (LORA_FLAGS, lora_battery, LORA_MOCK_FLAGS, LORA_ENV)]
+    if args.real_engine:
+        phases = phases[:1]
     for flags, calls, mock_extra, extra_env in phases:
         phase_env = {**env, **extra_env}
         a = run("vllm-rs", start_vllm_rs, args, workdir, phase_env, flags, calls, mock_extra)

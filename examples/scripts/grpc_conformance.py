@@ -389,6 +389,9 @@ def main() -> int:
     p.add_argument("--mock-engine", required=True)
     p.add_argument("--vllm-rs", default=os.path.join(cc.REF, "vllm_src/vllm/vllm-rs"))
     p.add_argument("--model", default=os.path.join(cc.REF, "models/qwen3"))
+    p.add_argument("--real-engine", action="store_true",
+                   help="in front of vLLM's own EngineCoreProc (scripted executor) instead of "
+                        "the mock: the main battery and shutdown only")
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="grpc-conformance-")
     pb = stubs(workdir)
@@ -403,6 +406,9 @@ def main() -> int:
          {"VLLM_SERVER_DEV_MODE": "1"}),
         (parsers, shutdown_battery, (), {}),
     ]
+    if args.real_engine:
+        phases = [(parsers, battery, (), {"VLLM_SERVER_DEV_MODE": "1"}),
+                  (parsers, shutdown_battery, (), {})]
     theirs, ours = [], []
     for flags, calls, mock_extra, extra_env in phases:
         phase_env = {**env, **extra_env}

@@ -151,6 +151,10 @@ pub struct Args {
     /// once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub stream_interval: u32,
+    /// Log a summary line for each completed request (prompt and output token counts,
+    /// finish reason).
+    #[arg(long)]
+    pub enable_log_requests: bool,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -246,6 +250,7 @@ impl Args {
             disable_log_stats: self.disable_log_stats,
             enable_prompt_tokens_details: self.enable_prompt_tokens_details,
             stream_interval: self.stream_interval,
+            enable_log_requests: self.enable_log_requests,
             uds: self.uds,
             lora: LoraSettings {
                 modules: self

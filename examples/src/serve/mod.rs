@@ -31,6 +31,7 @@ pub mod metrics;
 pub mod model;
 pub mod ops;
 pub mod routing;
+pub mod server_info;
 pub mod sse;
 pub mod state;
 pub mod tls;
@@ -127,6 +128,8 @@ pub struct ServeConfig {
     pub enable_prompt_tokens_details: bool,
     /// `--stream-interval`: output tokens batched into each streamed chunk.
     pub stream_interval: u32,
+    /// `--enable-log-requests`: an INFO line per finished request.
+    pub enable_log_requests: bool,
     /// `--uds PATH`: listen on this Unix socket instead of `host:port`.
     pub uds: Option<PathBuf>,
     /// `--ssl-certfile` and friends: HTTPS.
@@ -178,6 +181,7 @@ impl ServeConfig {
             disable_log_stats: false,
             enable_prompt_tokens_details: false,
             stream_interval: 1,
+            enable_log_requests: false,
             uds: None,
             tls: None,
             lora: LoraSettings::default(),
@@ -316,9 +320,11 @@ impl Server {
                 loras: Some(api.loras.clone()),
                 enable_prompt_tokens_details: config.enable_prompt_tokens_details,
                 stream_interval: config.stream_interval,
+                log_requests: config.enable_log_requests,
             },
         );
         let state = AppState {
+            server_settings: Arc::new(server_info::settings(&config)),
             api,
             pipeline,
             dev_mode: config.dev_mode,
@@ -521,9 +527,14 @@ pub fn router(state: AppState) -> Router {
         .merge(tokens::routes())
         .merge(control::routes())
         .route("/health", get(health))
+        // vLLM's SageMaker ping (its Python server always serves it; vllm-rs 0.33 has
+        // none): the health check under another name, GET or POST.
+        .route("/ping", get(health).post(health))
         .route("/metrics", get(metrics_text));
     if state.dev_mode {
-        router = router.merge(control::dev_routes());
+        router = router
+            .merge(control::dev_routes())
+            .route("/server_info", get(server_info::server_info));
     }
     if state.runtime_lora {
         router = router.merge(control::lora_routes());

@@ -64,6 +64,8 @@ pub struct AppState {
     pub runtime_lora: bool,
     /// What `/metrics` exposes.
     pub metrics: Arc<super::metrics::Metrics>,
+    /// The settings `/server_info` reports.
+    pub server_settings: Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl FromRef<AppState> for Arc<ModelApi> {

@@ -219,13 +219,8 @@ impl Pipeline {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(serving_error)?;
-        let samples = Samples::start(
-            &self.client,
-            model,
-            vec![engine_request],
-            self.config.stream_interval,
-        )
-        .await?;
+        let samples =
+            Samples::start(&self.client, model, vec![engine_request], &self.config).await?;
         Ok(AcceptedChat {
             echo: echo_text(&request),
             request,

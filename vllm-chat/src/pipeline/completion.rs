@@ -136,13 +136,7 @@ impl Pipeline {
             engine_request.lora_request = adapter.clone();
             engine_requests.push(engine_request);
         }
-        let samples = Samples::start(
-            &self.client,
-            model,
-            engine_requests,
-            self.config.stream_interval,
-        )
-        .await?;
+        let samples = Samples::start(&self.client, model, engine_requests, &self.config).await?;
         Ok(AcceptedCompletion {
             request,
             id,

@@ -462,7 +462,7 @@ impl Pipeline {
             &self.client,
             &self.model,
             vec![engine_request],
-            self.config.stream_interval,
+            &self.config,
         )
         .await
     }

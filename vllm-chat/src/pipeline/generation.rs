@@ -473,6 +473,11 @@ pub struct Samples {
     finish_order: Vec<usize>,
     /// How often polling found nothing ready.
     waits: usize,
+    /// `--enable-log-requests`: the request's id and prompt tokens, logged with the
+    /// output's counts once every choice finished.
+    log_as: Option<(String, usize)>,
+    /// Each choice's finish reason, for the log.
+    finish_reasons: Vec<&'static str>,
 }
 
 impl std::fmt::Debug for Samples {
@@ -486,13 +491,29 @@ impl std::fmt::Debug for Samples {
 impl Samples {
     /// Sends the child requests of each request, in order (request `p`'s child `j`
     /// becomes choice `p × n + j`, as vLLM indexes a batched completion's choices).
-    /// `stream_interval` is the server's `--stream-interval`.
+    /// `config` says how to stream them (`--stream-interval`) and whether to log them
+    /// (`--enable-log-requests`).
     pub async fn start(
         client: &EngineCoreClient,
         model: &Model,
         requests: Vec<vllm_client::protocol::EngineCoreRequest>,
-        stream_interval: u32,
+        config: &super::PipelineConfig,
     ) -> Result<Self, ApiError> {
+        let stream_interval = config.stream_interval;
+        let log_as = config
+            .log_requests
+            .then(|| requests.first())
+            .flatten()
+            .map(|r| {
+                let id = r
+                    .external_req_id
+                    .clone()
+                    .unwrap_or_else(|| r.request_id.clone());
+                let prompts = requests
+                    .iter()
+                    .map(|r| r.prompt_token_ids.as_ref().map_or(0, Vec::len));
+                (id, prompts.sum())
+            });
         let mut generations = Vec::new();
         for request in requests {
             let children = vllm_client::client::child_requests(request)
@@ -508,6 +529,8 @@ impl Samples {
             next: 0,
             first: None,
             waits: 0,
+            log_as,
+            finish_reasons: Vec::new(),
         })
     }
 
@@ -574,6 +597,13 @@ impl Samples {
                         if step.as_ref().map_or(true, |s| s.finish.is_some()) {
                             self.finished[index] = true;
                             self.finish_order[index] = self.waits + 1;
+                            if self.log_as.is_some() {
+                                let reason = match &step {
+                                    Ok(step) => step.finish.as_ref().map_or("", |f| f.reason),
+                                    Err(_) => "error",
+                                };
+                                self.finish_reasons.push(reason);
+                            }
                         }
                         self.next = (index + 1) % n;
                         return std::task::Poll::Ready(Some((index, step)));
@@ -583,6 +613,7 @@ impl Samples {
                 }
             }
             if self.finished.iter().all(|&f| f) {
+                self.log_finished();
                 std::task::Poll::Ready(None)
             } else {
                 self.waits += 1;
@@ -590,6 +621,21 @@ impl Samples {
             }
         })
         .await
+    }
+}
+
+impl Samples {
+    /// `--enable-log-requests`: one INFO line when the last choice finished.
+    fn log_finished(&mut self) {
+        if let Some((request_id, prompt_tokens)) = self.log_as.take() {
+            tracing::info!(
+                request_id,
+                prompt_tokens,
+                output_tokens = self.num_output_tokens(),
+                finish_reason = self.finish_reasons.join(","),
+                "request finished"
+            );
+        }
     }
 }
 

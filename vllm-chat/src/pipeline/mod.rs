@@ -107,6 +107,9 @@ pub struct PipelineConfig {
     /// engine output; a request's `stream_interval` may raise it). The first and last
     /// chunks go out at once.
     pub stream_interval: u32,
+    /// `--enable-log-requests`: a `tracing` INFO line per finished request (its id,
+    /// prompt and output token counts, finish reasons), as vllm-rs logs them.
+    pub log_requests: bool,
 }
 
 impl PipelineConfig {
@@ -121,6 +124,7 @@ impl PipelineConfig {
             loras: None,
             enable_prompt_tokens_details: false,
             stream_interval: 1,
+            log_requests: false,
         }
     }
 }
