@@ -19,6 +19,7 @@
 mod error;
 mod kwargs;
 mod model;
+mod native;
 pub mod openai;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
@@ -31,6 +32,7 @@ pub mod tokenizer;
 
 pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};
+pub use native::{ParseTokenizerModeError, RendererKind, ResolvedMode, TokenizerMode};
 pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
 pub use template::{Clock, ContentFormat, FastPathStats, Limits};
 

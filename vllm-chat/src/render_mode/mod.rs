@@ -216,7 +216,7 @@ impl ChatRenderer {
         if self.min_tokens(&text) as i64 > context {
             check_prompt_length(context, context as usize + 1, true)?;
         }
-        let token_ids = self.encode(&text, request.add_special_tokens)?;
+        let token_ids = self.encode(&text, self.adds_special_tokens(request))?;
         let prompt = crate::RenderedPrompt { text, token_ids };
         if prompt.token_ids.is_empty() {
             return Err(RenderError::validation("No token_ids rendered", None, None));
