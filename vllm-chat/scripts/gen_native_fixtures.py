@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate the native-renderer fixtures: what vLLM 0.33.0's own renderer classes
-(`vllm/renderers/{deepseek_v32,deepseek_v4,kimi_k3}.py`, with the tokenizers of
+(`vllm/renderers/{deepseek_v32,deepseek_v4,kimi_k3}.py`, DeepSeek-V4.1 included, with the tokenizers of
 `vllm/tokenizers/deepseek_v32.py`, `deepseek_v4.py`, `deepseek_v41.py`) produce for the
 same cases, as text (where the renderer has a text form) and token ids, or the error
 message vLLM raises.

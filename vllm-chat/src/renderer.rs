@@ -158,7 +158,6 @@ impl ChatRenderer {
         if !kind.is_available() {
             let mode = match kind {
                 RendererKind::Mistral => TokenizerMode::Mistral,
-                RendererKind::DeepseekV41 => TokenizerMode::DeepseekV41,
                 RendererKind::Inkling => TokenizerMode::Inkling,
                 RendererKind::Cohere => TokenizerMode::Cohere,
                 _ => TokenizerMode::Auto,
@@ -340,7 +339,9 @@ impl ChatRenderer {
             });
         }
         match self.kind {
-            RendererKind::DeepseekV32 | RendererKind::DeepseekV4 => self.render_native(request),
+            RendererKind::DeepseekV32 | RendererKind::DeepseekV4 | RendererKind::DeepseekV41 => {
+                self.render_native(request)
+            }
             _ => self.render_template(request),
         }
     }
@@ -349,6 +350,18 @@ impl ChatRenderer {
     /// parts for V4), the request's tools as `model_dump()`s, the merged kwargs.
     fn render_native(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
         let kwargs = self.template_kwargs(request);
+        let tools = match kwargs.get("tools") {
+            Some(given) => Some(given.clone()).filter(|t| !t.is_null()),
+            None => self.request_tools(request),
+        };
+        if self.kind == RendererKind::DeepseekV41 {
+            // V4.1 encodes the request's messages, not vLLM's conversation (which
+            // vLLM still builds first, and whose errors come first).
+            for (i, m) in request.messages.iter().enumerate() {
+                preprocess::convert_message(i, m, ContentFormat::OpenAi)?;
+            }
+            return native::deepseek_v41::render(&request.messages, tools.as_ref(), &kwargs);
+        }
         let format = match self.kind {
             RendererKind::DeepseekV32 => ContentFormat::String,
             _ => ContentFormat::OpenAi,
@@ -359,10 +372,6 @@ impl ChatRenderer {
             .enumerate()
             .map(|(i, m)| preprocess::convert_message(i, m, format))
             .collect::<Result<Vec<_>, _>>()?;
-        let tools = match kwargs.get("tools") {
-            Some(given) => Some(given.clone()).filter(|t| !t.is_null()),
-            None => self.request_tools(request),
-        };
         match self.kind {
             RendererKind::DeepseekV32 => {
                 native::deepseek_v32::render(conversation, tools.as_ref(), &kwargs)

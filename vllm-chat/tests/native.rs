@@ -1,7 +1,7 @@
 //! vLLM's native renderers against vLLM itself: every case of
 //! `tests/fixtures/native.json.gz` (written by `scripts/gen_native_fixtures.py`
-//! from vLLM 0.33.0's `DeepseekV32Renderer`, `DeepseekV4Renderer` and
-//! `KimiK3Renderer`) rendered through `ChatRenderer::from_dir_with_mode` must give
+//! from vLLM 0.33.0's `DeepseekV32Renderer`, `DeepseekV4Renderer`,
+//! `DeepseekV41Renderer` and `KimiK3Renderer`) rendered through `ChatRenderer::from_dir_with_mode` must give
 //! the same token ids (and prompt text, where the renderer has one) or the same
 //! error message. Also: how `--tokenizer-mode` resolves.
 
@@ -34,19 +34,9 @@ fn native_renderers_match_vllm() {
         let mode_value = TokenizerMode::from_str(mode_name).expect("mode name");
         let model = mode["model"].as_str().expect("model");
         let dir = common::ModelDir::new(model).unwrap_or_else(|| panic!("testdata/models/{model}"));
-        let renderer = match ChatRenderer::from_dir_with_mode(
-            &dir.0,
-            mode_value,
-            RendererOptions::default(),
-        ) {
-            Ok(renderer) => renderer,
-            Err(RenderError::RendererUnavailable { .. })
-                if std::env::var_os("NATIVE_SKIP_UNAVAILABLE").is_some() =>
-            {
-                continue;
-            }
-            Err(e) => panic!("{mode_name}: {e}"),
-        };
+        let renderer =
+            ChatRenderer::from_dir_with_mode(&dir.0, mode_value, RendererOptions::default())
+                .unwrap_or_else(|e| panic!("{mode_name}: {e}"));
         let cases = mode["cases"].as_object().expect("cases");
         assert!(cases.len() >= 25, "{mode_name}: {} cases", cases.len());
         for (name, case) in cases {
@@ -203,7 +193,6 @@ fn unported_renderers_are_refused_by_name() {
         TokenizerMode::Cohere,
         TokenizerMode::Inkling,
         TokenizerMode::Mistral,
-        TokenizerMode::DeepseekV41,
     ] {
         let err =
             ChatRenderer::from_dir_with_mode(&dir.0, mode, RendererOptions::default()).unwrap_err();

@@ -20,14 +20,14 @@ use super::py::{self, get, is, or_empty, repr, s, to_json, truthy};
 use crate::RenderError;
 use crate::kwargs::Kwargs;
 
-const USER: &str = "<｜User｜>";
-const ASSISTANT: &str = "<｜Assistant｜>";
-const LATEST_REMINDER: &str = "<｜latest_reminder｜>";
+pub(super) const USER: &str = "<｜User｜>";
+pub(super) const ASSISTANT: &str = "<｜Assistant｜>";
+pub(super) const LATEST_REMINDER: &str = "<｜latest_reminder｜>";
 const IMAGE_PLACEHOLDER: &str = "<｜deepseek_image｜>";
-const RESPONSE_FORMAT: &str =
+pub(super) const RESPONSE_FORMAT: &str =
     "## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n";
 /// `DS_TASK_SP_TOKENS`.
-const TASKS: [(&str, &str); 6] = [
+pub(super) const TASKS: [(&str, &str); 6] = [
     ("action", "<｜action｜>"),
     ("query", "<｜query｜>"),
     ("authority", "<｜authority｜>"),
@@ -298,7 +298,7 @@ fn render_message(
 }
 
 /// One block of a merged user turn.
-fn user_block(block: &Value) -> String {
+pub(super) fn user_block(block: &Value) -> String {
     match block.get("type").and_then(Value::as_str) {
         Some("text") => block.get("text").map_or_else(String::new, |t| s(Some(t))),
         Some("image" | "image_url") => IMAGE_PLACEHOLDER.to_owned(),
@@ -384,7 +384,7 @@ fn push_block(msg: &mut Value, block: Value) {
 
 /// `sort_tool_results_by_call_order`: a turn's tool results in the order of the
 /// preceding assistant's calls (a stable sort; unknown ids sort as position 0).
-fn sort_tool_results(messages: &mut [Value]) {
+pub(super) fn sort_tool_results(messages: &mut [Value]) {
     let mut order: Vec<(String, usize)> = Vec::new();
     for msg in messages.iter_mut() {
         if is(msg, "role", "assistant") && truthy(get(msg, "tool_calls")) {

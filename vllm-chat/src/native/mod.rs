@@ -23,7 +23,7 @@
 //! Then, for any mode, `model_type: gpt_oss` renders chats with Harmony.
 //!
 //! Each encoder lives in its own file (`deepseek_v32.rs`, `deepseek_v4.rs`,
-//! `kimi_k3.rs`); `py.rs` holds the Python semantics they share.
+//! `deepseek_v41.rs`, `kimi_k3.rs`); `py.rs` holds the Python semantics they share.
 
 use std::fmt;
 use std::path::Path;
@@ -36,6 +36,7 @@ use crate::RenderError;
 
 pub(crate) mod deepseek_v32;
 pub(crate) mod deepseek_v4;
+pub(crate) mod deepseek_v41;
 pub(crate) mod kimi_k3;
 pub(crate) mod py;
 
@@ -271,6 +272,7 @@ impl RendererKind {
             RendererKind::Template
                 | RendererKind::DeepseekV32
                 | RendererKind::DeepseekV4
+                | RendererKind::DeepseekV41
                 | RendererKind::KimiK3
         )
     }
