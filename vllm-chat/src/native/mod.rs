@@ -133,13 +133,18 @@ impl TokenizerMode {
     }
 
     /// Resolves the mode from `config.json` and the names of the model directory's
-    /// files, without touching the file system.
+    /// files, without touching the file system. A name ending in `.gz` counts as the
+    /// file it compresses.
     pub fn resolve_with<'a>(
         self,
         config: Option<&Map<String, Value>>,
         file_names: impl IntoIterator<Item = &'a str>,
     ) -> ResolvedMode {
-        let names: Vec<&str> = file_names.into_iter().collect();
+        // A gzip-compressed copy counts (this repository vendors its tokenizers so).
+        let names: Vec<&str> = file_names
+            .into_iter()
+            .map(|n| n.strip_suffix(".gz").unwrap_or(n))
+            .collect();
         let mut mode = self;
         if mode == TokenizerMode::Auto {
             let arch = config
