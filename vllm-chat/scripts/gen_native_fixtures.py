@@ -22,13 +22,17 @@ tokenizers, stored as a diff against the vendored deepseek_v3 / qwen3 ones).
 import gzip
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 from gen_parity_fixtures import FIXTURES, MODEL_CONFIG, REF  # noqa: F401
 
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.renderers.deepseek_v32 import DeepseekV32Renderer
 from vllm.renderers.deepseek_v4 import DeepseekV4Renderer, DeepseekV41Renderer
+from vllm.renderers.inkling import InklingRenderer, _HfBackedTmlTokenizer
+from vllm.renderers.inkling_encoding import SPECIAL_TOKEN_SPELLINGS
 from vllm.renderers.kimi_k3 import KimiK3Renderer
 from vllm.renderers.params import merge_kwargs
 from vllm.tokenizers.deepseek_v32 import DeepseekV32Tokenizer
@@ -45,6 +49,10 @@ MODES = {
     "deepseek_v4": (DeepseekV4Renderer, DeepseekV4Tokenizer, "deepseek_v4", "deepseek_v3"),
     "deepseek_v41": (DeepseekV41Renderer, DeepseekV41Tokenizer, "deepseek_v4", "deepseek_v3"),
     "kimi_k3": (KimiK3Renderer, CachedHfTokenizer, "kimi_k3_synth", "qwen3"),
+    # inkling_synth lacks most of Inkling's special tokens (vLLM refuses it, recorded
+    # under "construct_errors"); inkling_full is it with every one of
+    # SPECIAL_TOKEN_SPELLINGS added as a special token (made by inkling_full()).
+    "inkling": (InklingRenderer, CachedHfTokenizer, "inkling_full", "qwen3"),
 }
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
@@ -120,7 +128,19 @@ CASES = {
     "system_only": {"messages": [SYS]},
     "system_middle": {"messages": [U, {"role": "assistant", "content": "Hi."}, SYS, {"role": "user", "content": "Go"}]},
     "add_special_tokens": {"messages": [U], "add_special_tokens": True},
+    "reasoning_effort_float_kwarg": {"messages": [U], "chat_template_kwargs": {"reasoning_effort": 0.456}},
+    "reasoning_effort_zero_kwarg": {"messages": [SYS, U], "chat_template_kwargs": {"reasoning_effort": 0}},
+    "reasoning_effort_medium": {"messages": [U], "reasoning_effort": "medium"},
+    "tool_result_named": {"messages": [ASK, CALLS, {"role": "tool", "tool_call_id": "c1", "name": "weather_tool", "content": "20C"}]},
+    "refusal_part": {"messages": [U, {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}, {"role": "user", "content": "ok"}]},
 }
+
+
+def write_gz(path, obj):
+    """JSON, gzip-compressed with no timestamp (a re-run writes the same bytes)."""
+    data = json.dumps(obj, ensure_ascii=False, indent=0).encode("utf-8")
+    with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as f:
+        f.write(data)
 
 
 def _strip(obj):
@@ -128,13 +148,36 @@ def _strip(obj):
     return json.loads(json.dumps(obj, ensure_ascii=False))
 
 
+def model_dir(model):
+    return INKLING_FULL if model == "inkling_full" else os.path.join(REF, "models", model)
+
+
+def inkling_full():
+    """inkling_synth with Inkling's missing special tokens added (first spellings)."""
+    from tokenizers import AddedToken, Tokenizer
+
+    out = os.path.join(tempfile.mkdtemp(), "inkling_full")
+    shutil.copytree(os.path.join(REF, "models", "inkling_synth"), out)
+    tok = Tokenizer.from_file(os.path.join(out, "tokenizer.json"))
+    vocab = tok.get_vocab()
+    missing = [spellings[0] for spellings in SPECIAL_TOKEN_SPELLINGS.values() if not any(s in vocab for s in spellings)]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in missing])
+    tok.save(os.path.join(out, "tokenizer.json"))
+    return out
+
+
+INKLING_FULL = inkling_full()
+
+
 def build(mode):
     cls, tok_cls, model, _ = MODES[mode]
-    tok = tok_cls.from_pretrained(os.path.join(REF, "models", model))
+    tok = tok_cls.from_pretrained(model_dir(model))
     renderer = object.__new__(cls)
     renderer.config = None
     renderer.model_config = MODEL_CONFIG
     renderer.tokenizer = tok
+    if cls is InklingRenderer:
+        renderer._inkling_tokenizer = _HfBackedTmlTokenizer(tok)
     return renderer, tok
 
 
@@ -157,23 +200,27 @@ def render(renderer, tok, body):
 
 def overlay(model, base):
     """The reference tokenizer.json as the keys that differ from the vendored base."""
-    ref = json.load(open(os.path.join(REF, "models", model, "tokenizer.json"), encoding="utf-8"))
+    ref = json.load(open(os.path.join(model_dir(model), "tokenizer.json"), encoding="utf-8"))
     with gzip.open(os.path.join(TESTDATA, base, "tokenizer.json.gz"), "rt", encoding="utf-8") as f:
         vendored = json.load(f)
     diff = {k: v for k, v in ref.items() if vendored.get(k) != v}
     out = os.path.join(TESTDATA, model)
     os.makedirs(out, exist_ok=True)
-    with gzip.open(os.path.join(out, "tokenizer.overlay.json.gz"), "wt", encoding="utf-8") as f:
-        json.dump({"base": base, "replace": diff}, f, ensure_ascii=False, indent=0)
+    write_gz(os.path.join(out, "tokenizer.overlay.json.gz"), {"base": base, "replace": diff})
     for name in ("tokenizer_config.json", "config.json", "chat_template.jinja"):
-        src = os.path.join(REF, "models", model, name)
+        src = os.path.join(model_dir(model), name)
         if os.path.exists(src):
             with open(src, "rb") as r, open(os.path.join(out, name), "wb") as w:
                 w.write(r.read())
 
 
 def main():
-    result = {"vllm": "0.33.0", "script": "vllm-chat/scripts/gen_native_fixtures.py", "modes": {}}
+    result = {"vllm": "0.33.0", "script": "vllm-chat/scripts/gen_native_fixtures.py", "modes": {}, "construct_errors": {}}
+    try:
+        _HfBackedTmlTokenizer(CachedHfTokenizer.from_pretrained(model_dir("inkling_synth")))
+    except ValueError as e:
+        result["construct_errors"]["inkling"] = {"model": "inkling_synth", "error": f"{type(e).__name__}: {e}"}
+    overlay("inkling_synth", "qwen3")
     for mode, (_, _, model, base) in MODES.items():
         renderer, tok = build(mode)
         dir_name = model if base is None else model
@@ -184,8 +231,7 @@ def main():
         if base is not None:
             overlay(model, base)
         print(mode, sum("error" in c for c in result["modes"][mode]["cases"].values()), "errors", file=sys.stderr)
-    with gzip.open(os.path.join(FIXTURES, "native.json.gz"), "wt", encoding="utf-8") as f:
-        json.dump(_strip(result), f, ensure_ascii=False, indent=0)
+    write_gz(os.path.join(FIXTURES, "native.json.gz"), _strip(result))
 
 
 if __name__ == "__main__":

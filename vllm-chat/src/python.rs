@@ -50,6 +50,45 @@ pub(crate) fn str_of(value: &Value) -> String {
     }
 }
 
+/// `json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)`.
+pub(crate) fn json_dumps_canonical(value: &Value) -> String {
+    fn go(out: &mut String, value: &Value) {
+        match value {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => write_number(out, n),
+            Value::String(s) => write_json_string(out, s, false),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    go(out, item);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_json_string(out, k, false);
+                    out.push(':');
+                    go(out, &map[k]);
+                }
+                out.push('}');
+            }
+        }
+    }
+    let mut out = String::new();
+    go(&mut out, value);
+    out
+}
+
 fn write_number(out: &mut String, n: &serde_json::Number) {
     match n.as_f64() {
         Some(f) if n.is_f64() => out.push_str(&float(f)),

@@ -96,6 +96,8 @@ pub struct ChatRenderer {
     files: ModelFiles,
     /// The renderer chat requests go through (the resolved tokenizer mode).
     kind: RendererKind,
+    /// Inkling's special-token ids (Inkling renderers only).
+    inkling: Option<native::inkling::Specials>,
 }
 
 /// Settings of a [`ChatRenderer`] (vLLM's server flags that affect rendering).
@@ -158,7 +160,6 @@ impl ChatRenderer {
         if !kind.is_available() {
             let mode = match kind {
                 RendererKind::Mistral => TokenizerMode::Mistral,
-                RendererKind::Inkling => TokenizerMode::Inkling,
                 RendererKind::Cohere => TokenizerMode::Cohere,
                 _ => TokenizerMode::Auto,
             };
@@ -205,7 +206,16 @@ impl ChatRenderer {
             options,
             files,
             kind,
+            inkling: None,
         };
+        if kind == RendererKind::Inkling {
+            let tokenizer = renderer.tokenizer.as_ref().ok_or_else(|| {
+                RenderError::Tokenizer(
+                    "the Inkling renderer needs the model's tokenizer.json".into(),
+                )
+            })?;
+            renderer.inkling = Some(native::inkling::Specials::new(tokenizer)?);
+        }
         if !renderer.uses_template() {
             return Ok(renderer);
         }
@@ -309,6 +319,13 @@ impl ChatRenderer {
     /// Renders a chat request to prompt text and token ids, through the renderer
     /// of the model's tokenizer mode.
     pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt, RenderError> {
+        if self.kind == RendererKind::Inkling {
+            let token_ids = self.render_inkling(request)?;
+            return Ok(RenderedPrompt {
+                text: self.decode(&token_ids)?,
+                token_ids,
+            });
+        }
         let text = self.render_text(request)?;
         // K3 tokenizes inside `apply_chat_template` (no special tokens added).
         let add_special_tokens = request.add_special_tokens && self.kind != RendererKind::KimiK3;
@@ -342,8 +359,57 @@ impl ChatRenderer {
             RendererKind::DeepseekV32 | RendererKind::DeepseekV4 | RendererKind::DeepseekV41 => {
                 self.render_native(request)
             }
+            // Inkling has no text form: the text of its token ids.
+            RendererKind::Inkling => self.decode(&self.render_inkling(request)?),
             _ => self.render_template(request),
         }
+    }
+
+    /// True when the renderer produces token ids directly (Inkling), so that the
+    /// text is only their decoding and must not be tokenized again.
+    pub(crate) fn renders_token_ids(&self) -> bool {
+        self.kind == RendererKind::Inkling
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, RenderError> {
+        let tokenizer = self
+            .tokenizer
+            .as_ref()
+            .ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
+        tokenizer
+            .decode(ids, false)
+            .map_err(|e| RenderError::Tokenizer(e.to_string()))
+    }
+
+    /// Inkling: vLLM's conversation is built first (its errors come first), then the
+    /// request's messages are encoded to token ids.
+    fn render_inkling(&self, request: &ChatCompletionRequest) -> Result<Vec<u32>, RenderError> {
+        request.validate()?;
+        if request.chat_template.is_some() && !self.options.trust_request_chat_template {
+            return Err(RenderError::InvalidRequest {
+                message: "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template.".into(),
+                param: Some("chat_template".into()),
+            });
+        }
+        let specials = self.inkling.as_ref().ok_or_else(|| {
+            RenderError::Tokenizer("the Inkling renderer has no special tokens".into())
+        })?;
+        for (i, m) in request.messages.iter().enumerate() {
+            preprocess::convert_message(i, m, ContentFormat::String)?;
+        }
+        let kwargs = self.template_kwargs(request);
+        let tools = match kwargs.get("tools") {
+            Some(given) => Some(given.clone()).filter(|t| !t.is_null()),
+            None => self.request_tools(request),
+        };
+        let encode = |text: &str| self.encode(text, false);
+        native::inkling::render(
+            &request.messages,
+            tools.as_ref(),
+            &kwargs,
+            specials,
+            &encode,
+        )
     }
 
     /// The DeepSeek encoders: vLLM's conversation (string content for V3.2, OpenAI

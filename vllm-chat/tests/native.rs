@@ -75,6 +75,24 @@ fn native_renderers_match_vllm() {
 }
 
 #[test]
+fn renderers_refuse_tokenizers_as_vllm_does() {
+    let fixtures = fixtures();
+    let errors = fixtures["construct_errors"]
+        .as_object()
+        .expect("construct_errors");
+    assert!(!errors.is_empty());
+    for (mode, case) in errors {
+        let model = case["model"].as_str().expect("model");
+        let dir = common::ModelDir::new(model).unwrap_or_else(|| panic!("testdata/models/{model}"));
+        let mode = TokenizerMode::from_str(mode).expect("mode");
+        let err = ChatRenderer::from_dir_with_mode(&dir.0, mode, RendererOptions::default())
+            .expect_err("vLLM refuses this tokenizer");
+        let want = message_of(case["error"].as_str().expect("error"));
+        assert!(err.to_string().ends_with(want), "{err}\n  want {want}");
+    }
+}
+
+#[test]
 fn modes_parse_like_vllms_flag() {
     for mode in TokenizerMode::ALL {
         assert_eq!(TokenizerMode::from_str(mode.as_str()), Ok(mode));
@@ -189,11 +207,7 @@ fn unported_renderers_are_refused_by_name() {
         "{err}"
     );
     let dir = common::ModelDir::new("qwen3").expect("testdata/models/qwen3");
-    for mode in [
-        TokenizerMode::Cohere,
-        TokenizerMode::Inkling,
-        TokenizerMode::Mistral,
-    ] {
+    for mode in [TokenizerMode::Cohere, TokenizerMode::Mistral] {
         let err =
             ChatRenderer::from_dir_with_mode(&dir.0, mode, RendererOptions::default()).unwrap_err();
         assert!(err.to_string().contains(mode.as_str()), "{err}");

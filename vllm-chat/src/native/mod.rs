@@ -23,7 +23,7 @@
 //! Then, for any mode, `model_type: gpt_oss` renders chats with Harmony.
 //!
 //! Each encoder lives in its own file (`deepseek_v32.rs`, `deepseek_v4.rs`,
-//! `deepseek_v41.rs`, `kimi_k3.rs`); `py.rs` holds the Python semantics they share.
+//! `deepseek_v41.rs`, `kimi_k3.rs`, `inkling.rs`); `py.rs` holds the Python semantics they share.
 
 use std::fmt;
 use std::path::Path;
@@ -37,6 +37,7 @@ use crate::RenderError;
 pub(crate) mod deepseek_v32;
 pub(crate) mod deepseek_v4;
 pub(crate) mod deepseek_v41;
+pub(crate) mod inkling;
 pub(crate) mod kimi_k3;
 pub(crate) mod py;
 
@@ -279,6 +280,7 @@ impl RendererKind {
                 | RendererKind::DeepseekV4
                 | RendererKind::DeepseekV41
                 | RendererKind::KimiK3
+                | RendererKind::Inkling
         )
     }
 }
