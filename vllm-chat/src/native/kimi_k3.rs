@@ -29,18 +29,15 @@ pub(crate) fn adjust_kwargs(
     {
         kwargs.insert("thinking", enable);
     }
-    match kwargs.remove("reasoning_effort").filter(|v| !v.is_null()) {
-        Some(Value::String(s)) if s == "none" => {
-            if !kwargs.contains_key("thinking") {
-                kwargs.insert("thinking", Value::Bool(false));
-            }
-        }
-        Some(effort) => {
-            if !kwargs.contains_key("thinking_effort") {
-                kwargs.insert("thinking_effort", effort);
-            }
-        }
-        None => {}
+    let effort = kwargs.remove("reasoning_effort").filter(|v| !v.is_null());
+    let (key, value) = match effort {
+        Some(Value::String(s)) if s == "none" => ("thinking", Some(Value::Bool(false))),
+        other => ("thinking_effort", other),
+    };
+    if let Some(value) = value
+        && !kwargs.contains_key(key)
+    {
+        kwargs.insert(key, value);
     }
     if let Some(effort) = kwargs.get("thinking_effort").filter(|v| !v.is_null())
         && !effort.as_str().is_some_and(|e| EFFORTS.contains(&e))
