@@ -23,7 +23,9 @@ use crate::{RenderError, preprocess};
 /// A rendered prompt: the text the template produced and its token ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedPrompt {
-    /// The prompt text.
+    /// The prompt text. Empty for a renderer without a text form (Inkling, which vLLM
+    /// renders straight to token ids; [`ChatRenderer::render_text`] gives their
+    /// decoding).
     pub text: String,
     /// The prompt's token ids (the text tokenized without adding special tokens,
     /// unless the request set `add_special_tokens`).
@@ -322,7 +324,7 @@ impl ChatRenderer {
         if self.kind == RendererKind::Inkling {
             let token_ids = self.render_inkling(request)?;
             return Ok(RenderedPrompt {
-                text: self.decode(&token_ids)?,
+                text: String::new(),
                 token_ids,
             });
         }
