@@ -237,3 +237,85 @@ fn unported_renderers_are_refused_by_name() {
             .expect("qwen3");
     assert_eq!(renderer.renderer_kind(), RendererKind::Template);
 }
+
+/// No input makes a native renderer panic: every fixture request, mutated (a
+/// message dropped, roles swapped, odd tool-call arguments, kwargs of the wrong
+/// type), renders or returns an error.
+#[test]
+fn native_renderers_never_panic() {
+    let fixtures = fixtures();
+    let odd_kwargs = [
+        json!({"thinking": "yes", "drop_thinking": 0}),
+        json!({"reasoning_effort": [1], "enable_thinking": {}}),
+        json!({"reasoning_effort": 101, "thinking": true}),
+        json!({"reasoning_effort": -0.5}),
+        json!({"reasoning_effort": true}),
+        json!({"tools": "x"}),
+        json!({"tools": [1, {"function": 2}, {"function": {"name": 3}}]}),
+        json!({"thinking_effort": "max", "continue_final_message": true}),
+    ];
+    let odd_arguments = [
+        json!("[1]"),
+        json!("not json"),
+        json!(7),
+        json!("\"{}\""),
+        json!(null),
+    ];
+    let roles = [
+        "system",
+        "developer",
+        "user",
+        "assistant",
+        "tool",
+        "latest_reminder",
+        "bogus",
+    ];
+    let mut renders = 0;
+    for (mode_name, mode) in fixtures["modes"].as_object().expect("modes") {
+        let model = mode["model"].as_str().expect("model");
+        let dir = common::ModelDir::new(model).expect("model");
+        let renderer = ChatRenderer::from_dir_with_mode(
+            &dir.0,
+            TokenizerMode::from_str(mode_name).expect("mode"),
+            RendererOptions::default(),
+        )
+        .expect("renderer");
+        let mut render = |body: &Value| {
+            if let Ok(request) = serde_json::from_value::<ChatCompletionRequest>(body.clone()) {
+                let _ = renderer.render(&request);
+                let _ = renderer.render_text(&request);
+                renders += 1;
+            }
+        };
+        for case in mode["cases"].as_object().expect("cases").values() {
+            let request = &case["request"];
+            let messages = request["messages"].as_array().cloned().unwrap_or_default();
+            for i in 0..messages.len() {
+                let mut body = request.clone();
+                let mut fewer = messages.clone();
+                fewer.remove(i);
+                body["messages"] = Value::Array(fewer);
+                render(&body);
+                for role in roles {
+                    let mut body = request.clone();
+                    body["messages"][i]["role"] = json!(role);
+                    render(&body);
+                }
+                if messages[i].get("tool_calls").is_some() {
+                    for args in &odd_arguments {
+                        let mut body = request.clone();
+                        body["messages"][i]["tool_calls"][0]["function"]["arguments"] =
+                            args.clone();
+                        render(&body);
+                    }
+                }
+            }
+            for kwargs in &odd_kwargs {
+                let mut body = request.clone();
+                body["chat_template_kwargs"] = kwargs.clone();
+                render(&body);
+            }
+        }
+    }
+    assert!(renders > 1000, "{renders}");
+}
