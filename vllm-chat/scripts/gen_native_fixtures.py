@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate the native-renderer fixtures: what vLLM 0.33.0's own renderer classes
-(`vllm/renderers/{deepseek_v32,deepseek_v4,kimi_k3}.py`, DeepSeek-V4.1 included, with the tokenizers of
-`vllm/tokenizers/deepseek_v32.py`, `deepseek_v4.py`, `deepseek_v41.py`) produce for the
-same cases, as text (where the renderer has a text form) and token ids, or the error
-message vLLM raises.
+(`vllm/renderers/{deepseek_v32,deepseek_v4,kimi_k3,inkling,cohere}.py`, with the
+tokenizers of `vllm/tokenizers/deepseek_v32.py`, `deepseek_v4.py`, `deepseek_v41.py`)
+produce for the same cases, as text (where the renderer has a text form) and token ids,
+or the error message vLLM raises. Cohere is recorded under "pending" (not ported yet).
 
 Each case is a chat request body. It goes through the steps of
 `OnlineRenderer.render_chat` / `preprocess_chat` (vllm/renderers/online_renderer.py):
@@ -16,8 +16,9 @@ reads are set); everything that shapes the prompt is vLLM's code.
 
 Usage: HF_HUB_OFFLINE=1 $REF/venv/bin/python vllm-chat/scripts/gen_native_fixtures.py $REF
 Writes vllm-chat/tests/fixtures/native.json.gz and the tokenizer overlays of
-testdata/models/{deepseek_v4,kimi_k3_synth}/ (`tokenizer.overlay.json.gz`: the reference model directories'
-tokenizers, stored as a diff against the vendored deepseek_v3 / qwen3 ones).
+testdata/models/{deepseek_v4,kimi_k3_synth,inkling_synth,inkling_full,cohere_command_synth}/
+(`tokenizer.overlay.json.gz`: the reference model directories' tokenizers, stored as
+a diff against the vendored deepseek_v3 / qwen3 ones). A re-run writes the same bytes.
 """
 import gzip
 import json
