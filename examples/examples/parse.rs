@@ -46,6 +46,10 @@ struct Args {
     /// Model directory: its tokenizer must have the parsers' required tokens.
     #[arg(long)]
     model: Option<PathBuf>,
+    /// vLLM's `--tokenizer-mode` for --model (auto, hf, mistral, deepseek_v32,
+    /// deepseek_v4, deepseek_v41, kimi_k3, inkling, cohere): where its vocabulary is read.
+    #[arg(long, default_value = "auto")]
+    tokenizer_mode: vllm_chat::TokenizerMode,
     /// Feed the output N characters at a time and print each delta.
     #[arg(long)]
     chunk: Option<usize>,
@@ -74,6 +78,15 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let (reasoning, tool) = parser_names(&args)?;
+    if let Some(model) = &args.model {
+        let resolved = args.tokenizer_mode.resolve(model)?;
+        if resolved.mode == vllm_chat::TokenizerMode::Mistral {
+            bail!(
+                "{}: --tokenizer-mode resolves to mistral; reading a mistral-common vocabulary (tekken.json, tokenizer.model.v*) is not supported by this build of parse",
+                model.display()
+            );
+        }
+    }
     let vocabulary = args.model.as_deref().map(Vocabulary::read).transpose()?;
     let response_template = match (&args.model, &vocabulary) {
         (Some(model), Some(_)) => match read_json(model, "tokenizer_config.json")? {

@@ -45,6 +45,10 @@ struct Args {
     /// Chat template: a file path or an inline template.
     #[arg(long)]
     chat_template: Option<String>,
+    /// vLLM's `--tokenizer-mode` (auto, hf, mistral, deepseek_v32, deepseek_v4,
+    /// deepseek_v41, kimi_k3, inkling, cohere): the renderer of chat requests.
+    #[arg(long, default_value = "auto")]
+    tokenizer_mode: vllm_chat::TokenizerMode,
     /// JSON object merged into every chat-template render.
     #[arg(long)]
     default_chat_template_kwargs: Option<String>,
@@ -103,7 +107,11 @@ async fn main() -> anyhow::Result<()> {
         max_model_len: args.max_model_len,
         ..Default::default()
     };
-    let model = std::sync::Arc::new(Model::load(&args.model_dir, options)?);
+    let model = std::sync::Arc::new(Model::load_with_mode(
+        &args.model_dir,
+        args.tokenizer_mode,
+        options,
+    )?);
     let api = ModelApi::new(model, &served_model_name, &model_root);
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()

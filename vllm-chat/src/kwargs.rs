@@ -24,6 +24,12 @@ impl Kwargs {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Removes `key` and returns its value (`dict.pop`).
+    pub(crate) fn remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.0.iter().position(|(k, _)| k == key)?;
+        Some(self.0.remove(i).1)
+    }
+
     /// True when `key` is set.
     pub(crate) fn contains_key(&self, key: &str) -> bool {
         self.get(key).is_some()

@@ -5,6 +5,10 @@
 //!   chat templates once with [minijinja] set up for jinja2 parity, applies vLLM's
 //!   message preprocessing and tokenizes the prompt. See the crate README for the
 //!   parity status over 71 real templates.
+//! - [`TokenizerMode`] is vLLM's `--tokenizer-mode`; [`ChatRenderer::from_dir_with_mode`]
+//!   resolves it as vLLM does and renders through the renderer it selects (the
+//!   template, or ports of vLLM's native DeepSeek-V3.2/V4/V4.1, Kimi-K3 and Inkling
+//!   renderers).
 //! - [`tokenizer`] is `tokenizers`' tokenizer with a fast exact pre-tokenizer for the
 //!   Qwen2/Llama 3 split regex; prompts are encoded by cached pieces between special
 //!   tokens.
@@ -19,6 +23,7 @@
 mod error;
 mod kwargs;
 mod model;
+mod native;
 pub mod openai;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;
@@ -31,6 +36,7 @@ pub mod tokenizer;
 
 pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};
+pub use native::{ParseTokenizerModeError, RendererKind, ResolvedMode, TokenizerMode};
 pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
 pub use template::{Clock, ContentFormat, FastPathStats, Limits};
 

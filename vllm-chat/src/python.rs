@@ -34,6 +34,61 @@ pub(crate) fn json_dumps(value: &Value) -> String {
     out
 }
 
+/// `json.dumps(value, ensure_ascii=False)`: default separators, non-ASCII kept.
+pub(crate) fn json_dumps_unicode(value: &Value) -> String {
+    let mut out = String::new();
+    write(&mut out, value, Syntax::JsonUnicode);
+    out
+}
+
+/// `str(value)`: a string as it is, anything else as its `repr()` (what Python's
+/// `str.format` and f-strings insert).
+pub(crate) fn str_of(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => repr(other),
+    }
+}
+
+/// `json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)`.
+pub(crate) fn json_dumps_canonical(value: &Value) -> String {
+    fn go(out: &mut String, value: &Value) {
+        match value {
+            Value::Null => out.push_str("null"),
+            Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Value::Number(n) => write_number(out, n),
+            Value::String(s) => write_json_string(out, s, false),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    go(out, item);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_json_string(out, k, false);
+                    out.push(':');
+                    go(out, &map[k]);
+                }
+                out.push('}');
+            }
+        }
+    }
+    let mut out = String::new();
+    go(&mut out, value);
+    out
+}
+
 fn write_number(out: &mut String, n: &serde_json::Number) {
     match n.as_f64() {
         Some(f) if n.is_f64() => out.push_str(&float(f)),
@@ -48,6 +103,8 @@ enum Syntax {
     Repr,
     /// `json.dumps()` with default separators and `ensure_ascii`.
     Json,
+    /// `json.dumps(ensure_ascii=False)`.
+    JsonUnicode,
 }
 
 impl Syntax {
@@ -55,6 +112,7 @@ impl Syntax {
         match self {
             Syntax::Repr => write_str_repr(out, s),
             Syntax::Json => write_json_string(out, s, true),
+            Syntax::JsonUnicode => write_json_string(out, s, false),
         }
     }
 }
@@ -62,9 +120,11 @@ impl Syntax {
 fn write(out: &mut String, value: &Value, syntax: Syntax) {
     match (value, syntax) {
         (Value::Null, Syntax::Repr) => out.push_str("None"),
-        (Value::Null, Syntax::Json) => out.push_str("null"),
+        (Value::Null, Syntax::Json | Syntax::JsonUnicode) => out.push_str("null"),
         (Value::Bool(b), Syntax::Repr) => out.push_str(if *b { "True" } else { "False" }),
-        (Value::Bool(b), Syntax::Json) => out.push_str(if *b { "true" } else { "false" }),
+        (Value::Bool(b), Syntax::Json | Syntax::JsonUnicode) => {
+            out.push_str(if *b { "true" } else { "false" })
+        }
         (Value::Number(n), _) => write_number(out, n),
         (Value::String(s), _) => syntax.write_str(out, s),
         (Value::Array(items), _) => {

@@ -12,6 +12,7 @@ use indexmap::IndexMap;
 use minijinja::Value as TemplateValue;
 
 use crate::kwargs::Kwargs;
+use crate::native::{self, RendererKind, TokenizerMode};
 use crate::template::{
     Clock, ContentFormat, FastPathStats, Limits, MessageCache, RenderContext, TemplateSet,
     ToolCache, content_format, from_json,
@@ -22,7 +23,9 @@ use crate::{RenderError, preprocess};
 /// A rendered prompt: the text the template produced and its token ids.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedPrompt {
-    /// The prompt text.
+    /// The prompt text. Empty for a renderer without a text form (Inkling, which vLLM
+    /// renders straight to token ids; [`ChatRenderer::render_text`] gives their
+    /// decoding).
     pub text: String,
     /// The prompt's token ids (the text tokenized without adding special tokens,
     /// unless the request set `add_special_tokens`).
@@ -93,6 +96,10 @@ pub struct ChatRenderer {
     segments: Option<SegmentEncoder>,
     options: RendererOptions,
     files: ModelFiles,
+    /// The renderer chat requests go through (the resolved tokenizer mode).
+    kind: RendererKind,
+    /// Inkling's special-token ids (Inkling renderers only).
+    inkling: Option<native::inkling::Specials>,
 }
 
 /// Settings of a [`ChatRenderer`] (vLLM's server flags that affect rendering).
@@ -126,8 +133,43 @@ impl ChatRenderer {
         Self::new(ModelFiles::from_dir(dir)?, RendererOptions::default())
     }
 
+    /// Loads a model directory with a `--tokenizer-mode`: the mode is resolved as
+    /// vLLM resolves it ([`TokenizerMode::resolve`]) and chat requests go through the
+    /// renderer it selects. A renderer this build does not have is refused with
+    /// [`RenderError::RendererUnavailable`].
+    pub fn from_dir_with_mode(
+        dir: impl AsRef<Path>,
+        mode: TokenizerMode,
+        options: RendererOptions,
+    ) -> Result<Self, RenderError> {
+        let dir = dir.as_ref();
+        let resolved = mode.resolve(dir)?;
+        Self::with_renderer(ModelFiles::from_dir(dir)?, options, resolved.renderer)
+    }
+
     /// Builds a renderer from model files and options; compiles every template.
     pub fn new(files: ModelFiles, options: RendererOptions) -> Result<Self, RenderError> {
+        Self::with_renderer(files, options, RendererKind::Template)
+    }
+
+    /// Builds a renderer of the given kind from model files and options. Renderers
+    /// that build prompts in code (the DeepSeek encoders) compile no template.
+    pub fn with_renderer(
+        files: ModelFiles,
+        options: RendererOptions,
+        kind: RendererKind,
+    ) -> Result<Self, RenderError> {
+        if !kind.is_available() {
+            let mode = match kind {
+                RendererKind::Mistral => TokenizerMode::Mistral,
+                RendererKind::Cohere => TokenizerMode::Cohere,
+                _ => TokenizerMode::Auto,
+            };
+            return Err(RenderError::RendererUnavailable {
+                renderer: kind,
+                mode,
+            });
+        }
         let tokenizer = match &files.tokenizer_json {
             Some(bytes) => Some(
                 Tokenizer::from_bytes(bytes).map_err(|e| RenderError::Tokenizer(e.to_string()))?,
@@ -165,7 +207,20 @@ impl ChatRenderer {
             tokenizer,
             options,
             files,
+            kind,
+            inkling: None,
         };
+        if kind == RendererKind::Inkling {
+            let tokenizer = renderer.tokenizer.as_ref().ok_or_else(|| {
+                RenderError::Tokenizer(
+                    "the Inkling renderer needs the model's tokenizer.json".into(),
+                )
+            })?;
+            renderer.inkling = Some(native::inkling::Specials::new(tokenizer)?);
+        }
+        if !renderer.uses_template() {
+            return Ok(renderer);
+        }
         match renderer.files.chat_templates.clone() {
             Some(ChatTemplates::Single(source)) => {
                 renderer.compile(MODEL_TEMPLATE, &source)?;
@@ -204,6 +259,15 @@ impl ChatRenderer {
     /// The tokenizer, when the model directory has a `tokenizer.json`.
     pub fn tokenizer(&self) -> Option<&Tokenizer> {
         self.tokenizer.as_ref()
+    }
+
+    /// The renderer chat requests go through.
+    pub fn renderer_kind(&self) -> RendererKind {
+        self.kind
+    }
+
+    fn uses_template(&self) -> bool {
+        matches!(self.kind, RendererKind::Template | RendererKind::KimiK3)
     }
 
     /// The model files this renderer was built from.
@@ -254,11 +318,26 @@ impl ChatRenderer {
             .is_some_and(SegmentEncoder::is_enabled)
     }
 
-    /// Renders a chat request to prompt text and token ids.
+    /// Renders a chat request to prompt text and token ids, through the renderer
+    /// of the model's tokenizer mode.
     pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt, RenderError> {
+        if self.kind == RendererKind::Inkling {
+            let token_ids = self.render_inkling(request)?;
+            return Ok(RenderedPrompt {
+                text: String::new(),
+                token_ids,
+            });
+        }
         let text = self.render_text(request)?;
-        let token_ids = self.encode(&text, request.add_special_tokens)?;
+        // K3 tokenizes inside `apply_chat_template` (no special tokens added).
+        let add_special_tokens = request.add_special_tokens && self.kind != RendererKind::KimiK3;
+        let token_ids = self.encode(&text, add_special_tokens)?;
         Ok(RenderedPrompt { text, token_ids })
+    }
+
+    /// True when the request's `add_special_tokens` applies to the rendered text.
+    pub(crate) fn adds_special_tokens(&self, request: &ChatCompletionRequest) -> bool {
+        request.add_special_tokens && self.kind != RendererKind::KimiK3
     }
 
     /// How often this renderer's templates took the compiled fast path (templates
@@ -268,7 +347,8 @@ impl ChatRenderer {
         self.templates.fast_path_stats()
     }
 
-    /// Renders a chat request to prompt text only (no tokenizer needed).
+    /// Renders a chat request to prompt text only (no tokenizer needed), through
+    /// the renderer of the model's tokenizer mode.
     pub fn render_text(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
         request.validate()?;
         if request.chat_template.is_some() && !self.options.trust_request_chat_template {
@@ -277,7 +357,116 @@ impl ChatRenderer {
                 param: Some("chat_template".into()),
             });
         }
+        match self.kind {
+            RendererKind::DeepseekV32 | RendererKind::DeepseekV4 | RendererKind::DeepseekV41 => {
+                self.render_native(request)
+            }
+            // Inkling has no text form: the text of its token ids.
+            RendererKind::Inkling => self.decode(&self.render_inkling(request)?),
+            _ => self.render_template(request),
+        }
+    }
+
+    /// True when the renderer produces token ids directly (Inkling), so that the
+    /// text is only their decoding and must not be tokenized again.
+    pub(crate) fn renders_token_ids(&self) -> bool {
+        self.kind == RendererKind::Inkling
+    }
+
+    fn decode(&self, ids: &[u32]) -> Result<String, RenderError> {
+        let tokenizer = self
+            .tokenizer
+            .as_ref()
+            .ok_or_else(|| RenderError::Tokenizer("the model has no tokenizer.json".into()))?;
+        tokenizer
+            .decode(ids, false)
+            .map_err(|e| RenderError::Tokenizer(e.to_string()))
+    }
+
+    /// Inkling: vLLM's conversation is built first (its errors come first), then the
+    /// request's messages are encoded to token ids.
+    fn render_inkling(&self, request: &ChatCompletionRequest) -> Result<Vec<u32>, RenderError> {
+        request.validate()?;
+        if request.chat_template.is_some() && !self.options.trust_request_chat_template {
+            return Err(RenderError::InvalidRequest {
+                message: "Chat template is passed with request, but --trust-request-chat-template is not set. Refused request with untrusted chat template.".into(),
+                param: Some("chat_template".into()),
+            });
+        }
+        let specials = self.inkling.as_ref().ok_or_else(|| {
+            RenderError::Tokenizer("the Inkling renderer has no special tokens".into())
+        })?;
+        for (i, m) in request.messages.iter().enumerate() {
+            preprocess::convert_message(i, m, ContentFormat::String)?;
+        }
         let kwargs = self.template_kwargs(request);
+        let tools = match kwargs.get("tools") {
+            Some(given) => Some(given.clone()).filter(|t| !t.is_null()),
+            None => self.request_tools(request),
+        };
+        let encode = |text: &str| self.encode(text, false);
+        native::inkling::render(
+            &request.messages,
+            tools.as_ref(),
+            &kwargs,
+            specials,
+            &encode,
+        )
+    }
+
+    /// The DeepSeek encoders: vLLM's conversation (string content for V3.2, OpenAI
+    /// parts for V4), the request's tools as `model_dump()`s, the merged kwargs.
+    fn render_native(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
+        let kwargs = self.template_kwargs(request);
+        let tools = match kwargs.get("tools") {
+            Some(given) => Some(given.clone()).filter(|t| !t.is_null()),
+            None => self.request_tools(request),
+        };
+        if self.kind == RendererKind::DeepseekV41 {
+            // V4.1 encodes the request's messages, not vLLM's conversation (which
+            // vLLM still builds first, and whose errors come first).
+            for (i, m) in request.messages.iter().enumerate() {
+                preprocess::convert_message(i, m, ContentFormat::OpenAi)?;
+            }
+            return native::deepseek_v41::render(&request.messages, tools.as_ref(), &kwargs);
+        }
+        let format = match self.kind {
+            RendererKind::DeepseekV32 => ContentFormat::String,
+            _ => ContentFormat::OpenAi,
+        };
+        let conversation = request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| preprocess::convert_message(i, m, format))
+            .collect::<Result<Vec<_>, _>>()?;
+        match self.kind {
+            RendererKind::DeepseekV32 => {
+                native::deepseek_v32::render(conversation, tools.as_ref(), &kwargs)
+            }
+            _ => native::deepseek_v4::render(conversation, tools.as_ref(), &kwargs),
+        }
+    }
+
+    /// `[tool.model_dump() for tool in request.tools]`, unless excluded.
+    fn request_tools(&self, request: &ChatCompletionRequest) -> Option<Value> {
+        let excluded = self.options.exclude_tools_when_tool_choice_none
+            && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
+        match &request.tools {
+            Some(tools) if !excluded => Some(Value::Array(
+                tools.iter().map(|t| t.template_value()).collect(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// The chat template path (`hf`, and Kimi-K3 with its conversation and kwargs).
+    fn render_template(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
+        let kimi = self.kind == RendererKind::KimiK3;
+        let mut kwargs = self.template_kwargs(request);
+        if kimi {
+            native::kimi_k3::adjust_kwargs(&mut kwargs, request)?;
+        }
         let excluded = self.options.exclude_tools_when_tool_choice_none
             && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None));
         let tools = match kwargs.get("tools") {
@@ -341,7 +530,22 @@ impl ChatRenderer {
         };
         // Messages are converted one by one (and cached) unless the final one is cut
         // open or developer messages are merged into the system message.
-        let (messages, final_message) = if continue_final
+        let (messages, final_message) = if kimi {
+            let conversation = request
+                .messages
+                .iter()
+                .enumerate()
+                .map(|(i, m)| preprocess::convert_message(i, m, ContentFormat::String))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut conversation = native::kimi_k3::normalize_tool_messages(conversation);
+            check_conversation(conversation.is_empty())?;
+            let final_message = if continue_final {
+                Some(mark_final_message(&mut conversation, &info.source)?)
+            } else {
+                None
+            };
+            (from_json(&Value::Array(conversation)), final_message)
+        } else if continue_final
             || preprocess::converts_developer_messages(&request.messages, &info.source)
         {
             let mut conversation =

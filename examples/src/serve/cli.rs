@@ -52,6 +52,11 @@ pub struct Args {
     /// Chat template: a file, or the template itself.
     #[arg(long)]
     pub chat_template: Option<String>,
+    /// vLLM's `--tokenizer-mode`: auto, hf, mistral, deepseek_v32, deepseek_v4,
+    /// deepseek_v41, kimi_k3, inkling or cohere. `auto` picks the renderer from the
+    /// model directory as vLLM does (architecture, Mistral vocabularies, gpt_oss).
+    #[arg(long, default_value = "auto")]
+    pub tokenizer_mode: vllm_chat::TokenizerMode,
     /// JSON object of template variables applied to every chat request.
     #[arg(long)]
     pub default_chat_template_kwargs: Option<String>,
@@ -234,6 +239,7 @@ impl Args {
                 .map(load_chat_template)
                 .transpose()?,
             default_chat_template_kwargs,
+            tokenizer_mode: self.tokenizer_mode,
             trust_request_chat_template: self.trust_request_chat_template,
             max_model_len: self.max_model_len,
             max_logprobs: self.max_logprobs,

@@ -95,6 +95,8 @@ pub struct ServeConfig {
     pub chat_template: Option<String>,
     /// `--default-chat-template-kwargs`.
     pub default_chat_template_kwargs: Map<String, Value>,
+    /// `--tokenizer-mode`: which renderer chat, render and `/tokenize` requests use.
+    pub tokenizer_mode: vllm_chat::TokenizerMode,
     /// `--trust-request-chat-template`.
     pub trust_request_chat_template: bool,
     /// `--max-model-len`.
@@ -167,6 +169,7 @@ impl ServeConfig {
             enable_auto_tool_choice: false,
             chat_template: None,
             default_chat_template_kwargs: Map::new(),
+            tokenizer_mode: vllm_chat::TokenizerMode::Auto,
             trust_request_chat_template: false,
             max_model_len: None,
             max_logprobs: 20,
@@ -251,7 +254,11 @@ impl Server {
             max_model_len: config.max_model_len,
             ..RendererOptions::default()
         };
-        let model = Arc::new(Model::load(&config.model_dir, options)?);
+        let model = Arc::new(Model::load_with_mode(
+            &config.model_dir,
+            config.tokenizer_mode,
+            options,
+        )?);
         let parsers = config.parsers(&model)?;
         let metrics = Arc::new(metrics::Metrics::new(&config.served_model_name)?);
         let observer: Option<Arc<dyn vllm_client::client::stats::StatsObserver>> =

@@ -10,7 +10,7 @@ use vllm_detok::{HfTokenizer, Tokenizer};
 use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::serving::ServingParsers;
 
-use crate::{ChatRenderer, ModelFiles, RenderError, RendererOptions};
+use crate::{ChatRenderer, ModelFiles, RenderError, RendererKind, RendererOptions, TokenizerMode};
 
 /// Why a model directory could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +92,34 @@ impl Model {
     /// Loads `dir`. A gzip-compressed `tokenizer.json.gz` (as this repository vendors
     /// its tokenizers) is read when there is no `tokenizer.json`.
     pub fn load(dir: &Path, options: RendererOptions) -> Result<Self, ModelError> {
+        Self::load_as(dir, options, RendererKind::Template)
+    }
+
+    /// Loads `dir` with a `--tokenizer-mode`, resolved as vLLM resolves it
+    /// ([`TokenizerMode::resolve`]): chat requests, render mode and `/tokenize` go
+    /// through the renderer it selects. A renderer this build lacks is refused with
+    /// [`RenderError::RendererUnavailable`].
+    pub fn load_with_mode(
+        dir: &Path,
+        mode: TokenizerMode,
+        options: RendererOptions,
+    ) -> Result<Self, ModelError> {
+        let resolved = mode.resolve(dir).map_err(|source| ModelError::Files {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        Self::load_as(dir, options, resolved.renderer)
+    }
+
+    fn load_as(
+        dir: &Path,
+        options: RendererOptions,
+        kind: RendererKind,
+    ) -> Result<Self, ModelError> {
+        if !kind.is_available() {
+            // Before the tokenizer check: a Mistral directory has no tokenizer.json.
+            ChatRenderer::with_renderer(ModelFiles::default(), options.clone(), kind)?;
+        }
         let mut files = ModelFiles::from_dir(dir).map_err(|source| ModelError::Files {
             dir: dir.to_owned(),
             source,
@@ -105,7 +133,7 @@ impl Model {
             }
             files.tokenizer_json = Some(read_gzip(&path)?);
         }
-        let mut model = Self::from_files(files, options)?;
+        let mut model = Self::from_files_with_renderer(files, options, kind)?;
         model.response_template = read_response_template(&dir.join("tokenizer_config.json"))?;
         Ok(model)
     }
@@ -132,8 +160,17 @@ impl Model {
 
     /// Builds the model from files already read (`files.tokenizer_json` must be set).
     pub fn from_files(files: ModelFiles, options: RendererOptions) -> Result<Self, ModelError> {
+        Self::from_files_with_renderer(files, options, RendererKind::Template)
+    }
+
+    /// Builds the model from files already read, rendering chats with `kind`.
+    pub fn from_files_with_renderer(
+        files: ModelFiles,
+        options: RendererOptions,
+        kind: RendererKind,
+    ) -> Result<Self, ModelError> {
         let tokenizer_json = files.tokenizer_json.clone().unwrap_or_default();
-        let renderer = ChatRenderer::new(files, options)?;
+        let renderer = ChatRenderer::with_renderer(files, options, kind)?;
         let hf = renderer
             .tokenizer()
             .ok_or_else(|| ModelError::NoTokenizer {

@@ -240,15 +240,19 @@ impl ChatRenderer {
             requested.map(|r| (r, requested_param)),
             request.truncate_prompt_tokens,
         )?;
-        let text = self.render_text(request)?;
-        // vLLM's tokenizer stops one token past the context, so every prompt longer
-        // than the context gets the same answer: a text that certainly is (by its
-        // length alone) gets it without being tokenized.
-        if self.min_tokens(&text) as i64 > context {
-            check_prompt_length(context, context as usize + 1, true)?;
-        }
-        let token_ids = self.encode(&text, request.add_special_tokens)?;
-        let prompt = crate::RenderedPrompt { text, token_ids };
+        let prompt = if self.renders_token_ids() {
+            self.render(request)?
+        } else {
+            let text = self.render_text(request)?;
+            // vLLM's tokenizer stops one token past the context, so every prompt longer
+            // than the context gets the same answer: a text that certainly is (by its
+            // length alone) gets it without being tokenized.
+            if self.min_tokens(&text) as i64 > context {
+                check_prompt_length(context, context as usize + 1, true)?;
+            }
+            let token_ids = self.encode(&text, self.adds_special_tokens(request))?;
+            crate::RenderedPrompt { text, token_ids }
+        };
         if prompt.token_ids.is_empty() {
             return Err(RenderError::validation("No token_ids rendered", None, None));
         }

@@ -23,7 +23,8 @@ impl ModelDir {
         let src = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../testdata/models")
             .join(name);
-        if !src.join("tokenizer.json.gz").exists() {
+        let overlay = src.join("tokenizer.overlay.json.gz");
+        if !src.join("tokenizer.json.gz").exists() && !overlay.exists() {
             return None;
         }
         static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -34,6 +35,10 @@ impl ModelDir {
         for entry in std::fs::read_dir(&src).ok()? {
             let path = entry.ok()?.path();
             let file = path.file_name()?.to_str()?.to_owned();
+            if file == "tokenizer.overlay.json.gz" {
+                std::fs::write(dst.join("tokenizer.json"), apply_overlay(&path)?).ok()?;
+                continue;
+            }
             match file.strip_suffix(".gz") {
                 Some(stem) => std::fs::write(dst.join(stem), gunzip(&path)).ok()?,
                 None => std::fs::copy(&path, dst.join(&file)).map(|_| ()).ok()?,
@@ -41,6 +46,24 @@ impl ModelDir {
         }
         Some(ModelDir(dst))
     }
+}
+
+/// A `tokenizer.overlay.json.gz` (`{"base": model, "replace": {key: value}}`, written by
+/// scripts/gen_native_fixtures.py) applied to the base model's `tokenizer.json`.
+fn apply_overlay(path: &Path) -> Option<Vec<u8>> {
+    let overlay: serde_json::Value = serde_json::from_slice(&gunzip(path)).ok()?;
+    let base = overlay.get("base")?.as_str()?;
+    let base_path = path
+        .parent()?
+        .parent()?
+        .join(base)
+        .join("tokenizer.json.gz");
+    let mut tokenizer: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&gunzip(&base_path)).ok()?;
+    for (k, v) in overlay.get("replace")?.as_object()? {
+        tokenizer.insert(k.clone(), v.clone());
+    }
+    serde_json::to_vec(&tokenizer).ok()
 }
 
 impl Drop for ModelDir {

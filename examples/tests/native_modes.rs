@@ -1,0 +1,86 @@
+//! `serve --tokenizer-mode`: chat, render and `/tokenize` go through the mode's
+//! renderer, with the token ids vLLM's own renderer produced for the same request
+//! (`vllm-chat/tests/fixtures/native.json.gz`); an unported renderer stops start-up
+//! by name.
+
+mod common;
+
+use std::io::Read;
+use std::path::PathBuf;
+
+use common::*;
+use hyper::StatusCode;
+use serde_json::{Value, json};
+use vllm_chat::TokenizerMode;
+use vllm_examples::serve::{ServeConfig, Server};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn fixture(mode: &str, case: &str) -> Value {
+    let path = repo().join("vllm-chat/tests/fixtures/native.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).expect("fixture"))
+        .read_to_string(&mut text)
+        .expect("gunzip");
+    let all: Value = serde_json::from_str(&text).expect("json");
+    all["modes"][mode]["cases"][case].clone()
+}
+
+#[test]
+fn deepseek_v32_mode_serves_vllms_token_ids() {
+    let server = start(ServeConfig {
+        model_dir: repo().join("testdata/models/deepseek_v3"),
+        served_model_name: "ds".into(),
+        tokenizer_mode: TokenizerMode::DeepseekV32,
+        ..config("Hi.")
+    });
+    let addr = server.addr;
+    run(async move {
+        for case in ["tool_calls_results_thinking", "multi_turn", "unicode"] {
+            let case = fixture("deepseek_v32", case);
+            let want: Vec<u64> = serde_json::from_value(case["ids"].clone()).expect("ids");
+            let mut body = case["request"].clone();
+            body["model"] = json!("ds");
+
+            let (status, tokenized) = post(addr, "/tokenize", body.clone()).await;
+            assert_eq!(status, StatusCode::OK, "{tokenized}");
+            assert_eq!(tokenized["tokens"], json!(want));
+
+            let (status, rendered) = post(addr, "/v1/chat/completions/render", body.clone()).await;
+            assert_eq!(status, StatusCode::OK, "{rendered}");
+            assert_eq!(rendered["token_ids"], json!(want));
+
+            body["max_tokens"] = json!(4);
+            if body.get("tools").is_some() {
+                // `auto` needs a tool parser; `none` renders the same prompt.
+                body["tool_choice"] = json!("none");
+            }
+            let (status, answer) = post(addr, "/v1/chat/completions", body).await;
+            assert_eq!(status, StatusCode::OK, "{answer}");
+            assert_eq!(answer["usage"]["prompt_tokens"], json!(want.len()));
+        }
+        // vLLM's encoder errors are 400s with its message.
+        let case = fixture("deepseek_v32", "developer_empty");
+        let mut body = case["request"].clone();
+        body["model"] = json!("ds");
+        let (status, error) = post(addr, "/v1/chat/completions", body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
+        let want = case["error"].as_str().expect("error");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(want.ends_with(message) && !message.is_empty(), "{error}");
+    });
+}
+
+#[test]
+fn unported_renderer_stops_start_up_by_name() {
+    let config = ServeConfig {
+        model_dir: repo().join("testdata/models/gptoss"),
+        ..config("Hi.")
+    };
+    let Err(error) = runtime().block_on(Server::bind(config)) else {
+        panic!("gpt-oss needs Harmony, which this build lacks");
+    };
+    assert!(format!("{error:#}").contains("harmony"), "{error:#}");
+}
