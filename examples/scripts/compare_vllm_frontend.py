@@ -11,7 +11,9 @@ with the same flags, so both frontends see the same engine behaviour: with
 seeded request's tokens depend only on its seed (vLLM's child `i` samples with
 `seed + i`), so seeded cases compare sample by sample; in the `parsers` run both
 frontends parse a reasoning section and a tool call (qwen3 / hermes), one parser per
-choice.
+choice. In the `engine` run both frontends sit in front of vLLM's own EngineCoreProc
+(`vllm-client/scripts/interop_engine_core.py`, scripted executor) whose answer holds
+special tokens.
 
 The reference venv has neither uvicorn nor orjson: see `stub_missing_modules`.
 
@@ -144,9 +146,42 @@ MODES = {
 # choice: their engines emit slowly enough (`--mock-tokens-per-second`) that every
 # engine output reaches a frontend alone, so the chunking is the frontend's choice.
 RAW_CHUNKS = {"interval": "10"}
+# Modes whose engines are vLLM 0.33.0's own EngineCoreProc (real scheduler, detokenizer
+# inputs, stop handling; a scripted executor samples the token ids of the given text,
+# special tokens as their ids, then the EOS): the model output holds special tokens, as
+# a served model's does, and prompts quote the markers. (Markers quoted inside the
+# output are left out: vLLM's whole and streamed answers disagree there, and the crate
+# follows one of them; see vllm-parser's corpora.)
+ENGINE_TEXT = ('<think>\nThe user asks about the weather in Paris.\n</think>\n\n'
+               'Sure! <tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+               '</tool_call>')
+REAL_ENGINE = {"engine": ENGINE_TEXT}
+MODES["engine"] = (None, ["--reasoning-parser", "qwen3", "--tool-call-parser", "hermes",
+                          "--enable-auto-tool-choice"])
+ENGINE_CORE_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                  "vllm-client", "scripts", "interop_engine_core.py")
+
+
+def real_engine(args, port: int, mode: str) -> subprocess.Popen:
+    """vLLM's EngineCoreProc with a scripted executor answering every request with
+    `REAL_ENGINE[mode]`'s token ids and the EOS."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(os.path.join(args.model, "tokenizer.json"))
+    ids = tokenizer.encode(REAL_ENGINE[mode], add_special_tokens=False).ids
+    eos = json.load(open(os.path.join(args.model, "generation_config.json")))["eos_token_id"]
+    ids.append(eos[0] if isinstance(eos, list) else eos)
+    return subprocess.Popen(
+        [sys.executable, ENGINE_CORE_SCRIPT, "--handshake-address", f"tcp://127.0.0.1:{port}",
+         "--model", args.model, "--max-model-len", str(args.max_model_len), "--step-delay-ms", "0",
+         "--output-token-ids", ",".join(map(str, ids))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
 
 
 def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
+    if mode in REAL_ENGINE:
+        return real_engine(args, port, mode)
     return subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-address", "127.0.0.1",
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
@@ -402,7 +437,10 @@ async def compare(args, mode: str) -> list[str]:
                 if mode not in modes:
                     continue
                 merge = mode not in RAW_CHUNKS
-                theirs = answer(*await asgi_post(app, path, body), merge=merge)
+                try:
+                    theirs = answer(*await asgi_post(app, path, body), merge=merge)
+                except Exception as e:  # noqa: BLE001 - vLLM's app failed the request
+                    theirs = f"vLLM raised {type(e).__name__}: {e}\n"
                 ours = answer(*http_post(base, path, body), merge=merge)
                 label = f"[{mode}] {name}"
                 if theirs == ours:

@@ -246,6 +246,42 @@ PREFILL = {"do_remote_decode": True, "do_remote_prefill": False, "remote_engine_
            "remote_block_ids": None, "remote_host": None, "remote_port": None}
 DECODE = {"do_remote_decode": False, "do_remote_prefill": True, "remote_engine_id": "p0",
           "remote_block_ids": [[0, 1]], "remote_host": "localhost", "remote_port": 5600}
+# In front of vLLM's real EngineCoreProc whose every answer is a reasoning section, then
+# a tool call, in special tokens (the `engine` run; qwen3 and hermes parsers); prompts
+# quote the markers. (Its scripted executor computes no logprobs.)
+QUOTES = [{"role": "user", "content": "What does </think> mean? And <tool_call>?"}]
+N_CASES += [
+    (f"real engine {name}", path, body, ("engine",))
+    for name, path, body in [
+        ("chat tools", "/v1/chat/completions", {"model": "qwen3", "messages": MSG, "tools": TOOLS}),
+        ("chat tools stream", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "tools": TOOLS, "stream": True}),
+        ("chat no tools", "/v1/chat/completions", {"model": "qwen3", "messages": MSG}),
+        ("chat tool_choice none stream", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "tools": TOOLS, "tool_choice": "none", "stream": True}),
+        ("chat special tokens kept", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "tools": TOOLS, "skip_special_tokens": False}),
+        ("chat special tokens kept stream", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "skip_special_tokens": False, "stream": True}),
+        ("chat markers quoted in the prompt", "/v1/chat/completions",
+         {"model": "qwen3", "messages": QUOTES, "tools": TOOLS}),
+        ("chat markers quoted in an earlier answer stream", "/v1/chat/completions",
+         {"model": "qwen3", "tools": TOOLS, "stream": True, "messages": QUOTES + [
+             {"role": "assistant", "content": "<think>x</think>It closes reasoning."},
+             {"role": "user", "content": "Thanks"}]}),
+        ("chat thinking off", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "tools": TOOLS,
+          "chat_template_kwargs": {"enable_thinking": False}}),
+        ("chat cut in the reasoning stream", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 6, "stream": True}),
+        ("chat token ids", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "tools": TOOLS, "return_token_ids": True}),
+        ("completions special tokens", "/v1/completions",
+         {"model": "qwen3", "prompt": "Once", "max_tokens": 60, "skip_special_tokens": False}),
+        ("completions stream", "/v1/completions",
+         {"model": "qwen3", "prompt": "Once", "max_tokens": 60, "stream": True}),
+    ]
+]
 N_CASES += [
     (f"kv transfer {name}", path, body, ("pd",))
     for name, path, body in [

@@ -11,7 +11,8 @@ token ids, EOS, min_tokens, aborts, chunked prefill).
 
 Sampled tokens: output token k of a request whose first prompt token is p, on the engine
 with data-parallel rank r, is `100 + 2000 * r + (p + k) % 1000`, so a test can predict
-every token, place stop tokens / EOS, and see which engine served a request. Like vLLM's
+every token, place stop tokens / EOS, and see which engine served a request (with
+`--output-token-ids`, every request samples those tokens first). Like vLLM's
 min_tokens logits processor, the sampler never emits one of the request's stop tokens
 (`_all_stop_token_ids`) before `min_tokens` outputs: it emits `1100 + 2000 * r` instead.
 A request whose first prompt token is `CRASH_TOKEN` (4242) makes the executor raise in
@@ -84,6 +85,13 @@ def parse_args():
     p.add_argument("--num-gpu-blocks-override", type=int, default=None, help="vLLM's --num-gpu-blocks-override")
     p.add_argument("--prefix-caching-hash-algo", default=None, help="vLLM's --prefix-caching-hash-algo")
     p.add_argument(
+        "--output-token-ids",
+        default=None,
+        help="comma-separated token ids every request samples, in order, instead of the "
+        "formula (then the formula again); e.g. a reasoning section, special tokens and "
+        "the EOS, to test what a frontend makes of them",
+    )
+    p.add_argument(
         "--kv-events-config",
         default=None,
         help='vLLM\'s --kv-events-config JSON, e.g. {"enable_kv_cache_events": true, '
@@ -92,7 +100,7 @@ def parse_args():
     return p.parse_args()
 
 
-def build_executor_class(step_delay_s):
+def build_executor_class(step_delay_s, script=()):
     """The scripted executor (imports vLLM lazily so that --help is fast)."""
     import torch
 
@@ -304,7 +312,10 @@ def build_executor_class(step_delay_s):
                 if computed + so.num_scheduled_tokens[req_id] < prompt_len + outputs:
                     sampled.append([])  # a chunk of a long prefill
                     continue
-                token = self._token_base + (first + outputs) % 1000
+                if outputs < len(script):
+                    token = script[outputs]
+                else:
+                    token = self._token_base + (first + outputs) % 1000
                 if outputs < min_tokens and token in stops:
                     # vLLM's min_tokens logits processor: no stop token (EOS included)
                     # may be sampled before min_tokens; the scheduler relies on it.
@@ -412,7 +423,8 @@ def main():
         sys.stderr = os.fdopen(2, "w", buffering=1)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-    executor_class = build_executor_class(args.step_delay_ms / 1000.0)
+    script = [int(t) for t in args.output_token_ids.split(",")] if args.output_token_ids else []
+    executor_class = build_executor_class(args.step_delay_ms / 1000.0, script)
     vllm_config = build_config(args, executor_class)
 
     from vllm.v1.engine.core import EngineCoreProc
