@@ -546,7 +546,35 @@ pub fn router(state: AppState) -> Router {
     if state.runtime_lora {
         router = router.merge(control::lora_routes());
     }
-    router.with_state(state)
+    let metrics = state.metrics.clone();
+    router
+        .layer(axum::middleware::from_fn_with_state(metrics, count_http))
+        .with_state(state)
+}
+
+/// vLLM's HTTP instrumentation: every answered request to a route, by method, status
+/// class and route (`metrics::http`).
+async fn count_http(
+    State(metrics): State<Arc<metrics::Metrics>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let handler = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map(|path| path.as_str().to_owned());
+    let response = next.run(request).await;
+    if let Some(handler) = handler {
+        metrics.http.observe(
+            method.as_str(),
+            response.status().as_u16(),
+            &handler,
+            started.elapsed().as_secs_f64(),
+        );
+    }
+    response
 }
 
 /// `GET /health`: 200 while the engines answer, 503 (empty, as vLLM) once they are dead.

@@ -7,11 +7,12 @@
 //! cache queries and hits) and the requests' iteration statistics (tokens, time to
 //! first token, inter-token latency, end-to-end / queue / prefill / decode / inference
 //! times, finish reasons), mapped as vLLM's `PrometheusStatLogger.record` maps them.
-//! Families vLLM fills from parts the frontend does not see here (speculative decoding,
-//! KV connectors, HTTP instrumentation, …) are declared with the same names and stay at
-//! their idle values.
+//! The HTTP instrumentation is fed by a middleware ([`http`]). Families vLLM fills from
+//! parts the frontend does not see here (speculative decoding, KV connectors, …) are
+//! declared with the same names and stay at their idle values.
 
 pub mod families;
+pub mod http;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -100,6 +101,8 @@ pub struct Metrics {
     specs: Vec<FamilySpec>,
     handles: HashMap<String, Handle>,
     fed: Fed,
+    /// The HTTP instrumentation families.
+    pub http: http::HttpMetrics,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -117,7 +120,13 @@ impl Metrics {
             .map_err(|e| anyhow::anyhow!("the metric families do not parse: {e}"))?;
         let mut registry = Registry::default();
         let mut handles = HashMap::new();
+        let mut http = None;
         for spec in &specs {
+            if spec.name.starts_with("http_") {
+                // Registered (once, in their place) with their labels and buckets.
+                http.get_or_insert_with(|| http::HttpMetrics::register(&mut registry));
+                continue;
+            }
             let handle = match spec.kind {
                 Kind::Counter => {
                     let family = Counters::default();
@@ -144,12 +153,14 @@ impl Metrics {
             handles.insert(spec.name.clone(), handle);
         }
         let fed = Fed::resolve(&handles)?;
+        let http = http.unwrap_or_else(|| http::HttpMetrics::register(&mut registry));
         Ok(Self {
             registry,
             model_name: model_name.to_owned(),
             specs,
             handles,
             fed,
+            http,
         })
     }
 
