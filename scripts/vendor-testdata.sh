@@ -28,6 +28,13 @@ gzip -9 -n -c "$REF/models/mistral_tekken/tekken.json" > "$OUT/models/mistral_te
 mkdir -p "$OUT/models/mistral_spm_v7"
 gzip -9 -n -c "$REF"/venv/lib/python3*/site-packages/mistral_common/data/mistral_instruct_tokenizer_241114.model.v7 \
   > "$OUT/models/mistral_spm_v7/tokenizer.model.v7.gz"
+# Its older SentencePiece models (v1, v2, v3): the Mistral renderer's parity tests.
+for pair in v1:tokenizer.model.v1 v2:mistral_instruct_tokenizer_240216.model.v2 v3:mistral_instruct_tokenizer_240323.model.v3; do
+  v=${pair%%:*}
+  mkdir -p "$OUT/models/mistral_spm_$v"
+  gzip -9 -n -c "$REF"/venv/lib/python3*/site-packages/mistral_common/data/"${pair#*:}" \
+    > "$OUT/models/mistral_spm_$v/tokenizer.model.$v.gz"
+done
 cp "$REF"/templates/*.jinja "$REF/templates/README.md" "$OUT/templates/"
 tar xzf "$REF/cand/llama_cpp_python-0.3.36.tar.gz" -O llama_cpp_python-0.3.36/vendor/llama.cpp/LICENSE > "$OUT/templates/LICENSE.llama.cpp"
 echo "testdata vendored from $REF"

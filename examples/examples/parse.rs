@@ -78,16 +78,15 @@ struct Args {
 fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let (reasoning, tool) = parser_names(&args)?;
-    if let Some(model) = &args.model {
-        let resolved = args.tokenizer_mode.resolve(model)?;
-        if resolved.mode == vllm_chat::TokenizerMode::Mistral {
-            bail!(
-                "{}: --tokenizer-mode resolves to mistral; reading a mistral-common vocabulary (tekken.json, tokenizer.model.v*) is not supported by this build of parse",
-                model.display()
-            );
+    let vocabulary = match &args.model {
+        Some(model)
+            if args.tokenizer_mode.resolve(model)?.mode == vllm_chat::TokenizerMode::Mistral =>
+        {
+            Some(Vocabulary::mistral(model)?)
         }
-    }
-    let vocabulary = args.model.as_deref().map(Vocabulary::read).transpose()?;
+        Some(model) => Some(Vocabulary::read(model)?),
+        None => None,
+    };
     let response_template = match (&args.model, &vocabulary) {
         (Some(model), Some(_)) => match read_json(model, "tokenizer_config.json")? {
             Some(config) => ResponseTemplate::from_tokenizer_config(&config)?,
@@ -292,6 +291,35 @@ struct Vocabulary {
 }
 
 impl Vocabulary {
+    /// A mistral-common vocabulary (`tekken.json`, `tokenizer.model.v*`): its
+    /// control tokens, which are what the parsers look up.
+    fn mistral(dir: &Path) -> anyhow::Result<Self> {
+        let renderer = vllm_chat::mistral::MistralRenderer::from_dir(dir, Default::default())?;
+        let names = [
+            "<s>",
+            "</s>",
+            "[INST]",
+            "[/INST]",
+            "[AVAILABLE_TOOLS]",
+            "[/AVAILABLE_TOOLS]",
+            "[TOOL_RESULTS]",
+            "[/TOOL_RESULTS]",
+            "[TOOL_CALLS]",
+            "[SYSTEM_PROMPT]",
+            "[/SYSTEM_PROMPT]",
+            "[TOOL_CONTENT]",
+            "[ARGS]",
+            "[CALL_ID]",
+            "[THINK]",
+            "[/THINK]",
+        ];
+        let tokens = names
+            .iter()
+            .filter_map(|name| Some(((*name).to_owned(), renderer.token_to_id(name)?)))
+            .collect();
+        Ok(Vocabulary { tokens })
+    }
+
     fn read(dir: &Path) -> anyhow::Result<Self> {
         let mut tokens = HashMap::new();
         if let Some(tokenizer) = read_json(dir, "tokenizer.json")? {

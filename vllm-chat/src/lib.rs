@@ -12,6 +12,10 @@
 //! - [`tokenizer`] is `tokenizers`' tokenizer with a fast exact pre-tokenizer for the
 //!   Qwen2/Llama 3 split regex; prompts are encoded by cached pieces between special
 //!   tokens.
+//! - [`mistral`] renders Mistral model directories (`tekken.json`, SentencePiece
+//!   `tokenizer.model.v*`) as vLLM's `MistralRenderer` does through mistral-common;
+//!   [`harmony`] renders gpt-oss requests as vLLM's Harmony path does. Neither uses a
+//!   chat template.
 //! - [`openai`] holds the request, response and stream-chunk types.
 //! - [`render_mode`] answers vLLM's `/v1/chat/completions/render` and
 //!   `/v1/completions/render` (render once, route by tokens, send tokens to engines).
@@ -37,6 +41,7 @@ pub mod tokenizer;
 pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};
 pub use native::{ParseTokenizerModeError, RendererKind, ResolvedMode, TokenizerMode};
+pub use native::{harmony, mistral};
 pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
 pub use template::{Clock, ContentFormat, FastPathStats, Limits};
 

@@ -100,6 +100,10 @@ pub struct ChatRenderer {
     kind: RendererKind,
     /// Inkling's special-token ids (Inkling renderers only).
     inkling: Option<native::inkling::Specials>,
+    /// The Mistral renderer (mistral-common's request encoding), for `mistral` mode.
+    mistral: Option<native::mistral::MistralRenderer>,
+    /// The Harmony renderer, for `model_type: gpt_oss`.
+    harmony: Option<native::harmony::HarmonyRenderer>,
 }
 
 /// Settings of a [`ChatRenderer`] (vLLM's server flags that affect rendering).
@@ -144,7 +148,20 @@ impl ChatRenderer {
     ) -> Result<Self, RenderError> {
         let dir = dir.as_ref();
         let resolved = mode.resolve(dir)?;
-        Self::with_renderer(ModelFiles::from_dir(dir)?, options, resolved.renderer)
+        let mistral = match resolved.renderer {
+            RendererKind::Mistral => Some(native::mistral::MistralRenderer::from_dir(
+                dir,
+                native::mistral::MistralOptions {
+                    exclude_tools_when_tool_choice_none: options
+                        .exclude_tools_when_tool_choice_none,
+                },
+            )?),
+            _ => None,
+        };
+        let mut renderer =
+            Self::with_renderer(ModelFiles::from_dir(dir)?, options, resolved.renderer)?;
+        renderer.mistral = mistral;
+        Ok(renderer)
     }
 
     /// Builds a renderer from model files and options; compiles every template.
@@ -209,7 +226,20 @@ impl ChatRenderer {
             files,
             kind,
             inkling: None,
+            mistral: None,
+            harmony: None,
         };
+        if kind == RendererKind::Harmony {
+            renderer.harmony = Some(native::harmony::HarmonyRenderer::new(
+                native::harmony::HarmonyOptions {
+                    clock: renderer.options.clock,
+                    exclude_tools_when_tool_choice_none: renderer
+                        .options
+                        .exclude_tools_when_tool_choice_none,
+                    ..native::harmony::HarmonyOptions::from_env()?
+                },
+            )?);
+        }
         if kind == RendererKind::Inkling {
             let tokenizer = renderer.tokenizer.as_ref().ok_or_else(|| {
                 RenderError::Tokenizer(
@@ -289,6 +319,10 @@ impl ChatRenderer {
 
     /// Tokenizes text (`add_special_tokens` adds BOS/EOS as the tokenizer's post-processor says).
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>, RenderError> {
+        // Mistral: `MistralTokenizer.encode` (completion prompts, `/tokenize`).
+        if let Some(mistral) = &self.mistral {
+            return mistral.encode(text, add_special_tokens);
+        }
         let tokenizer = self
             .tokenizer
             .as_ref()
@@ -321,6 +355,9 @@ impl ChatRenderer {
     /// Renders a chat request to prompt text and token ids, through the renderer
     /// of the model's tokenizer mode.
     pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt, RenderError> {
+        if let Some(prompt) = self.render_ids(request) {
+            return prompt;
+        }
         if self.kind == RendererKind::Inkling {
             let token_ids = self.render_inkling(request)?;
             return Ok(RenderedPrompt {
@@ -333,6 +370,11 @@ impl ChatRenderer {
         let add_special_tokens = request.add_special_tokens && self.kind != RendererKind::KimiK3;
         let token_ids = self.encode(&text, add_special_tokens)?;
         Ok(RenderedPrompt { text, token_ids })
+    }
+
+    /// The Mistral renderer, when the model is rendered in `mistral` mode.
+    pub fn mistral(&self) -> Option<&native::mistral::MistralRenderer> {
+        self.mistral.as_ref()
     }
 
     /// True when the request's `add_special_tokens` applies to the rendered text.
@@ -357,6 +399,9 @@ impl ChatRenderer {
                 param: Some("chat_template".into()),
             });
         }
+        if let Some(prompt) = self.render_ids(request) {
+            return prompt.map(|p| p.text);
+        }
         match self.kind {
             RendererKind::DeepseekV32 | RendererKind::DeepseekV4 | RendererKind::DeepseekV41 => {
                 self.render_native(request)
@@ -370,7 +415,29 @@ impl ChatRenderer {
     /// True when the renderer produces token ids directly (Inkling), so that the
     /// text is only their decoding and must not be tokenized again.
     pub(crate) fn renders_token_ids(&self) -> bool {
-        self.kind == RendererKind::Inkling
+        matches!(
+            self.kind,
+            RendererKind::Inkling | RendererKind::Mistral | RendererKind::Harmony
+        )
+    }
+
+    /// The renderers that build token ids without a template (Mistral, Harmony): their
+    /// prompt, or `None` for the others. A Mistral renderer needs its directory's
+    /// vocabulary, which [`ChatRenderer::from_dir_with_mode`] reads.
+    fn render_ids(
+        &self,
+        request: &ChatCompletionRequest,
+    ) -> Option<Result<RenderedPrompt, RenderError>> {
+        match self.kind {
+            RendererKind::Mistral => Some(match &self.mistral {
+                Some(mistral) => mistral.render(request),
+                None => Err(RenderError::Tokenizer(
+                    "the Mistral renderer reads its vocabulary from the model directory: build it with ChatRenderer::from_dir_with_mode".into(),
+                )),
+            }),
+            RendererKind::Harmony => self.harmony.as_ref().map(|h| h.render(request)),
+            _ => None,
+        }
     }
 
     fn decode(&self, ids: &[u32]) -> Result<String, RenderError> {

@@ -211,19 +211,21 @@ fn auto_resolves_as_vllm_does() {
 
 #[test]
 fn unported_renderers_are_refused_by_name() {
+    // gpt-oss: Harmony (vllm_chat::harmony), the same ids as the Harmony renderer.
     let dir = common::ModelDir::new("gptoss").expect("testdata/models/gptoss");
-    let err =
+    let renderer =
         ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Auto, RendererOptions::default())
-            .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            RenderError::RendererUnavailable {
-                renderer: RendererKind::Harmony,
-                ..
-            }
-        ),
-        "{err}"
+            .expect("gpt-oss renders with Harmony");
+    assert_eq!(renderer.renderer_kind(), RendererKind::Harmony);
+    let request: vllm_chat::openai::ChatCompletionRequest =
+        serde_json::from_value(json!({"messages": [{"role": "user", "content": "Hi"}]})).unwrap();
+    let harmony = vllm_chat::harmony::HarmonyRenderer::new(
+        vllm_chat::harmony::HarmonyOptions::from_env().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        renderer.render(&request).unwrap().token_ids,
+        harmony.render(&request).unwrap().token_ids
     );
     let dir = common::ModelDir::new("qwen3").expect("testdata/models/qwen3");
     for mode in [TokenizerMode::Cohere, TokenizerMode::Mistral] {

@@ -37,7 +37,7 @@ mod tokenizer;
 pub use decoder::{DecodeOptions, Delta, FinishKind, IncrementalDecoder, StopMatch};
 pub use error::{Error, Result};
 pub use logprobs::{LogprobText, TokenTexts};
-pub use sentencepiece::SentencePieceTokenizer;
+pub use sentencepiece::{SentencePieceSpec, SentencePieceTokenizer};
 pub use table::{DecodeTable, TableKind};
 pub use tekken::TekkenTokenizer;
 pub use tiktoken::TiktokenTokenizer;

@@ -67,6 +67,32 @@ struct Piece {
     /// A control token that vLLM keeps as text in streamed output (`[TOOL_CALLS]`, ...),
     /// or any piece with such a text.
     kept_marker: bool,
+    /// `SentencePiece.score` (BPE merge priority).
+    score: f32,
+    /// `SentencePiece.Type` as stored (1 normal, 2 unknown, 3 control, 4 user-defined,
+    /// 5 unused, 6 byte).
+    type_number: u64,
+}
+
+/// What an encoder needs from a SentencePiece model, as [`SentencePieceTokenizer`] parsed
+/// it (vllm-chat's Mistral renderer encodes with it; this crate only decodes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentencePieceSpec {
+    /// `TrainerSpec.model_type` (1 unigram, 2 BPE, 3 word, 4 char).
+    pub model_type: u64,
+    /// `TrainerSpec.byte_fallback`.
+    pub byte_fallback: bool,
+    /// `NormalizerSpec.add_dummy_prefix`.
+    pub add_dummy_prefix: bool,
+    /// `NormalizerSpec.remove_extra_whitespaces`.
+    pub remove_extra_whitespaces: bool,
+    /// `NormalizerSpec.escape_whitespaces`.
+    pub escape_whitespaces: bool,
+    /// `TrainerSpec.treat_whitespace_as_suffix`.
+    pub treat_whitespace_as_suffix: bool,
+    /// True when the normalizer has a precompiled character map (a real normalization
+    /// such as NFKC, as opposed to `identity`).
+    pub has_charsmap: bool,
 }
 
 /// A SentencePiece tokenizer from mistral-common (a `tokenizer.model.vN` file).
@@ -85,6 +111,7 @@ struct Piece {
 /// ```
 pub struct SentencePieceTokenizer {
     pieces: Vec<Piece>,
+    spec: SentencePieceSpec,
     /// `NormalizerSpec.add_dummy_prefix || remove_extra_whitespaces`: whether the first
     /// piece's leading `▁` is dropped.
     strip_leading_space: bool,
@@ -121,10 +148,12 @@ fn byte_of(piece: &str) -> Option<u8> {
 fn read_piece(message: &[u8]) -> Result<Piece> {
     let mut text = None;
     let mut kind_number = 1;
+    let mut score = 0.0;
     let mut reader = Reader::new(message);
     while let Some((field, value)) = reader.next_field()? {
         match (field, value) {
             (1, Value::Bytes(bytes)) => text = Some(utf8(bytes, "a piece")?),
+            (2, Value::Fixed32(bits)) => score = f32::from_bits(bits),
             (3, Value::Varint(n)) => kind_number = n,
             _ => {}
         }
@@ -144,6 +173,8 @@ fn read_piece(message: &[u8]) -> Result<Piece> {
         surface,
         kind,
         kept_marker,
+        score,
+        type_number: kind_number,
     })
 }
 
@@ -164,6 +195,15 @@ impl SentencePieceTokenizer {
         let mut pieces = Vec::new();
         // NormalizerSpec's defaults: both true.
         let (mut add_dummy_prefix, mut remove_extra_whitespaces) = (true, true);
+        let mut encoding = SentencePieceSpec {
+            model_type: 1,
+            byte_fallback: false,
+            add_dummy_prefix: true,
+            remove_extra_whitespaces: true,
+            escape_whitespaces: true,
+            treat_whitespace_as_suffix: false,
+            has_charsmap: false,
+        };
         let mut unk_surface = DEFAULT_UNK_SURFACE.to_owned();
         let mut reader = Reader::new(model);
         while let Some((field, value)) = reader.next_field()? {
@@ -177,8 +217,16 @@ impl SentencePieceTokenizer {
                 (2, Value::Bytes(trainer_spec)) => {
                     let mut spec = Reader::new(trainer_spec);
                     while let Some((field, value)) = spec.next_field()? {
-                        if let (44, Value::Bytes(surface)) = (field, value) {
-                            unk_surface = utf8(surface, "unk_surface")?;
+                        match (field, value) {
+                            (44, Value::Bytes(surface)) => {
+                                unk_surface = utf8(surface, "unk_surface")?;
+                            }
+                            (3, Value::Varint(n)) => encoding.model_type = n,
+                            (35, Value::Varint(flag)) => encoding.byte_fallback = flag != 0,
+                            (24, Value::Varint(flag)) => {
+                                encoding.treat_whitespace_as_suffix = flag != 0;
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -186,8 +234,10 @@ impl SentencePieceTokenizer {
                     let mut spec = Reader::new(normalizer_spec);
                     while let Some((field, value)) = spec.next_field()? {
                         match (field, value) {
+                            (2, Value::Bytes(map)) => encoding.has_charsmap = !map.is_empty(),
                             (3, Value::Varint(flag)) => add_dummy_prefix = flag != 0,
                             (4, Value::Varint(flag)) => remove_extra_whitespaces = flag != 0,
+                            (5, Value::Varint(flag)) => encoding.escape_whitespaces = flag != 0,
                             _ => {}
                         }
                     }
@@ -198,12 +248,27 @@ impl SentencePieceTokenizer {
         if pieces.is_empty() {
             return Err(bad("no pieces"));
         }
+        encoding.add_dummy_prefix = add_dummy_prefix;
+        encoding.remove_extra_whitespaces = remove_extra_whitespaces;
         Ok(Self {
             pieces,
+            spec: encoding,
             strip_leading_space: add_dummy_prefix || remove_extra_whitespaces,
             unk_surface,
             texts: OnceLock::new(),
         })
+    }
+
+    /// The model's encoding settings.
+    pub fn spec(&self) -> &SentencePieceSpec {
+        &self.spec
+    }
+
+    /// Every piece in id order: its text, score and `SentencePiece.Type` number.
+    pub fn pieces(&self) -> impl Iterator<Item = (&str, f32, u64)> {
+        self.pieces
+            .iter()
+            .map(|p| (p.text.as_str(), p.score, p.type_number))
     }
 
     fn piece(&self, id: u32) -> Option<&Piece> {

@@ -81,6 +81,9 @@ const LAST_VERSION_WITHOUT_SPECIAL_TOKENS: u32 = 7;
 pub struct TekkenTokenizer {
     vocab: ByteVocab,
     num_special_tokens: usize,
+    version: u32,
+    pattern: String,
+    has_image_config: bool,
     table: Arc<DecodeTable>,
     texts: OnceLock<TokenTexts>,
 }
@@ -163,13 +166,62 @@ impl TekkenTokenizer {
                 .ok_or_else(|| bad("vocab entry without token_bytes"))?;
             vocab.set(num_special_tokens + rank, decode_base64(base64)?, false);
         }
+        let pattern = config["pattern"]
+            .as_str()
+            .ok_or_else(|| bad("config.pattern is not a string"))?
+            .to_owned();
+        let has_image_config = file.get("image").is_some_and(|image| !image.is_null());
         let table = vocab.table(|text| KEPT_SPECIAL_TOKENS.iter().any(|k| k.as_bytes() == text));
         Ok(Self {
             vocab,
             num_special_tokens,
+            version,
+            pattern,
+            has_image_config,
             table,
             texts: OnceLock::new(),
         })
+    }
+}
+
+/// What an encoder needs from a `tekken.json` (mistral-common's `Tekkenizer`), parsed
+/// once here so that encoders (vllm-chat's Mistral renderer) do not parse the file again.
+impl TekkenTokenizer {
+    /// The tokenizer version of `config.version` (`3` for `"v3"`), which selects
+    /// mistral-common's instruct tokenizer.
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The pre-tokenization regex (`config.pattern`, tiktoken's `pat_str`).
+    pub fn pattern(&self) -> &str {
+        &self.pattern
+    }
+
+    /// The number of special ids (`config.default_num_special_tokens`); regular token
+    /// `rank` has id `num_special_tokens + rank`.
+    pub fn num_special_tokens(&self) -> usize {
+        self.num_special_tokens
+    }
+
+    /// True when the file has an `image` section (a multimodal model).
+    pub fn has_image_config(&self) -> bool {
+        self.has_image_config
+    }
+
+    /// The bytes of each regular token, in rank order (tiktoken's mergeable ranks).
+    pub fn regular_tokens(&self) -> impl Iterator<Item = &[u8]> {
+        (self.num_special_tokens..self.vocab.len())
+            .filter_map(|id| u32::try_from(id).ok())
+            .filter_map(|id| self.vocab.bytes(id))
+    }
+
+    /// The id of a special token given by its text (`[INST]`), as
+    /// `Tekkenizer.get_special_token`.
+    pub fn special_token_id(&self, text: &str) -> Option<u32> {
+        (0..self.num_special_tokens)
+            .filter_map(|id| u32::try_from(id).ok())
+            .find(|&id| self.vocab.bytes(id) == Some(text.as_bytes()))
     }
 }
 

@@ -34,6 +34,12 @@ use thiserror::Error;
 
 use crate::RenderError;
 
+mod encode_cache;
+pub mod harmony;
+mod harmony_schema;
+pub mod mistral;
+mod ranked_bpe;
+
 pub(crate) mod deepseek_v32;
 pub(crate) mod deepseek_v4;
 pub(crate) mod deepseek_v41;
@@ -281,6 +287,8 @@ impl RendererKind {
                 | RendererKind::DeepseekV41
                 | RendererKind::KimiK3
                 | RendererKind::Inkling
+                | RendererKind::Mistral
+                | RendererKind::Harmony
         )
     }
 }

@@ -26,8 +26,8 @@ pub enum ModelError {
     /// No HF tokenizer in the directory.
     #[error(
         "no tokenizer in {dir}: looked for tokenizer.json and tokenizer.json.gz \
-         (HF `tokenizers` format; Mistral tekken/SentencePiece directories need \
-         `--tokenizer-mode mistral`, not supported by this loader yet)"
+         (HF `tokenizers` format; Mistral tekken/SentencePiece directories load with \
+         `--tokenizer-mode mistral` or `auto`)"
     )]
     NoTokenizer {
         /// The directory.
@@ -116,6 +116,9 @@ impl Model {
         options: RendererOptions,
         kind: RendererKind,
     ) -> Result<Self, ModelError> {
+        if kind == RendererKind::Mistral {
+            return Self::load_mistral(dir, options);
+        }
         if !kind.is_available() {
             // Before the tokenizer check: a Mistral directory has no tokenizer.json.
             ChatRenderer::with_renderer(ModelFiles::default(), options.clone(), kind)?;
@@ -138,6 +141,45 @@ impl Model {
         Ok(model)
     }
 
+    /// A Mistral directory (`tekken.json` or `tokenizer.model.v*`): the Mistral
+    /// renderer, vllm-detok's decoder of the same vocabulary, `</s>` as EOS.
+    fn load_mistral(dir: &Path, options: RendererOptions) -> Result<Self, ModelError> {
+        let renderer = ChatRenderer::from_dir_with_mode(dir, TokenizerMode::Mistral, options)?;
+        let mistral = renderer.mistral().ok_or_else(|| ModelError::NoTokenizer {
+            dir: dir.to_owned(),
+        })?;
+        let tokenizer = mistral.tokenizer();
+        let eos_token_id = Some(mistral.eos_token_id());
+        let tokenizer_size = tokenizer.vocab_size() as u64;
+        let config = renderer.model_files().config.as_ref();
+        let vocab_size = config
+            .and_then(|c| {
+                c.get("vocab_size")
+                    .or_else(|| c.get("text_config")?.get("vocab_size"))
+            })
+            .and_then(Value::as_u64)
+            .unwrap_or(tokenizer_size);
+        let extra_eos_token_ids = renderer
+            .model_files()
+            .generation_config
+            .as_ref()
+            .and_then(|config| config.get("eos_token_id"))
+            .map(token_ids)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|id| Some(*id) != eos_token_id)
+            .collect();
+        Ok(Self {
+            max_token_id: vocab_size.max(tokenizer_size).saturating_sub(1),
+            renderer,
+            tokenizer,
+            eos_token_id,
+            extra_eos_token_ids,
+            vocab_size,
+            response_template: None,
+        })
+    }
+
     /// The parsers named by `--reasoning-parser` / `--tool-call-parser`
     /// (`--enable-auto-tool-choice`) for this model, with vLLM's start-up checks
     /// (registered names, the tokens each parser needs, a response template for `hf`
@@ -149,12 +191,16 @@ impl Model {
         enable_auto_tool_choice: bool,
     ) -> Result<ServingParsers, vllm_parser::ParserError> {
         let tokenizer = self.renderer.tokenizer();
+        let mistral = self.renderer.mistral();
         ServingParsers::new(
             reasoning,
             tool,
             enable_auto_tool_choice,
             self.response_template.clone(),
-            |token| tokenizer.and_then(|t| t.token_to_id(token)),
+            |token| match mistral {
+                Some(mistral) => mistral.token_to_id(token),
+                None => tokenizer.and_then(|t| t.token_to_id(token)),
+            },
         )
     }
 
