@@ -328,13 +328,16 @@ def lora_battery(base: str, model: str):
 
 def metric_lines(text: str) -> list[str]:
     """An exposition, comparable across servers: HELP/TYPE lines in order, then the
-    sample lines sorted, without the values of timing histograms and HTTP series."""
+    sample lines sorted, without the values of timing histograms (HTTP ones included) and
+    the count of readiness polls."""
     head, samples = [], []
     for line in text.splitlines():
         if line.startswith("#"):
             head.append(line)
-        elif line.startswith("http_"):
-            continue
+        elif line.startswith("http_") and not line.startswith("http_requests_total"):
+            continue  # HTTP timings
+        elif 'handler="/v1/models"' in line:
+            continue  # the readiness polls, as many as a start-up takes
         elif line:
             name = line.split("{", 1)[0].split(" ", 1)[0]
             if name.endswith(("_seconds_bucket", "_seconds_sum")):
