@@ -10,6 +10,9 @@
 //! - the LoRA RPCs are `FAILED_PRECONDITION` when an engine runs without LoRA; names
 //!   that clash are `ALREADY_EXISTS`, unknown ones `NOT_FOUND`;
 //! - `Abort` with no ids aborts nothing (`/abort_requests` aborts everything);
+//! - `Sleep` and `WakeUp` are `FAILED_PRECONDITION` (before their request is read)
+//!   unless every engine reported sleep mode at its handshake; `UnloadLora` refuses an
+//!   empty name before it looks at the engines;
 //! - `PauseGeneration` and `Sleep` take `PAUSE_MODE_UNSPECIFIED` as `abort`; `Sleep`
 //!   defaults to level 1 and takes any level above 2 as 2 (discard everything, as
 //!   vLLM's workers treat every level but 1);

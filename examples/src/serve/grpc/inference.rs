@@ -9,8 +9,13 @@
 //! - one sequence per request (`num_sequences > 1` is refused);
 //! - `max_new_tokens = 0` means "up to the context length";
 //! - candidate tokens are the top-n of each position (`CandidateTokens.top_n`, with
-//!   `output_logprobs` / `prompt_logprobs`); `all` asks for the whole vocabulary
-//!   (refused above `--max-logprobs`); a list of token ids returns no candidates;
+//!   `output_logprobs` / `prompt_logprobs`): the engine's top-k columns, never its
+//!   column 0 (the sampled or prompt token) unless that token is one of them; `all`
+//!   asks for the whole vocabulary (refused above `--max-logprobs`); a list of token
+//!   ids returns no candidates;
+//! - an adapter on engines without LoRA is `FAILED_PRECONDITION`; a request the
+//!   engine fails is `INTERNAL` "engine failed during generation"; a unary call past
+//!   the caller's `grpc-timeout` is `DEADLINE_EXCEEDED`;
 //! - the stream sends `prompt_info` alone first, then one message per engine step;
 //!   the final one carries `finish_info`;
 //! - an omitted temperature is 0; omitted top-k, top-p, min-p and repetition penalty
