@@ -19,9 +19,9 @@
 #    vllm-rs, both in front of the mock engine (examples/scripts/control_conformance.py),
 #    then both in front of vLLM's real EngineCoreProc (--real-engine).
 # 5. serve's gRPC services (--grpc-port: vllm.Inference, vllm.Control, health) side by
-#    side with vllm-rs's, both in front of the mock engine
-#    (examples/scripts/grpc_conformance.py; a Python with grpcio: $GRPC_PYTHON, default
-#    $REF/venv-grpc, created with pip on first use).
+#    side with vllm-rs's, both in front of the mock engine, then both in front of vLLM's
+#    real EngineCoreProc (--real-engine) (examples/scripts/grpc_conformance.py; a Python
+#    with grpcio: $GRPC_PYTHON, default $REF/venv-grpc, created with pip on first use).
 # 6. `serve` against vLLM's own OpenAI frontend (examples/scripts/compare_vllm_frontend.py).
 # Prints a PASS/FAIL summary; exits non-zero if anything failed.
 set -uo pipefail
@@ -123,6 +123,14 @@ if [ "$built" = 1 ] && REF="$REF" "$GRPC_PYTHON" examples/scripts/grpc_conforman
     record "serve gRPC services vs vllm-rs (examples/scripts/grpc_conformance.py)" PASS
 else
     record "serve gRPC services vs vllm-rs (examples/scripts/grpc_conformance.py)" FAIL
+fi
+
+echo "== the same, both in front of vLLM's real EngineCoreProc (scripted executor)"
+if [ "$built" = 1 ] && REF="$REF" "$GRPC_PYTHON" examples/scripts/grpc_conformance.py \
+        --serve "$SERVE" --mock-engine "$MOCK_ENGINE_BIN" --real-engine; then
+    record "serve gRPC services vs vllm-rs, real EngineCoreProc (grpc_conformance.py --real-engine)" PASS
+else
+    record "serve gRPC services vs vllm-rs, real EngineCoreProc (grpc_conformance.py --real-engine)" FAIL
 fi
 
 echo "== serve against vLLM's own OpenAI frontend, each in front of a mock engine"

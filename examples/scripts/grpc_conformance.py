@@ -60,6 +60,8 @@ def stubs(workdir):
 
 def normalize(text):
     text = re.sub(r"call_id=\d+", "call_id=N", text)
+    # vLLM's engine names itself by its start time (`VllmConfig.instance_id`, time_ns).
+    text = re.sub(r'"instance_id": "\d+"', '"instance_id": "TIME_NS"', text)
     text = re.sub(r"mock-engine-(\d+)-\d+", r"mock-engine-\1-PID", text)
     text = re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "UUID", text)
     return text

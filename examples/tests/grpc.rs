@@ -596,6 +596,8 @@ fn weight_transfer_needs_a_backend_and_the_version_follows_updates() {
                 MockConfig {
                     output: OutputMode::Random { seed: 1 },
                     weight_transfer_backend: Some("nccl".into()),
+                    // An engine without sleep mode (and without LoRA).
+                    enable_sleep_mode: false,
                     ..MockConfig::default()
                 },
             )
@@ -617,7 +619,7 @@ fn weight_transfer_needs_a_backend_and_the_version_follows_updates() {
             .await
             .unwrap()
             .into_inner();
-        let rl = info.rl_capabilities.unwrap();
+        let rl = info.rl_capabilities.clone().unwrap();
         assert_eq!(
             (
                 rl.weight_transfer_enabled,
@@ -680,6 +682,71 @@ fn weight_transfer_needs_a_backend_and_the_version_follows_updates() {
             control.shutdown(pb::ShutdownRequest {}).await,
             Code::FailedPrecondition,
             "this server does not manage the engine process",
+        );
+
+        // Without sleep mode, `Sleep` and `WakeUp` are refused before their request is
+        // read (a bad mode included).
+        let no_sleep = "sleep mode is not configured; start vLLM with --enable-sleep-mode";
+        let rl = info.rl_capabilities.as_ref().unwrap();
+        assert!(!rl.sleep_mode_enabled);
+        assert_status(
+            control
+                .sleep(pb::SleepRequest {
+                    mode: 9,
+                    ..Default::default()
+                })
+                .await,
+            Code::FailedPrecondition,
+            no_sleep,
+        );
+        assert_status(
+            control.sleep(pb::SleepRequest::default()).await,
+            Code::FailedPrecondition,
+            no_sleep,
+        );
+        assert_status(
+            control.wake_up(pb::WakeUpRequest::default()).await,
+            Code::FailedPrecondition,
+            no_sleep,
+        );
+        let sleeping = control
+            .is_sleeping(pb::IsSleepingRequest {})
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(!sleeping.sleeping);
+
+        // Without LoRA: an adapter in `Generate` is a precondition failure; an unnamed
+        // `UnloadLora` is refused for its name first.
+        assert_eq!(info.max_loras, 0);
+        let no_lora = "engine was not started with LoRA enabled";
+        assert_status(
+            inference
+                .generate(pb::GenerateRequest {
+                    lora_name: "nope".into(),
+                    ..request(1)
+                })
+                .await,
+            Code::FailedPrecondition,
+            no_lora,
+        );
+        assert_status(
+            control
+                .unload_lora(pb::UnloadLoraRequest {
+                    lora_name: String::new(),
+                })
+                .await,
+            Code::InvalidArgument,
+            "lora_name is required",
+        );
+        assert_status(
+            control
+                .unload_lora(pb::UnloadLoraRequest {
+                    lora_name: "a".into(),
+                })
+                .await,
+            Code::FailedPrecondition,
+            no_lora,
         );
     });
     run(server.stop());

@@ -84,6 +84,19 @@ impl Step {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerationError(pub ApiError);
 
+/// vLLM's message for a request the engine finished with `FinishReason.ERROR` (its
+/// `EngineGenerateError`, a 500).
+pub const ENGINE_FAILED: &str = "the engine failed to process the request";
+
+impl GenerationError {
+    /// Whether the engine itself failed the request (it finished it with
+    /// `FinishReason.ERROR`), as opposed to a refusal or a frontend error; frontends
+    /// other than vLLM's HTTP server word this failure their own way.
+    pub fn engine_failed(&self) -> bool {
+        self.0.status == 500 && self.0.message == ENGINE_FAILED
+    }
+}
+
 /// One request in flight on an engine.
 pub struct Generation {
     client: EngineCoreClient,
@@ -308,9 +321,7 @@ impl Generation {
             }));
         }
         if output.finish_reason == Some(FinishReason::Error) {
-            return Err(GenerationError(ApiError::internal(
-                "the engine failed to process the request",
-            )));
+            return Err(GenerationError(ApiError::internal(ENGINE_FAILED)));
         }
         if let Some(params) = &output.kv_transfer_params
             && let Value::Object(params) = super::control::json::value_to_json(params)

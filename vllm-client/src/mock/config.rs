@@ -99,6 +99,11 @@ pub struct MockConfig {
     /// gRPC server require before the weight-transfer calls. The mock's worker follows
     /// vLLM's session rules whatever it reports.
     pub weight_transfer_backend: Option<String>,
+    /// Whether the engine reports sleep mode at its handshake (vLLM's
+    /// `--enable-sleep-mode`; on by default here), which frontends such as vllm-rs's
+    /// gRPC server require before `Sleep` and `WakeUp`. The mock sleeps and wakes on
+    /// request whatever it reports.
+    pub enable_sleep_mode: bool,
     /// A KV connector for prefill/decode disaggregation (vLLM's
     /// `--kv-transfer-config '{"kv_connector": …}'`), emulated: a request whose
     /// `extra_args["kv_transfer_params"]` asks for a remote decode (`do_remote_decode`)
@@ -151,6 +156,7 @@ impl Default for MockConfig {
             python_hash_seed: None,
             kv_events: None,
             weight_transfer_backend: None,
+            enable_sleep_mode: true,
             kv_connector: None,
         }
     }

@@ -213,7 +213,7 @@ fn ready_response(
             .kv_events_for_rank(rank)
             .map(|c| crate::wire::from_slice(&crate::wire::to_vec(&c)).unwrap_or_default()),
         kv_cache_max_concurrency: Some(config.max_num_seqs as f64),
-        enable_sleep_mode: true,
+        enable_sleep_mode: config.enable_sleep_mode,
         weight_transfer_backend: config.weight_transfer_backend.clone(),
         coordinator_input_address: addresses.coordinator_input.clone(),
         coordinator_output_address: addresses.coordinator_output.clone(),

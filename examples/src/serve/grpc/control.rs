@@ -10,6 +10,9 @@
 //! - the LoRA RPCs are `FAILED_PRECONDITION` when an engine runs without LoRA; names
 //!   that clash are `ALREADY_EXISTS`, unknown ones `NOT_FOUND`;
 //! - `Abort` with no ids aborts nothing (`/abort_requests` aborts everything);
+//! - `Sleep` and `WakeUp` are `FAILED_PRECONDITION` (before their request is read)
+//!   unless every engine reported sleep mode at its handshake; `UnloadLora` refuses an
+//!   empty name before it looks at the engines;
 //! - `PauseGeneration` and `Sleep` take `PAUSE_MODE_UNSPECIFIED` as `abort`; `Sleep`
 //!   defaults to level 1 and takes any level above 2 as 2 (discard everything, as
 //!   vLLM's workers treat every level but 1);
@@ -67,6 +70,19 @@ impl Control {
         } else {
             Err(Status::failed_precondition(
                 "engine was not started with LoRA enabled",
+            ))
+        }
+    }
+
+    /// vllm-rs refuses `Sleep` and `WakeUp` (before reading the request) when an engine
+    /// was started without sleep mode.
+    fn require_sleep_mode(&self) -> Result<(), Status> {
+        let ready = self.ready();
+        if !ready.is_empty() && ready.iter().all(|r| r.enable_sleep_mode) {
+            Ok(())
+        } else {
+            Err(Status::failed_precondition(
+                "sleep mode is not configured; start vLLM with --enable-sleep-mode",
             ))
         }
     }
@@ -304,13 +320,18 @@ impl pb::control_server::Control for Control {
         &self,
         request: Request<pb::UnloadLoraRequest>,
     ) -> Answer<pb::UnloadLoraResponse> {
+        let name = request.into_inner().lora_name;
+        // vllm-rs wants a name before it looks at the engines.
+        if name.is_empty() {
+            return Err(lora_status(LoraError::MissingName));
+        }
         self.require_lora()?;
         let unloaded = self
             .state
             .app
             .api
             .loras
-            .unload_adapter(self.client(), &request.into_inner().lora_name)
+            .unload_adapter(self.client(), &name)
             .await
             .map_err(lora_status)?;
         ok(pb::UnloadLoraResponse {
@@ -371,6 +392,7 @@ impl pb::control_server::Control for Control {
     }
 
     async fn sleep(&self, request: Request<pb::SleepRequest>) -> Answer<pb::SleepResponse> {
+        self.require_sleep_mode()?;
         let request = request.into_inner();
         let level = match request.level.unwrap_or(1) {
             0 => SleepLevel::Scheduling,
@@ -383,6 +405,7 @@ impl pb::control_server::Control for Control {
     }
 
     async fn wake_up(&self, request: Request<pb::WakeUpRequest>) -> Answer<pb::WakeUpResponse> {
+        self.require_sleep_mode()?;
         let tags = request.into_inner().tags;
         let tags = (!tags.is_empty()).then_some(tags);
         done(lifecycle::wake(self.client(), tags.as_deref()).await)?;

@@ -9,8 +9,13 @@
 //! - one sequence per request (`num_sequences > 1` is refused);
 //! - `max_new_tokens = 0` means "up to the context length";
 //! - candidate tokens are the top-n of each position (`CandidateTokens.top_n`, with
-//!   `output_logprobs` / `prompt_logprobs`); `all` asks for the whole vocabulary
-//!   (refused above `--max-logprobs`); a list of token ids returns no candidates;
+//!   `output_logprobs` / `prompt_logprobs`): the engine's top-k columns, never its
+//!   column 0 (the sampled or prompt token) unless that token is one of them; `all`
+//!   asks for the whole vocabulary (refused above `--max-logprobs`); a list of token
+//!   ids returns no candidates;
+//! - an adapter on engines without LoRA is `FAILED_PRECONDITION`; a request the
+//!   engine fails is `INTERNAL` "engine failed during generation"; a unary call past
+//!   the caller's `grpc-timeout` is `DEADLINE_EXCEEDED`;
 //! - the stream sends `prompt_info` alone first, then one message per engine step;
 //!   the final one carries `finish_info`;
 //! - an omitted temperature is 0; omitted top-k, top-p, min-p and repetition penalty
@@ -23,10 +28,13 @@
 //!   parameters are accepted and not used.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use futures::Stream;
 use tonic::{Request, Response, Status};
-use vllm_chat::pipeline::generation::{PositionLogprobs, Samples, Step};
+use vllm_chat::pipeline::generation::{
+    Candidate, GenerationError, PositionLogprobs, Samples, Step,
+};
 use vllm_chat::pipeline::{EngineExtras, TokensPrompt, ids};
 use vllm_chat::render_mode;
 
@@ -132,6 +140,14 @@ fn prepare(
     let lora_request = if request.lora_name.is_empty() {
         None
     } else {
+        // vllm-rs: an adapter on engines started without LoRA is a precondition
+        // failure, before the adapter is looked up.
+        let engines = pipeline.client().engines();
+        if engines.is_empty() || !engines.iter().all(|e| e.ready.supports_lora) {
+            return Err(Status::failed_precondition(
+                "engine was not started with LoRA enabled",
+            ));
+        }
         Some(api.loras.get(&request.lora_name).ok_or_else(|| {
             Status::not_found(format!(
                 "LoRA adapter `{}` is not loaded",
@@ -388,6 +404,22 @@ fn structured_outputs(
     Ok(Some(params))
 }
 
+/// The engine's top-k columns of a position (column `c` holds the `c`-th best token),
+/// without its column 0, the sampled (or prompt) token, as vllm-rs lists candidates.
+/// vLLM's logprob dict keeps each id once: the sampled token, listed first, was also
+/// one of the columns exactly when no other entry holds its rank (the column it took);
+/// a sampled token that ties a column's logprob but is not that column stays out.
+fn top_columns(position: &PositionLogprobs) -> Vec<&Candidate> {
+    let Some((sampled, columns)) = position.candidates.split_first() else {
+        return Vec::new();
+    };
+    let mut top: Vec<&Candidate> = columns.iter().collect();
+    if !columns.iter().any(|c| c.rank == sampled.rank) {
+        top.push(sampled);
+    }
+    top
+}
+
 /// Logprobs, ranks and candidates of some positions (`None`: a position nothing
 /// predicts, the prompt's first). Candidates are the top-`n`, best first.
 fn logprob_columns(
@@ -406,13 +438,8 @@ fn logprob_columns(
         };
         logprobs.push(position.sampled.logprob as f32);
         ranks.push(u32::try_from(position.sampled.rank.max(0)).unwrap_or(u32::MAX));
-        // The engine's top-n have ranks 1..=n; the sampled token, listed first, is
-        // among them only when its own rank is.
-        let mut top: Vec<&vllm_chat::pipeline::generation::Candidate> = position
-            .candidates
-            .iter()
-            .filter(|c| c.rank >= 1 && c.rank as usize <= n)
-            .collect();
+        let mut top = top_columns(position);
+        top.retain(|c| c.rank >= 1 && c.rank as usize <= n);
         top.sort_by_key(|c| c.rank);
         candidates.push(pb::CandidateTokenInfo {
             tokens: top
@@ -426,6 +453,42 @@ fn logprob_columns(
         });
     }
     (logprobs, ranks, candidates)
+}
+
+/// A generation's failure as vllm-rs's status: an engine that failed the request
+/// (vLLM's HTTP server: "the engine failed to process the request") is
+/// `INTERNAL` "engine failed during generation"; other errors keep their message.
+fn failure(error: &GenerationError) -> Status {
+    if error.engine_failed() {
+        Status::internal("engine failed during generation")
+    } else {
+        status(&error.0)
+    }
+}
+
+/// How early `Generate` gives up before the caller's deadline, so that its own
+/// `DEADLINE_EXCEEDED` answer comes before tonic's transport timer (started when the
+/// request arrived), which would answer `CANCELLED` "Timeout expired".
+const DEADLINE_MARGIN: Duration = Duration::from_millis(25);
+
+/// The time left by the caller's `grpc-timeout` (`<digits><H|M|S|m|u|n>`), less
+/// [`DEADLINE_MARGIN`]; `None` without one or with one that does not parse. As a
+/// grpcio server (and the client's own timer in front of vllm-rs) does, a call past
+/// its deadline then ends `DEADLINE_EXCEEDED` "Deadline Exceeded".
+fn deadline(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
+    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
+    let amount: u64 = digits.parse().ok()?;
+    let timeout = match unit {
+        "H" => Duration::from_secs(amount.saturating_mul(3600)),
+        "M" => Duration::from_secs(amount.saturating_mul(60)),
+        "S" => Duration::from_secs(amount),
+        "m" => Duration::from_millis(amount),
+        "u" => Duration::from_micros(amount),
+        "n" => Duration::from_nanos(amount),
+        _ => return None,
+    };
+    Some(timeout.saturating_sub(DEADLINE_MARGIN))
 }
 
 /// A request in flight: its samples and what it has answered so far.
@@ -521,6 +584,27 @@ impl Running {
 }
 
 impl Inference {
+    /// `Generate`'s work: the whole answer once the request finished.
+    async fn generate_whole(
+        &self,
+        request: Request<pb::GenerateRequest>,
+    ) -> Result<Response<pb::GenerateResponse>, Status> {
+        let mut running = self.start(request.into_inner()).await?;
+        let mut whole = Step::default();
+        while let Some((_, step)) = running.samples.next().await {
+            whole.merge(step.map_err(|e| failure(&e))?);
+        }
+        if whole.finish.is_none() {
+            return Err(Status::internal("the request ended without a finish"));
+        }
+        let prompt_info = running.prompt_info();
+        let outputs = running.output(whole);
+        Ok(Response::new(pb::GenerateResponse {
+            prompt_info: Some(prompt_info),
+            outputs: Some(outputs),
+        }))
+    }
+
     async fn start(&self, request: pb::GenerateRequest) -> Result<Running, Status> {
         let (prompt, include) = prepare(&self.state, request)?;
         let tokens = prompt.token_ids.clone();
@@ -549,20 +633,12 @@ impl pb::inference_server::Inference for Inference {
         &self,
         request: Request<pb::GenerateRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
-        let mut running = self.start(request.into_inner()).await?;
-        let mut whole = Step::default();
-        while let Some((_, step)) = running.samples.next().await {
-            whole.merge(step.map_err(|e| status(&e.0))?);
+        match deadline(request.metadata()) {
+            Some(limit) => tokio::time::timeout(limit, self.generate_whole(request))
+                .await
+                .unwrap_or_else(|_| Err(Status::deadline_exceeded("Deadline Exceeded"))),
+            None => self.generate_whole(request).await,
         }
-        if whole.finish.is_none() {
-            return Err(Status::internal("the request ended without a finish"));
-        }
-        let prompt_info = running.prompt_info();
-        let outputs = running.output(whole);
-        Ok(Response::new(pb::GenerateResponse {
-            prompt_info: Some(prompt_info),
-            outputs: Some(outputs),
-        }))
     }
 
     type GenerateStreamStream = GenerateStreamItems;
@@ -583,7 +659,7 @@ impl pb::inference_server::Inference for Inference {
                 }
                 let (message, finished) = match running.samples.next().await {
                     None => return None,
-                    Some((_, Err(error))) => (Err(status(&error.0)), true),
+                    Some((_, Err(error))) => (Err(failure(&error)), true),
                     Some((_, Ok(step))) => {
                         let finished = step.finish.is_some();
                         if step.token_ids.is_empty() && !finished && step.text.is_empty() {
@@ -612,5 +688,57 @@ impl pb::inference_server::Inference for Inference {
             },
         );
         Ok(Response::new(Box::pin(futures::StreamExt::flatten(stream))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn candidate(id: u32, rank: i64) -> Candidate {
+        Candidate {
+            id,
+            logprob: -(rank as f64),
+            text: String::new(),
+            rank,
+        }
+    }
+
+    fn ids(position: &PositionLogprobs, n: usize) -> Vec<(u32, u32)> {
+        let (_, _, candidates) = logprob_columns(&[Some(position.clone())], n);
+        candidates[0]
+            .tokens
+            .iter()
+            .map(|t| (t.id, t.rank))
+            .collect()
+    }
+
+    #[test]
+    fn candidates_are_the_top_columns_without_the_sampled_token() {
+        // The sampled token is the best one: vLLM's dict holds it once, in column 1.
+        let best = PositionLogprobs {
+            sampled: candidate(7, 1),
+            candidates: vec![candidate(7, 1), candidate(8, 2)],
+        };
+        assert_eq!(ids(&best, 2), [(7, 1), (8, 2)]);
+        assert_eq!(ids(&best, 1), [(7, 1)]);
+        // Outside the top-k: only the columns.
+        let worse = PositionLogprobs {
+            sampled: candidate(7, 5),
+            candidates: vec![candidate(7, 5), candidate(8, 1), candidate(9, 2)],
+        };
+        assert_eq!(ids(&worse, 2), [(8, 1), (9, 2)]);
+        // Ranked first on a tie, but column 1 holds another token: the column only.
+        let tie = PositionLogprobs {
+            sampled: candidate(7, 1),
+            candidates: vec![candidate(7, 1), candidate(8, 1)],
+        };
+        assert_eq!(ids(&tie, 1), [(8, 1)]);
+        // In column 2 (its dict entry took that column's rank).
+        let second = PositionLogprobs {
+            sampled: candidate(7, 2),
+            candidates: vec![candidate(7, 2), candidate(8, 1)],
+        };
+        assert_eq!(ids(&second, 2), [(8, 1), (7, 2)]);
     }
 }
