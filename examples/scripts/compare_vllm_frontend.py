@@ -145,7 +145,7 @@ MODES = {
 # Modes whose streamed answers are compared chunk by chunk rather than merged per
 # choice: their engines emit slowly enough (`--mock-tokens-per-second`) that every
 # engine output reaches a frontend alone, so the chunking is the frontend's choice.
-RAW_CHUNKS = {"interval": "10"}
+RAW_CHUNKS = {"interval": "5"}
 # Modes whose engines are vLLM 0.33.0's own EngineCoreProc (real scheduler, detokenizer
 # inputs, stop handling; a scripted executor samples the token ids of the given text,
 # special tokens as their ids, then the EOS): the model output holds special tokens, as
@@ -429,10 +429,12 @@ async def compare(args, mode: str) -> list[str]:
             wait_for_health(base)
             if mode in RAW_CHUNKS:
                 # vLLM's first request with logprobs stalls its event loop for a moment
-                # (lazy imports), which would merge that request's chunks.
+                # (lazy imports), and a debug build's first render is slow too: either
+                # would merge that request's chunks.
                 warm_up = {"model": "qwen3", "messages": serve_answers.MSG, "max_tokens": 2,
                            "stream": True, "logprobs": True, "top_logprobs": 1}
                 await asgi_post(app, "/v1/chat/completions", warm_up)
+                http_post(base, "/v1/chat/completions", warm_up)
             for name, path, body, modes in serve_answers.N_CASES:
                 if mode not in modes:
                     continue
