@@ -159,16 +159,7 @@ impl Model {
             })
             .and_then(Value::as_u64)
             .unwrap_or(tokenizer_size);
-        let extra_eos_token_ids = renderer
-            .model_files()
-            .generation_config
-            .as_ref()
-            .and_then(|config| config.get("eos_token_id"))
-            .map(token_ids)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|id| Some(*id) != eos_token_id)
-            .collect();
+        let extra_eos_token_ids = extra_eos_token_ids(&renderer, eos_token_id);
         Ok(Self {
             max_token_id: vocab_size.max(tokenizer_size).saturating_sub(1),
             renderer,
@@ -228,16 +219,7 @@ impl Model {
             .iter()
             .find(|(key, _)| key == "eos_token")
             .and_then(|(_, token)| hf.token_to_id(token));
-        let extra_eos_token_ids = renderer
-            .model_files()
-            .generation_config
-            .as_ref()
-            .and_then(|config| config.get("eos_token_id"))
-            .map(token_ids)
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|id| Some(*id) != eos_token_id)
-            .collect();
+        let extra_eos_token_ids = extra_eos_token_ids(&renderer, eos_token_id);
         let tokenizer_size = hf.get_vocab_size(true) as u64;
         // The tokenizer's `max_token_id`: its largest id, or its base vocabulary size - 1.
         let tokenizer_max = hf
@@ -332,4 +314,19 @@ fn read_gzip(path: &Path) -> Result<Vec<u8>, ModelError> {
         .read_to_end(&mut bytes)
         .map_err(gzip)?;
     Ok(bytes)
+}
+
+/// `generation_config.json`'s EOS ids other than the tokenizer's own, which vLLM adds to
+/// the stop tokens (`update_from_generation_config`).
+fn extra_eos_token_ids(renderer: &ChatRenderer, eos_token_id: Option<u32>) -> Vec<u32> {
+    renderer
+        .model_files()
+        .generation_config
+        .as_ref()
+        .and_then(|config| config.get("eos_token_id"))
+        .map(token_ids)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|id| Some(*id) != eos_token_id)
+        .collect()
 }
