@@ -364,6 +364,15 @@ def template_memory(server, quick):
         "{{ 'ab'|center(1000000000) }}",
         "{% for i in range(100000000) %}{{ 'x' * 1000 }}{% endfor %}",
         "{{ range(100000000)|join('-' * 1000) }}",
+        # minijinja's own operators (checked in request templates since issue 19).
+        "{% set ns = namespace(x=[1]) %}{% for i in range(40) %}"
+        "{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|length }}",
+        "{% set ns = namespace(s='x') %}{% for i in range(40) %}"
+        "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+        "{% set n = 100000000 %}{{ (['ab'] * n) ~ '' }}",
+        "{{ (['ab'] * 100000000) ~ '' }}",
+        "{% set ns = namespace(l=[], s='x' * 10000000) %}{% for i in range(1000) %}"
+        "{% set ns.l = ns.l + [ns.s ~ i] %}{% endfor %}{{ ns.l|length }}",
     ]
     problems = []
     for template in templates:

@@ -5,6 +5,10 @@
 # (`tokenizers` Python binding for tokenize, transformers' apply_chat_template for
 # render) — as medians and ratios. Each request carries a fresh first line so that
 # no cache answers it. Token ids are compared across all three before timing.
+# Besides wall-clock round trips (which include the Python client and loopback, the
+# same for both servers), it reports each server's CPU time per call (all its
+# threads, from /proc/PID/task/*/schedstat) beside HF's thread CPU time: on a shared
+# machine the CPU ratios are the stable figures.
 #
 #   REF=$HOME/.cache/vllm-reference vllm-chat/scripts/bench_long_prompt.sh
 #
@@ -91,9 +95,10 @@ PIDS+=($!)
 "$VLLM_RS" render "$WORK/qwen3" --port 18102 --served-model-name qwen3 --max-model-len 1000000 >"$WORK/vllm-rs.log" 2>&1 &
 PIDS+=($!)
 
-"$PY" - "$WORK" "$LIB_OUT" "${REPS_SCALE:-1}" <<'EOF'
-import http.client, json, os, re, statistics, sys, time
+"$PY" - "$WORK" "$LIB_OUT" "${REPS_SCALE:-1}" "${PIDS[0]}" "${PIDS[1]}" <<'EOF'
+import glob, http.client, json, os, re, statistics, sys, time
 work, lib_out, scale = sys.argv[1], sys.argv[2], float(sys.argv[3])
+pids = {"ours": sys.argv[4], "vllm-rs": sys.argv[5]}
 from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 model = f"{work}/qwen3"
@@ -116,12 +121,26 @@ for p in servers.values():
     wait(p)
 conns = {k: http.client.HTTPConnection("127.0.0.1", p, timeout=120) for k, p in servers.items()}
 
-def post(name, path, body):
+def server_cpu(name):
+    """CPU seconds all threads of a server have run (scheduler statistics, in ns)."""
+    total = 0
+    for f in glob.glob(f"/proc/{pids[name]}/task/*/schedstat"):
+        try:
+            total += int(open(f).read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass  # a thread that ended between the listing and the read
+    return total * 1e-9
+
+cpu = {}
+def post(name, path, body, key=None):
     data = json.dumps(body).encode()
+    c0 = server_cpu(name)
     t = time.perf_counter()
     conns[name].request("POST", path, data, {"Content-Type": "application/json"})
     r = conns[name].getresponse(); out = r.read()
     dt = time.perf_counter() - t
+    if key:
+        cpu.setdefault(key, []).append(server_cpu(name) - c0)
     if r.status != 200:
         sys.exit(f"{name} {path}: {r.status} {out[:300]!r}")
     return dt, json.loads(out)
@@ -173,28 +192,44 @@ for size in ("1k", "32k", "300k"):
         got = ids_of(post(key.split()[0], *call(0))[1])
         assert got == want[key.split()[1]], f"{key}: ids differ at {size} ({len(got or [])} vs {len(want[key.split()[1]])})"
     times = {k: [] for k in [*calls, "hf render", "hf tokenize"]}
+    cpu.clear()
     for i in range(1, n + 1):
         for key, call in calls.items():  # interleaved, so drift hits all alike
-            times[key].append(post(key.split()[0], *call(i))[0])
-        t = time.perf_counter(); hf.apply_chat_template(msgs(i), tokenize=True, add_generation_prompt=True, return_dict=False)
+            times[key].append(post(key.split()[0], *call(i), key=key)[0])
+        c = time.thread_time(); t = time.perf_counter()
+        hf.apply_chat_template(msgs(i), tokenize=True, add_generation_prompt=True, return_dict=False)
         times["hf render"].append(time.perf_counter() - t)
-        t = time.perf_counter(); tok.encode(f"request {i}\n{text}")
+        cpu.setdefault("hf render", []).append(time.thread_time() - c)
+        c = time.thread_time(); t = time.perf_counter(); tok.encode(f"request {i}\n{text}")
         times["hf tokenize"].append(time.perf_counter() - t)
+        cpu.setdefault("hf tokenize", []).append(time.thread_time() - c)
     med = {k: statistics.median(v) for k, v in times.items()}
-    rows.append((size, len(want["render"]), med))
+    # CPU: means (a median of per-call deltas would drop the work a server does
+    # between calls, such as freeing the previous answer).
+    cpu_mean = {k: statistics.fmean(v) for k, v in cpu.items()}
+    rows.append((size, len(want["render"]), med, cpu_mean))
 
 def ms(s):
     return f"{s * 1e3:.2f}" if s is not None else "–"
 print(f"\nload average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; medians (ms)\n")
 print("| tokens | what | ours HTTP | ours library | vllm-rs HTTP | HF | vllm-rs / ours | HF / ours |")
 print("|---|---|---|---|---|---|---|---|")
-for size, count, m in rows:
+for size, count, m, _ in rows:
     for what, ours, theirs, hf_key in (("chat render", "ours render", "vllm-rs render", "hf render"),
                                        ("tokenize (ours /tokenize, vllm-rs /v1/completions/render)", "ours tokenize", "vllm-rs completions", "hf tokenize"),
                                        ("/v1/completions/render", "ours completions", "vllm-rs completions", "hf tokenize")):
         o, v, h = m[ours], m[theirs], m[hf_key]
         lib_key = "render" if what == "chat render" else "tokenize"
         print(f"| {size} ({count}) | {what} | {ms(o)} | {ms(lib.get(f'long/{lib_key}/{size}'))} | {ms(v)} | {ms(h)} | {v / o:.2f}x | {h / o:.2f}x |")
+print("\nCPU time per call (ms; servers: all threads, HF: the calling thread)\n")
+print("| tokens | what | ours server | vllm-rs server | HF | vllm-rs / ours | HF / ours |")
+print("|---|---|---|---|---|---|---|")
+for size, count, _, c in rows:
+    for what, ours, theirs, hf_key in (("chat render", "ours render", "vllm-rs render", "hf render"),
+                                       ("tokenize (ours /tokenize, vllm-rs /v1/completions/render)", "ours tokenize", "vllm-rs completions", "hf tokenize"),
+                                       ("/v1/completions/render", "ours completions", "vllm-rs completions", "hf tokenize")):
+        o, v, h = c[ours], c[theirs], c[hf_key]
+        print(f"| {size} ({count}) | {what} | {ms(o)} | {ms(v)} | {ms(h)} | {v / o:.2f}x | {h / o:.2f}x |")
 one = {s: lib.get(f"long/tokenize-1thread/{s}") for s in ("1k", "32k", "300k")}
 if any(one.values()):
     print("\nlibrary tokenize on one thread (ms): " + ", ".join(f"{s} {ms(v)}" for s, v in one.items()))

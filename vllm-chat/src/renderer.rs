@@ -557,7 +557,7 @@ impl ChatRenderer {
         // alone (compiling it for the fast path too costs more than one render saves).
         let request_template = match &request.chat_template {
             Some(given) if !self.named.contains(given) => {
-                let mut set = TemplateSet::new(self.options.clock, self.options.limits, false);
+                let mut set = TemplateSet::untrusted(self.options.clock, self.options.limits);
                 set.add(REQUEST_TEMPLATE, given)?;
                 Some((
                     set,

@@ -12,21 +12,27 @@ fn features_render_like_jinja2() {
         "/tests/fixtures/jinja_features.json"
     );
     let fixture: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let options = RendererOptions {
-        clock: Clock::Fixed(1_768_473_045),
-        ..Default::default()
-    };
     let mut failures = Vec::new();
-    for case in fixture["cases"].as_array().unwrap() {
-        let template = case["template"].as_str().unwrap();
-        let got = render_str(template, &fixture["context"], &options);
-        match (&got, case.get("output")) {
-            (Ok(out), Some(want)) if out == want.as_str().unwrap() => {}
-            (Err(_), None) => {}
-            _ => failures.push(format!(
-                "{template:?}: ours {got:?}, jinja2 {}",
-                case.get("output").unwrap_or(&case["error"])
-            )),
+    // The compiled fast path (falling back to the checked interpreter), then the checked
+    // interpreter alone: a request template's operators run behind size checks that must
+    // not change a result.
+    for interpreter_only in [false, true] {
+        let options = RendererOptions {
+            clock: Clock::Fixed(1_768_473_045),
+            interpreter_only,
+            ..Default::default()
+        };
+        for case in fixture["cases"].as_array().unwrap() {
+            let template = case["template"].as_str().unwrap();
+            let got = render_str(template, &fixture["context"], &options);
+            match (&got, case.get("output")) {
+                (Ok(out), Some(want)) if out == want.as_str().unwrap() => {}
+                (Err(_), None) => {}
+                _ => failures.push(format!(
+                    "{template:?} (interpreter only: {interpreter_only}): ours {got:?}, jinja2 {}",
+                    case.get("output").unwrap_or(&case["error"])
+                )),
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -284,6 +284,20 @@ fn fast_path_and_interpreter_agree() {
             corpus_renderer(&source, &special, &fixture, interpreter_only)
                 .map_err(|e| e.to_string())
         };
+        // A renderer of another template that accepts templates with requests.
+        let trusting = {
+            let files = ModelFiles {
+                chat_templates: Some(ChatTemplates::Single("{{ messages }}".to_owned())),
+                special_tokens: special.clone(),
+                ..Default::default()
+            };
+            let options = RendererOptions {
+                clock: pinned_clock(&fixture),
+                trust_request_chat_template: true,
+                ..Default::default()
+            };
+            ChatRenderer::new(files, options).expect("renderer")
+        };
         let (fast, slow) = match (renderer(false), renderer(true)) {
             (Ok(fast), Ok(slow)) => (fast, slow),
             (fast, slow) => {
@@ -292,12 +306,18 @@ fn fast_path_and_interpreter_agree() {
             }
         };
         for (case, body) in &cases {
-            let Ok(request) = serde_json::from_value::<ChatCompletionRequest>(body.clone()) else {
+            let Ok(mut request) = serde_json::from_value::<ChatCompletionRequest>(body.clone())
+            else {
                 continue;
             };
             let got = fast.render_text(&request).map_err(|e| e.to_string());
             let want = slow.render_text(&request).map_err(|e| e.to_string());
             assert_eq!(got, want, "{name} / {case}");
+            // The same template sent with the request renders through the interpreter
+            // with size checks on its operators and writes: same text, same error.
+            request.chat_template = Some(source.clone());
+            let got = trusting.render_text(&request).map_err(|e| e.to_string());
+            assert_eq!(got, want, "{name} / {case} as a request template");
             compared += 1;
         }
         assert_eq!(

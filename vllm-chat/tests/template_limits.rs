@@ -42,18 +42,15 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 const HOSTILE: &[(&str, &str)] = &[
-    ("a lazy sequence, printed", "{{ ['abcdefgh'] * 2000000 }}"),
-    (
-        "a lazy sequence, joined",
-        "{{ (['ab'] * 100000000)|join(',') }}",
-    ),
+    ("a lazy sequence, printed", "{{ ['abcdefgh'] * n }}"),
+    ("a lazy sequence, joined", "{{ (['ab'] * n)|join(',') }}"),
     (
         "a lazy sequence, joined by a method",
-        "{{ ','.join(['ab'] * 100000000) }}",
+        "{{ ','.join(['ab'] * n) }}",
     ),
     (
         "a lazy sequence, as a string",
-        "{{ (['ab'] * 100000000)|string|length }}",
+        "{{ (['ab'] * n)|string|length }}",
     ),
     ("format width", "{{ '%1000000000s'|format('a') }}"),
     ("format precision", "{{ '%.1000000000f'|format(1.5) }}"),
@@ -66,10 +63,7 @@ const HOSTILE: &[(&str, &str)] = &[
         "tojson indent, many items",
         "{{ range(100000)|list|tojson(indent=1000) }}",
     ),
-    (
-        "tojson of a lazy sequence",
-        "{{ ([1] * 100000000)|tojson }}",
-    ),
+    ("tojson of a lazy sequence", "{{ ([1] * n)|tojson }}"),
     ("indent width", "{{ 'a\nb\nc'|indent(1000000000) }}"),
     ("center", "{{ 'x'.center(1000000000) }}"),
     ("ljust", "{{ 'x'.ljust(1000000000) }}"),
@@ -83,9 +77,39 @@ const HOSTILE: &[(&str, &str)] = &[
         "str.replace growth",
         "{{ ('x' * 1000).replace('x', 'y' * 1000000) }}",
     ),
+    ("list of a lazy sequence", "{{ (([1] * n)|list)|length }}"),
     (
-        "list of a lazy sequence",
-        "{{ (([1] * 100000000)|list)|length }}",
+        "a constant repeated list",
+        "{{ (['ab'] * 100000000) ~ '' }}",
+    ),
+    (
+        "list doubling",
+        "{% set ns = namespace(x=[1]) %}{% for i in range(40) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|length }}",
+    ),
+    (
+        "tuple doubling",
+        "{% set ns = namespace(x=(1,)) %}{% for i in range(40) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|length }}",
+    ),
+    ("a lazy sequence, concatenated", "{{ (['ab'] * n) ~ '' }}"),
+    (
+        "string doubling with ~",
+        "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}",
+    ),
+    (
+        "string doubling with +",
+        "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s|length }}",
+    ),
+    (
+        "string repetition",
+        "{% set ns = namespace(s='x' * 1000) %}{% for i in range(40) %}{% set ns.s = ns.s * 2 %}{% endfor %}{{ ns.s|length }}",
+    ),
+    (
+        "many distinct large strings, kept",
+        "{% set ns = namespace(l=[], s='x' * 1000000) %}{% for i in range(1000) %}{% set ns.l = ns.l + [ns.s ~ i] %}{% endfor %}{{ ns.l|length }}",
+    ),
+    (
+        "output of raw text",
+        "{% for i in range(10000) %}{% for j in range(10000) %}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{% endfor %}{% endfor %}",
     ),
     (
         "output size",
@@ -105,6 +129,7 @@ fn hostile_templates_fail_quickly_within_bounded_memory() {
             fuel: 5_000_000,
             max_output_bytes: 8 << 20,
             max_value_bytes: 2 << 20,
+            max_made_bytes: 16 << 20,
             ..Limits::default()
         },
         ..RendererOptions::default()
@@ -114,7 +139,9 @@ fn hostile_templates_fail_quickly_within_bounded_memory() {
         let base = CURRENT.load(Ordering::Relaxed);
         PEAK.store(base, Ordering::Relaxed);
         let start = Instant::now();
-        let result = render_str(source, &serde_json::Value::Null, &options);
+        // `n` is a variable: a constant count is refused before the template runs.
+        let context = serde_json::json!({"n": 100_000_000});
+        let result = render_str(source, &context, &options);
         let elapsed = start.elapsed();
         let peak = PEAK.load(Ordering::Relaxed).saturating_sub(base);
         let Err(RenderError::Template(message)) = &result else {
@@ -135,4 +162,17 @@ fn hostile_templates_fail_quickly_within_bounded_memory() {
     let ok = "{{ '%5s|%.2f'|format('a', 1.5) }}{{ {'a': [1]}|tojson(indent=2) }}{{ 'a\nb'|indent(4) }}{{ ['a', 'b']|join(', ') }}{{ 'ab'|replace('a', 'xy') }}";
     let out = render_str(ok, &serde_json::Value::Null, &options).unwrap();
     assert_eq!(out, "    a|1.50{\n  \"a\": [\n    1\n  ]\n}a\n    ba, bxyb");
+    // And the operators, with minijinja's own semantics (lists, tuples, numbers, the
+    // operands' order, undefined values, strings with numbers).
+    // (Variables, so that no operation is folded into a constant at compile time.)
+    let ok = "{% set one, l, t, s, big = 1, [1], (1,), 'ab', 170141183460469231731687303715884105727 %}{{ l + [2, 3] }}|{{ t + (2,) }}|{{ one + 2.5 }}|{{ s ~ one ~ none }}|{{ s * 2 }}|{{ 3 * s }}|{{ l * 2 }}|{{ s ~ nothing ~ 'y' }}|{{ big + one }}|{{ s + 'c' }}";
+    let interpreter = RendererOptions {
+        interpreter_only: true,
+        ..options
+    };
+    let out = render_str(ok, &serde_json::Value::Null, &interpreter).unwrap();
+    assert_eq!(
+        out,
+        "[1, 2, 3]|(1, 2)|3.5|ab1None|abab|ababab|[1, 1]|aby|170141183460469231731687303715884105728|abc"
+    );
 }

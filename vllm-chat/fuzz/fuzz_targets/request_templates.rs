@@ -1,4 +1,5 @@
-//! Request chat templates (`--trust-request-chat-template`) rendered with limits: every
+//! Request chat templates (`--trust-request-chat-template`) rendered with limits and
+//! checked operators, as the renderer renders them: every
 //! input must give `Ok` or `Err`, never a panic, an abort or an allocation beyond the
 //! fuzzer's RSS limit.
 #![no_main]
@@ -16,8 +17,12 @@ fn options() -> &'static RendererOptions {
             fuel: 1_000_000,
             max_output_bytes: 4 << 20,
             max_value_bytes: 1 << 20,
+            max_made_bytes: 16 << 20,
             ..Limits::default()
         },
+        // As the renderer compiles a template sent with a request: the interpreter with
+        // its operators checked, no fast path.
+        interpreter_only: true,
         ..RendererOptions::default()
     })
 }

@@ -220,7 +220,7 @@ fn check_materialize(state: &State, what: &str, args: &[Value], max: usize) -> R
 /// Like [`display_len`], but a sequence or map is walked item by item with fuel charged
 /// for each (formatting a lazily repeated sequence visits every item even after the
 /// output is refused).
-fn string_len(state: &State, value: &Value, max: usize) -> Option<Result<usize, Error>> {
+pub(crate) fn string_len(state: &State, value: &Value, max: usize) -> Option<Result<usize, Error>> {
     use minijinja::value::ValueKind;
     if !matches!(
         value.kind(),

@@ -16,6 +16,7 @@ mod compiled;
 pub mod content_format;
 mod context;
 mod filters;
+mod guard;
 mod identical;
 mod message_cache;
 mod pyjson;
@@ -51,8 +52,13 @@ pub struct Limits {
     pub max_output_bytes: usize,
     /// Largest string (or list, at 24 bytes per item) one template operation may make:
     /// `format` widths, `indent`/`center`/`ljust`/`rjust`/`zfill` widths, `tojson`
-    /// output (and its indent), `join`, `replace`, `expandtabs`, `string`, `list`.
+    /// output (and its indent), `join`, `replace`, `expandtabs`, `string`, `list`; and, in
+    /// templates sent with requests, the operators `+`, `*` and `~` (list items at 32
+    /// bytes each).
     pub max_value_bytes: usize,
+    /// Bytes the operators (`+`, `*`, `~`) of a template sent with a request may make in
+    /// one render, all their results counted (list items at 32 bytes each).
+    pub max_made_bytes: usize,
     /// Bytes of converted messages a renderer keeps across requests.
     pub message_cache_bytes: usize,
     /// Bytes of converted tool lists a renderer keeps across requests.
@@ -65,13 +71,14 @@ pub struct Limits {
 impl Default for Limits {
     /// 50 million instructions (a 100-turn conversation with tools takes well under
     /// one million), a recursion depth of 200, 64 MiB of output, 16 MiB per operation,
-    /// caches of 64 MiB (messages) and 16 MiB (tool lists) holding entries of up to 1 MiB.
+    /// 256 MiB made by a request template's operators in one render, caches of 64 MiB (messages) and 16 MiB (tool lists) holding entries of up to 1 MiB.
     fn default() -> Self {
         Limits {
             fuel: 50_000_000,
             recursion: 200,
             max_output_bytes: 64 << 20,
             max_value_bytes: 16 << 20,
+            max_made_bytes: 256 << 20,
             message_cache_bytes: 64 << 20,
             tool_cache_bytes: 16 << 20,
             cache_entry_bytes: 1 << 20,
@@ -102,6 +109,9 @@ pub(crate) struct TemplateSet {
     programs: HashMap<String, compiled::Program>,
     /// Compile templates for the fast path (off: minijinja renders everything).
     fast_path: bool,
+    /// Render through [`guard`]'s checked bytecode instead of minijinja's templates
+    /// (templates sent with requests).
+    guarded: bool,
 }
 
 impl std::fmt::Debug for TemplateSet {
@@ -116,8 +126,9 @@ impl std::fmt::Debug for TemplateSet {
 }
 
 impl TemplateSet {
-    /// An environment with transformers' settings, the given clock and limits;
-    /// `fast_path` compiles templates for [`compiled`] rendering too.
+    /// An environment with transformers' settings, the given clock and limits for
+    /// templates that come with the model; `fast_path` compiles templates for
+    /// [`compiled`] rendering too.
     pub(crate) fn new(clock: Clock, limits: Limits, fast_path: bool) -> Self {
         let mut env = Environment::new();
         // trim/lstrip on; keep_trailing_newline off, as jinja2's default.
@@ -152,6 +163,7 @@ impl TemplateSet {
         env.add_function("strftime_now", move |format: &str| {
             clock.strftime_now(format)
         });
+        guard::install(&mut env, limits);
         TemplateSet {
             env,
             syntax,
@@ -159,12 +171,26 @@ impl TemplateSet {
             limits,
             programs: HashMap::new(),
             fast_path,
+            guarded: false,
+        }
+    }
+
+    /// An environment for templates sent with requests: minijinja renders them with
+    /// [`guard`]'s size checks on every operator and write (never the fast path).
+    pub(crate) fn untrusted(clock: Clock, limits: Limits) -> Self {
+        TemplateSet {
+            guarded: true,
+            ..TemplateSet::new(clock, limits, false)
         }
     }
 
     /// Compiles `source` under `name` (replacing a template of that name).
     pub(crate) fn add(&mut self, name: &str, source: &str) -> Result<(), RenderError> {
         check_operator_chains(source, self.syntax.clone())?;
+        if self.guarded {
+            guard::check_constants(source, self.syntax.clone(), self.limits.max_value_bytes)
+                .map_err(|e| RenderError::Template(describe(&e)))?;
+        }
         let source = rewrite_generation_tags(source);
         self.programs.remove(name);
         let program = match self.fast_path {
@@ -216,6 +242,15 @@ impl TemplateSet {
             .env
             .get_template(name)
             .map_err(|e| RenderError::Template(describe(&e)))?;
+        if self.guarded {
+            let program = guard::Guarded::compile(name, template.source(), self.syntax.clone())
+                .map_err(|e| RenderError::TemplateSyntax(describe(&e)))?;
+            return match program.render(&self.env, ctx) {
+                Ok(Some(out)) => Ok(out),
+                Ok(None) => Err(alloc::output_too_large(max)),
+                Err(e) => Err(RenderError::Template(describe(&e))),
+            };
+        }
         let mut out = alloc::Bounded::new(max);
         match template.render_captured_to(ctx, &mut out) {
             Ok(_) => String::from_utf8(out.buf).map_err(|e| RenderError::Template(e.to_string())),
@@ -226,13 +261,15 @@ impl TemplateSet {
 }
 
 /// Renders one template source with a JSON context in the renderer's environment
-/// (same filters, clock and limits): handy to check a template or a feature.
+/// (same filters, clock and limits), checked as a template sent with a request is:
+/// handy to check a template or a feature.
 pub fn render_str(
     source: &str,
     context: &serde_json::Value,
     options: &crate::RendererOptions,
 ) -> Result<String, RenderError> {
     let mut set = TemplateSet::new(options.clock, options.limits, !options.interpreter_only);
+    set.guarded = true;
     set.add("template", source)?;
     let ctx = match context {
         serde_json::Value::Null => Value::from(()),
