@@ -129,6 +129,9 @@ pub struct RendererOptions {
     /// fast path (which gives the same output and errors; this switch exists to
     /// compare the two and to measure).
     pub interpreter_only: bool,
+    /// When a long prompt segment is encoded on several threads (byte-level BPE
+    /// tokenizers with the Qwen2/Llama 3 split); the same ids either way.
+    pub parallel_encoding: crate::tokenizer::ParallelEncoding,
 }
 
 impl ChatRenderer {
@@ -220,7 +223,9 @@ impl ChatRenderer {
                 options.limits.message_cache_bytes,
                 options.limits.cache_entry_bytes,
             ),
-            segments: tokenizer.as_ref().map(SegmentEncoder::new),
+            segments: tokenizer
+                .as_ref()
+                .map(|t| SegmentEncoder::new(t).with_parallelism(options.parallel_encoding)),
             tokenizer,
             options,
             files,

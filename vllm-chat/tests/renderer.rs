@@ -1,8 +1,11 @@
 //! Renderer behaviour around the templates: named-template selection (transformers'
 //! `get_chat_template`), server options and request errors.
 
+mod common;
+
 use serde_json::json;
 use vllm_chat::openai::ChatCompletionRequest;
+use vllm_chat::tokenizer::ParallelEncoding;
 use vllm_chat::{ChatRenderer, ChatTemplates, ModelFiles, RenderError, RendererOptions};
 
 fn named_renderer(options: RendererOptions) -> ChatRenderer {
@@ -117,4 +120,33 @@ fn a_model_without_a_template_is_an_error() {
         ))
         .unwrap_err();
     assert!(matches!(err, RenderError::NoTemplate));
+}
+
+#[test]
+fn parallel_encoding_is_an_option_with_the_same_ids() {
+    let Some(dir) = common::ModelDir::new("qwen3") else {
+        return;
+    };
+    let renderer = |parallel_encoding| {
+        let options = RendererOptions {
+            parallel_encoding,
+            ..Default::default()
+        };
+        ChatRenderer::new(ModelFiles::from_dir(&dir.0).unwrap(), options).unwrap()
+    };
+    let text: String = (0..20_000)
+        .map(|i| format!("word{i} münze 数字 {}\n", i * 7919))
+        .collect();
+    let request = request(json!({"messages": [{"role": "user", "content": text}]}));
+    let split = renderer(ParallelEncoding {
+        min_bytes: 4096,
+        max_threads: 4,
+    })
+    .render(&request)
+    .unwrap();
+    let sequential = renderer(ParallelEncoding::sequential())
+        .render(&request)
+        .unwrap();
+    assert!(split.token_ids.len() > 100_000);
+    assert_eq!(split.token_ids, sequential.token_ids);
 }
