@@ -119,6 +119,13 @@ CHAT = [
     {"model": MODEL, "request_id": "e34", "messages": [{"role": "user", "content": "\u1100\u1161\u11a8" * 3000}], "_max_model_len": 5},
     {"model": MODEL, "request_id": "e35", "messages": HI, "stream": True, "stream_interval": 0},
     {"model": MODEL, "request_id": "r40", "messages": HI, "stream": True, "stream_interval": 3},
+    # continue_final_message beside add_generation_prompt: the validator refuses only
+    # a request that sets both; with the default, the template step answers.
+    {"model": MODEL, "request_id": "e36", "messages": HI, "continue_final_message": True},
+    {"model": MODEL, "request_id": "e37", "messages": HI, "continue_final_message": True,
+     "add_generation_prompt": True},
+    {"model": MODEL, "request_id": "r41", "messages": HI + [{"role": "assistant", "content": "Hel"}],
+     "continue_final_message": True, "add_generation_prompt": False},
     {"model": MODEL, "request_id": "e31", "messages": HI, "structured_outputs": {"regex": "a", "grammar": "b"}},
     {"model": MODEL, "request_id": "e32", "messages": HI, "structured_outputs": {"disable_any_whitespace": True}},
 ]
@@ -236,6 +243,11 @@ def render_chat(tok, max_model_len, defaults, body):
         req = ChatCompletionRequest(**copy.deepcopy(body))
         tok_params = req.build_tok_params(types.SimpleNamespace(max_model_len=max_model_len))
         rendered = render(tok, None, body, False)
+        if rendered.get("error", "").startswith("VLLMValidationError: "):
+            # The template refused the request: HfRenderer raises VLLMValidationError
+            # with the template's reason (vllm/renderers/hf.py).
+            from vllm.exceptions import VLLMValidationError
+            raise VLLMValidationError(rendered["error"].removeprefix("VLLMValidationError: "))
         if "error" in rendered:
             raise SystemExit(f"{body['request_id']}: {rendered['error']}")
         # tokenized as the renderer does (stopping one token past the context), then checked

@@ -552,9 +552,12 @@ impl ChatRenderer {
         let add_generation_prompt = kwargs.get("add_generation_prompt").is_some_and(truthy);
         let continue_final = kwargs.get("continue_final_message").is_some_and(truthy);
         if continue_final && add_generation_prompt {
-            return Err(RenderError::invalid(
+            // transformers' check, which vLLM's HfRenderer turns into a
+            // VLLMValidationError without a parameter.
+            return Err(RenderError::validation(
                 "continue_final_message and add_generation_prompt are not compatible. Use continue_final_message when you want the model to continue the final message, and add_generation_prompt when you want to add a header that will prompt it to start a new assistant message instead.",
-                "continue_final_message",
+                None,
+                None,
             ));
         }
 
@@ -701,7 +704,7 @@ impl ChatRenderer {
         let fields = [
             (
                 "add_generation_prompt",
-                Value::Bool(request.add_generation_prompt),
+                Value::Bool(request.add_generation_prompt()),
             ),
             (
                 "continue_final_message",

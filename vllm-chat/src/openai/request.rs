@@ -235,9 +235,11 @@ pub struct ChatCompletionRequest {
     /// Echo the last message in the response.
     #[serde(default)]
     pub echo: bool,
-    /// Append the assistant header (default true).
-    #[serde(default = "default_true")]
-    pub add_generation_prompt: bool,
+    /// Append the assistant header; absent means true (vLLM's default), read it with
+    /// [`ChatCompletionRequest::add_generation_prompt`]. Whether it was given matters:
+    /// vLLM refuses it beside `continue_final_message` only when the request sets both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_generation_prompt: Option<bool>,
     /// Leave the final message open so that the model continues it.
     #[serde(default)]
     pub continue_final_message: bool,

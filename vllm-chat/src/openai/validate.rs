@@ -14,6 +14,11 @@ const CACHE_SALT_FORBIDDEN: [char; 4] = ['@', '/', '\\', '\0'];
 const CACHE_SALT_MAX_CHARS: usize = 128;
 
 impl ChatCompletionRequest {
+    /// `add_generation_prompt` as the template sees it: true unless the request says false.
+    pub fn add_generation_prompt(&self) -> bool {
+        self.add_generation_prompt.unwrap_or(true)
+    }
+
     /// `tool_choice` as vLLM resolves it: `auto` when tools are given without a choice, else `none`.
     pub fn effective_tool_choice(&self) -> ToolChoice {
         match (&self.tool_choice, &self.tools) {
@@ -94,7 +99,9 @@ impl ChatCompletionRequest {
                 }
             }
         }
-        if self.continue_final_message && self.add_generation_prompt {
+        // vLLM's `check_generation_prompt` reads the raw body: only a request that sets
+        // both is refused here (with the default, the template's own check answers).
+        if self.continue_final_message && self.add_generation_prompt == Some(true) {
             return Err(RenderError::validation(
                 "Cannot set both `continue_final_message` and `add_generation_prompt` to True.",
                 None,

@@ -54,7 +54,7 @@ fn echo_text(request: &ChatCompletionRequest) -> String {
     let Some(last) = request.messages.last().filter(|_| request.echo) else {
         return String::new();
     };
-    if request.add_generation_prompt && last.role != "assistant" {
+    if request.add_generation_prompt() && last.role != "assistant" {
         return String::new();
     }
     match &last.content {

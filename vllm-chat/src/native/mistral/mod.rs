@@ -329,7 +329,7 @@ impl MistralRenderer {
         };
         let messages = messages::convert(
             request,
-            request.add_generation_prompt,
+            request.add_generation_prompt(),
             request.continue_final_message,
         )?;
         let vocab = &*self.vocab;
