@@ -7,7 +7,9 @@ Each tool parser is built with the tokenizer and options of its first config in
 the parser corpora (``scripts/corpus/*.json``, as ``gen_serving_corpus.py``
 builds it, with no reasoning parser but gpt-oss's), then every request of ``REQUESTS`` (tool
 sets × ``tool_choice`` × ``parallel_tool_calls`` × ``strict`` × ``response_format``)
-goes through ``OnlineRenderer``'s ``adjust_request`` call; the record is the
+goes through ``OnlineRenderer``'s ``adjust_request`` call, once for each
+server ``--tool-strict-level`` of ``STRICT_LEVELS`` (unset: the tool parser's
+default level; ``auto``, ``function``, ``parameter``); the record is the
 request body and the resulting ``structured_outputs`` (``structural_tag`` string,
 ``json`` schema or ``null``), whether ``response_format`` was cleared, or the
 error. ``tests/serving.rs`` requires byte equality.
@@ -215,6 +217,10 @@ def parser_configs():
     return found
 
 
+# The server's --tool-strict-level: unset, then each of vLLM's names.
+STRICT_LEVELS = [None, "auto", "function", "parameter"]
+
+
 def main() -> int:
     configs = parser_configs()
     results = []
@@ -225,33 +231,36 @@ def main() -> int:
             continue
         tokenizer = gf.tokenizer_for(config["model"], config["rename_tokens"],
                                      config["response_template"])
-        parser_cls = ParserManager.get_parser(
-            tool_parser_name=tool, reasoning_parser_name=config["reasoning"],
-            enable_auto_tools=True,
-            model_name=config["model"], is_harmony=config["model_type"] == "gpt_oss",
-            tokenizer=tokenizer)
         count = 0
-        for name, body in requests():
-            request, adjustment = sc.adjusted(parser_cls, tokenizer, config, body, [])
-            entry = {"tool": tool, "reasoning": config["reasoning"], "case": name,
-                     "request": body}
-            if request is None:
-                entry["error"] = adjustment
-            else:
-                so = request.structured_outputs
-                if so is None:
-                    entry["structured_outputs"] = None
-                elif so.structural_tag is not None:
-                    entry["structured_outputs"] = {"structural_tag": so.structural_tag}
-                elif so.json is not None:
-                    entry["structured_outputs"] = {"json": so.json}
-                elif so.json_object:
-                    entry["structured_outputs"] = {"json_object": True}
+        for level in STRICT_LEVELS:
+            # get_parser per level: HarmonyParser keeps the level as a class
+            # attribute, so each level's requests run before the next is set.
+            parser_cls = ParserManager.get_parser(
+                tool_parser_name=tool, reasoning_parser_name=config["reasoning"],
+                enable_auto_tools=True,
+                model_name=config["model"], is_harmony=config["model_type"] == "gpt_oss",
+                tool_strict_level=level, tokenizer=tokenizer)
+            for name, body in requests():
+                request, adjustment = sc.adjusted(parser_cls, tokenizer, config, body, [])
+                entry = {"tool": tool, "reasoning": config["reasoning"], "case": name,
+                         "strict_level": level, "request": body}
+                if request is None:
+                    entry["error"] = adjustment
                 else:
-                    entry["structured_outputs"] = {"other": repr(so)}
-                entry["response_format_kept"] = request.response_format is not None
-            results.append(entry)
-            count += 1
+                    so = request.structured_outputs
+                    if so is None:
+                        entry["structured_outputs"] = None
+                    elif so.structural_tag is not None:
+                        entry["structured_outputs"] = {"structural_tag": so.structural_tag}
+                    elif so.json is not None:
+                        entry["structured_outputs"] = {"json": so.json}
+                    elif so.json_object:
+                        entry["structured_outputs"] = {"json_object": True}
+                    else:
+                        entry["structured_outputs"] = {"other": repr(so)}
+                    entry["response_format_kept"] = request.response_format is not None
+                results.append(entry)
+                count += 1
         print(f"{tool}: {count} requests", file=sys.stderr)
     header = {"generated_by": "scripts/gen_structural_tags.py",
               "vllm_version": gf.VLLM_VERSION}

@@ -1,14 +1,17 @@
 //! The `structured_outputs.structural_tag` string vLLM 0.33.0's
 //! `adjust_request` sends, byte for byte, for every tool parser with a
 //! `structural_tag_model` (`scripts/gen_structural_tags.py`,
-//! `tests/fixtures/serving/structural_tags.json.gz`).
+//! `tests/fixtures/serving/structural_tags.json.gz`), with the server's
+//! `--tool-strict-level` unset and set to each of vLLM's levels.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 use vllm_parser::Tool;
-use vllm_parser::serving::{ServingParsers, ServingRequest, StructuredOutputs, ToolChoice};
+use vllm_parser::serving::{
+    ServingParsers, ServingRequest, StructuredOutputs, ToolChoice, ToolStrictLevel,
+};
 
 /// Tool parsers whose `structural_tag_model` this crate does not build yet:
 /// their requests go unconstrained (`json: None`).
@@ -34,15 +37,31 @@ fn structural_tags_are_vllms_byte_for_byte() {
     let kwargs = Map::new();
     let mut failures = Vec::new();
     let mut checked: BTreeMap<String, usize> = BTreeMap::new();
+    let mut levels: BTreeMap<String, usize> = BTreeMap::new();
     for entry in entries() {
         let tool = entry["tool"].as_str().unwrap();
-        let label = format!("{tool} {}", entry["case"].as_str().unwrap());
+        let level = entry["strict_level"].as_str();
+        let label = format!(
+            "{tool} {} (--tool-strict-level {})",
+            entry["case"].as_str().unwrap(),
+            level.unwrap_or("unset")
+        );
         let body = &entry["request"];
-        let parsers =
+        let mut parsers =
             ServingParsers::new(entry["reasoning"].as_str(), Some(tool), true, None, |_| {
                 Some(u32::MAX)
             })
             .expect("every tool parser starts");
+        if let Some(level) = level {
+            parsers = parsers.with_tool_strict_level(
+                level
+                    .parse::<ToolStrictLevel>()
+                    .expect("vLLM's level names"),
+            );
+        }
+        *levels
+            .entry(level.unwrap_or("unset").to_owned())
+            .or_default() += 1;
         let raw_tools = body["tools"].as_array().cloned().unwrap_or_default();
         let tools: Vec<Tool> = raw_tools.iter().filter_map(Tool::from_openai).collect();
         let strict: Vec<bool> = raw_tools
@@ -106,4 +125,6 @@ fn structural_tags_are_vllms_byte_for_byte() {
         failures[..failures.len().min(15)].join("\n")
     );
     assert_eq!(built, 24 - NOT_BUILT.len(), "{checked:?}");
+    // Every server level was recorded.
+    assert_eq!(levels.len(), 4, "{levels:?}");
 }

@@ -21,7 +21,9 @@
 //! With `VLLM_ENFORCE_STRICT_TOOL_CALLING` (on by default) vLLM holds calls of
 //! the 24 tool parsers with a `structural_tag_model` to an xgrammar structural
 //! tag: for `required` and named choices, and for `auto` with
-//! `parallel_tool_calls: false`, strict tools or (GLM-4.5/4.7) always.
+//! `parallel_tool_calls: false`, strict tools or (GLM-4.5/4.7) always; the
+//! server's `--tool-strict-level` ([`ServingParsers::with_tool_strict_level`],
+//! [`ToolStrictLevel`]) replaces the tool parser's default level as the floor.
 //! [`StructuredOutputs::StructuralTag`]'s `json` is the string vLLM 0.33.0
 //! puts in `structured_outputs.structural_tag`, byte for byte
 //! (`tests/structural_tags.rs` against `scripts/gen_structural_tags.py`), for
@@ -89,6 +91,7 @@ mod choice;
 mod ids;
 mod markers;
 mod required;
+mod strict;
 mod structural_tag;
 mod tables;
 
@@ -105,6 +108,7 @@ use crate::tools::Tool;
 
 pub use choice::ChoiceParser;
 pub use ids::{random_hex, tool_call_id};
+pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 
 /// The request's `tool_choice`, as the client gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,6 +279,8 @@ pub struct ServingParsers {
     /// tokenizer has the unsuffixed `<tool_calls>`, else unknown until
     /// [`ServingParsers::with_token_suffix`].
     token_suffix: Option<String>,
+    /// `--tool-strict-level`; `None`: each tool parser's default level.
+    tool_strict_level: Option<ToolStrictLevel>,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -283,6 +289,7 @@ impl std::fmt::Debug for ServingParsers {
             .field("reasoning", &self.reasoning)
             .field("tool", &self.tool)
             .field("enable_auto_tool_choice", &self.enable_auto_tool_choice)
+            .field("tool_strict_level", &self.tool_strict_level)
             .finish_non_exhaustive()
     }
 }
@@ -345,7 +352,26 @@ impl ServingParsers {
             response_template,
             markers: Arc::new(markers),
             token_suffix,
+            tool_strict_level: None,
         })
+    }
+
+    /// Set the server's `--tool-strict-level` (vLLM's `tool_strict_level`,
+    /// parsed with [`ToolStrictLevel::from_name`]): it replaces every tool
+    /// parser's `default_tool_strict_level` as the floor for structural tags.
+    /// `auto` follows the request's `tool_choice` and each tool's `strict`;
+    /// `function` constrains the call envelope of every request with tools
+    /// (`tool_choice: auto` included); `parameter` also pins argument schemas
+    /// as if every tool were `strict: true`. Without it (vLLM's default) the
+    /// tool parser's own level applies.
+    pub fn with_tool_strict_level(mut self, level: ToolStrictLevel) -> Self {
+        self.tool_strict_level = Some(level);
+        self
+    }
+
+    /// The server's `--tool-strict-level`, `None` when unset.
+    pub fn tool_strict_level(&self) -> Option<ToolStrictLevel> {
+        self.tool_strict_level
     }
 
     /// Set HY V4's per-checkpoint structural-token suffix (vLLM's
@@ -516,15 +542,17 @@ impl ServingParsers {
         {
             let is_auto = choice == ToolChoice::Auto;
             let single_call = request.parallel_tool_calls == Some(false);
-            let mut level = traits.default_strict_level;
+            let mut level = self
+                .tool_strict_level
+                .unwrap_or(traits.default_strict_level);
             if single_call && !(is_auto && request.response_format_set) {
-                level = level.max(1);
+                level = level.max(ToolStrictLevel::Function);
             }
             // Auto is unconstrained at level 0 without strict tools, and for
             // HY V4 (its get_structural_tag forces choices only) unless a
             // response format turns the tag into `required` or the format.
             let unconstrained_auto = is_auto
-                && ((level == 0 && !request.has_strict_tools())
+                && ((level == ToolStrictLevel::Auto && !request.has_strict_tools())
                     || (model == "hy_v4" && !request.response_format_set));
             let applies = !unconstrained_auto;
             if applies {
@@ -633,12 +661,15 @@ fn structural_tag_json(
     token_suffix: Option<&str>,
     request: &ServingRequest,
     choice: &ToolChoice,
-    level: u8,
+    level: ToolStrictLevel,
     single_call: bool,
 ) -> Option<String> {
     let tools = request.tools?;
     let strict: Vec<bool> = (0..tools.len())
-        .map(|i| level >= 2 || request.tools_strict.get(i).copied().unwrap_or(false))
+        .map(|i| {
+            level >= ToolStrictLevel::Parameter
+                || request.tools_strict.get(i).copied().unwrap_or(false)
+        })
         .collect();
     let (tag_choice, forced_name) = match choice {
         ToolChoice::Auto => (structural_tag::Choice::Auto, None),
