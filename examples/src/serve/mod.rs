@@ -91,6 +91,9 @@ pub struct ServeConfig {
     pub reasoning_parser: ParserChoice,
     /// `--enable-auto-tool-choice`.
     pub enable_auto_tool_choice: bool,
+    /// `--tool-strict-level`: the server's floor for tool-call structural tags
+    /// (`None`: each tool parser's default level).
+    pub tool_strict_level: Option<vllm_parser::serving::ToolStrictLevel>,
     /// `--chat-template` (the template source).
     pub chat_template: Option<String>,
     /// `--default-chat-template-kwargs`.
@@ -167,6 +170,7 @@ impl ServeConfig {
             tool_call_parser: ParserChoice::None,
             reasoning_parser: ParserChoice::None,
             enable_auto_tool_choice: false,
+            tool_strict_level: None,
             chat_template: None,
             default_chat_template_kwargs: Map::new(),
             tokenizer_mode: vllm_chat::TokenizerMode::Auto,
@@ -218,7 +222,11 @@ impl ServeConfig {
     /// The parsers the choices resolve to, with vLLM's start-up checks.
     fn parsers(&self, model: &Model) -> Result<ServingParsers> {
         let (reasoning, tool) = self.parser_names()?;
-        Ok(model.serving_parsers(reasoning, tool, self.enable_auto_tool_choice)?)
+        let parsers = model.serving_parsers(reasoning, tool, self.enable_auto_tool_choice)?;
+        Ok(match self.tool_strict_level {
+            Some(level) => parsers.with_tool_strict_level(level),
+            None => parsers,
+        })
     }
 }
 
