@@ -37,8 +37,18 @@
 //! `response_format` other than `json_schema` / `json_object` (or
 //! `structured_outputs` given directly) combined with `auto`; HY V4 with
 //! suffixed structural tokens unless [`ServingParsers::with_token_suffix`]
-//! names the suffix. The grammars vLLM's `beam` and Cohere parser classes
-//! build with their own code (not `structural_tag_model`) are not built here.
+//! names the suffix.
+//!
+//! vLLM's Cohere Command parser class (`cohere_command3` / `cohere_command4`)
+//! builds its own tag from the model's architecture
+//! ([`ServingParsers::with_model_architecture`]): a JSON `response_format`
+//! alone gives the exact string; with tools the tag holds an EBNF grammar
+//! of xgrammar's JSON-schema conversion, which is not reproduced (`json:
+//! None`). The grammar vLLM's `beam` parser derives from the checkpoint's
+//! response template (`vllm/parser/response_template_grammar.py`, which
+//! checks its regexes and schemas by compiling them with xgrammar) is not
+//! built here: `beam` still refuses `required` / named tool choices, as vLLM
+//! does when its grammar cannot be derived.
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -88,6 +98,7 @@
 //! ```
 
 mod choice;
+mod cohere;
 mod ids;
 mod markers;
 mod required;
@@ -281,6 +292,8 @@ pub struct ServingParsers {
     token_suffix: Option<String>,
     /// `--tool-strict-level`; `None`: each tool parser's default level.
     tool_strict_level: Option<ToolStrictLevel>,
+    /// `model_config.architecture` (Cohere's structural tags need it).
+    model_architecture: Option<String>,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -353,7 +366,20 @@ impl ServingParsers {
             markers: Arc::new(markers),
             token_suffix,
             tool_strict_level: None,
+            model_architecture: None,
         })
+    }
+
+    /// Set the model's architecture, vLLM's `model_config.architecture` (the
+    /// first of `config.json`'s `architectures`, e.g. `Cohere2ForCausalLM`).
+    /// vLLM's Cohere Command parser class (`cohere_command3` /
+    /// `cohere_command4`) reads it to put a structural tag on requests with a
+    /// JSON `response_format` or tools, and refuses them on an architecture it
+    /// has no tag style for; without it (as before this was set) requests are
+    /// left alone, as vLLM leaves them without a model config.
+    pub fn with_model_architecture(mut self, architecture: &str) -> Self {
+        self.model_architecture = Some(architecture.to_owned());
+        self
     }
 
     /// Set the server's `--tool-strict-level` (vLLM's `tool_strict_level`,
@@ -479,6 +505,28 @@ impl ServingParsers {
                 out.spaces_between_special_tokens = Some(false);
             }
         }
+        // CohereCommandParser._apply_structural_tags, before its
+        // DelegatingParser.adjust_request.
+        let mut structural = false;
+        let cohere_class = [self.reasoning, self.tool]
+            .iter()
+            .any(|n| n.is_some_and(|n| n.starts_with("cohere_command")));
+        if cohere_class {
+            match cohere::apply(self.model_architecture.as_deref(), request) {
+                cohere::CohereTag::Unchanged => {}
+                cohere::CohereTag::Refused(message) => {
+                    return Err(ServingError::new(message, None));
+                }
+                cohere::CohereTag::Tag(json) => {
+                    structural = true;
+                    out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                        model: "cohere_command",
+                        single_call: false,
+                        json,
+                    });
+                }
+            }
+        }
         let Some(tool) = self.active_tool_name else {
             return Ok(out);
         };
@@ -535,7 +583,6 @@ impl ServingParsers {
             check_k2_horizon_format(request.chat_template_kwargs)?;
         }
         // DelegatingParser._apply_structural_tag.
-        let mut structural = false;
         if let Some(model) = traits.structural_tag_model
             && request.has_tools()
             && choice != ToolChoice::None
