@@ -117,10 +117,17 @@ fn main() -> anyhow::Result<()> {
         response_template,
         token_id,
     )?;
-    let parsers = match args.tool_strict_level {
+    let mut parsers = match args.tool_strict_level {
         Some(level) => parsers.with_tool_strict_level(level),
         None => parsers,
     };
+    // vLLM's `model_config.architecture` (Cohere's structural tags use it).
+    if let Some(model) = &args.model
+        && let Some(config) = read_json(model, "config.json")?
+        && let Some(architecture) = config["architectures"][0].as_str()
+    {
+        parsers = parsers.with_model_architecture(architecture);
+    }
     let tools = read_tools(args.tools.as_deref())?;
     let kwargs: Map<String, Value> = match &args.chat_template_kwargs {
         Some(text) => serde_json::from_str(text).context("--chat-template-kwargs")?,
