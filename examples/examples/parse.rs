@@ -5,7 +5,8 @@
 //! cargo run --release -p vllm-examples --example parse -- \
 //!     --tool-call-parser hermes --reasoning-parser qwen3 \
 //!     [--model /models/Qwen3-8B] [--prompt-token-ids prompt.json] \
-//!     [--tools tools.json] [--tool-choice required] [--chunk 4] < output.txt
+//!     [--tools tools.json] [--tool-choice required] [--tool-strict-level function] \
+//!     [--chunk 4] < output.txt
 //! ```
 //!
 //! Runs vLLM's serving rules ([`vllm_parser::serving`]): the request
@@ -30,7 +31,7 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use serde_json::{Map, Value, json};
 use vllm_parser::response_template::ResponseTemplate;
-use vllm_parser::serving::{ServingParsers, ServingRequest, ToolChoice};
+use vllm_parser::serving::{ServingParsers, ServingRequest, ToolChoice, ToolStrictLevel};
 use vllm_parser::{Event, Tool, registry};
 
 /// Command line.
@@ -43,6 +44,10 @@ struct Args {
     /// Reasoning parser (vLLM's name, `auto` with --model, or `none`).
     #[arg(long)]
     reasoning_parser: Option<String>,
+    /// vLLM's `--tool-strict-level` (auto, function, parameter): the server's floor
+    /// for tool-call structural tags (printed with the request adjustments).
+    #[arg(long, value_parser = ToolStrictLevel::from_name)]
+    tool_strict_level: Option<ToolStrictLevel>,
     /// Model directory: its tokenizer must have the parsers' required tokens.
     #[arg(long)]
     model: Option<PathBuf>,
@@ -112,6 +117,17 @@ fn main() -> anyhow::Result<()> {
         response_template,
         token_id,
     )?;
+    let mut parsers = match args.tool_strict_level {
+        Some(level) => parsers.with_tool_strict_level(level),
+        None => parsers,
+    };
+    // vLLM's `model_config.architecture` (Cohere's structural tags use it).
+    if let Some(model) = &args.model
+        && let Some(config) = read_json(model, "config.json")?
+        && let Some(architecture) = config["architectures"][0].as_str()
+    {
+        parsers = parsers.with_model_architecture(architecture);
+    }
     let tools = read_tools(args.tools.as_deref())?;
     let kwargs: Map<String, Value> = match &args.chat_template_kwargs {
         Some(text) => serde_json::from_str(text).context("--chat-template-kwargs")?,

@@ -64,6 +64,10 @@ struct Args {
     /// Tool-call parser (accepted for compatibility; rendering does not depend on it).
     #[arg(long)]
     tool_call_parser: Option<String>,
+    /// vLLM's `--tool-strict-level` (auto, function, parameter): checked as vLLM
+    /// checks it, otherwise accepted for compatibility (rendering does not depend on it).
+    #[arg(long, value_parser = vllm_parser::serving::ToolStrictLevel::from_name)]
+    tool_strict_level: Option<vllm_parser::serving::ToolStrictLevel>,
     /// Reasoning parser (accepted for compatibility; `reasoning_parser_kwargs` stays null).
     #[arg(long)]
     reasoning_parser: Option<String>,
@@ -86,6 +90,9 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Some(p) = &args.tool_call_parser {
         tracing::info!("--tool-call-parser {p}: rendering does not depend on it");
+    }
+    if let Some(level) = args.tool_strict_level {
+        tracing::info!("--tool-strict-level {level}: rendering does not depend on it");
     }
     let model_root = args.model_dir.display().to_string();
     let served_model_name = args.served_model_name.clone().unwrap_or(model_root.clone());

@@ -41,7 +41,9 @@ text, for markers no tokenizer in the reference env has. ``response_template`` (
 checkpoint's ``response_template`` dict, which the ``hf`` and ``beam`` parsers read
 from ``tokenizer_config.json``) gives a copy of the tokenizer carrying it. A config may carry ``"follow"`` too, overriding the cases' choice when
 the config itself is why vLLM's modes disagree. A case may override ``tools`` and
-restrict itself to some configs with ``"configs": [i, ...]``.
+restrict itself to some configs with ``"configs": [i, ...]``; ``"serving": true``
+also replays it through the serving layer (``gen_serving_corpus.py`` takes a
+corpus' first three cases and these).
 
 Pinned to the reference environment built by ``../shared/peers/setup.sh``
 (vLLM 0.33.0). vLLM's ``cohere_command3`` / ``cohere_command4`` parsers run the
@@ -214,7 +216,14 @@ def normalise(content, reasoning, tool_calls) -> dict:
 def make_parser(parser_cls, tokenizer, config, request):
     """One per-request parser, built the way the server's ``_make_parser`` does."""
     kwargs = {"chat_template_kwargs": config["chat_template_kwargs"]}
-    if config["model_type"]:
+    if config.get("architecture"):
+        # What Cohere's parser class reads: ``model_config.architecture``.
+        hf_config = SimpleNamespace(model_type=config["model_type"])
+        kwargs["model_config"] = SimpleNamespace(
+            hf_config=hf_config, hf_text_config=hf_config, hf_overrides=None,
+            architecture=config["architecture"],
+        )
+    elif config["model_type"]:
         # Only what vLLM reads from the model config for parsing: the model type,
         # which selects Kimi-style tool-call ids (functions.NAME:IDX).
         hf_config = SimpleNamespace(model_type=config["model_type"])

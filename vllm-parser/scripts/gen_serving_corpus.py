@@ -4,7 +4,8 @@ vLLM 0.33.0's own serving code, for ``tests/serving.rs``.
 
 For every parser configuration of the parser corpora (``scripts/corpus/*.json``,
 the tokenizers and options ``gen_fixtures.py`` uses; one entry per distinct
-reasoning/tool/model), every request variant (tools with ``tool_choice``
+reasoning/tool/model), its first ``MAX_OUTPUTS`` outputs and every case marked
+``"serving": true``, every request variant (tools with ``tool_choice``
 absent / ``none`` / ``required`` / named, no tools, ``parallel_tool_calls:
 false``, ``include_reasoning: false``) and every prompt scenario (the
 corpus' prompt end; a chat rendered with the tokenizer's template; a user
@@ -265,10 +266,12 @@ def generate(family: str) -> int:
             print(f"{family}: {key}: {e}", file=sys.stderr)
             continue
         tools = corpus.get("tools", [])
-        outputs = [c["output"] for c in corpus["cases"][:MAX_OUTPUTS]]
+        # The first MAX_OUTPUTS cases, and every case marked ``"serving": true``.
+        cases = [c for i, c in enumerate(corpus["cases"])
+                 if i < MAX_OUTPUTS or c.get("serving")]
+        outputs = [c["output"] for c in cases]
         # The parser corpus' decision where vLLM's modes disagree.
-        decided = {c["output"]: config["follow"] or c.get("follow")
-                   for c in corpus["cases"][:MAX_OUTPUTS]}
+        decided = {c["output"]: config["follow"] or c.get("follow") for c in cases}
         if tools:
             name = tools[0]["function"]["name"]
             outputs.append(f'[{{"name": "{name}", "parameters": {{"a": 1}}}}]')

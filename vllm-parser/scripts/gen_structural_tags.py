@@ -7,10 +7,15 @@ Each tool parser is built with the tokenizer and options of its first config in
 the parser corpora (``scripts/corpus/*.json``, as ``gen_serving_corpus.py``
 builds it, with no reasoning parser but gpt-oss's), then every request of ``REQUESTS`` (tool
 sets × ``tool_choice`` × ``parallel_tool_calls`` × ``strict`` × ``response_format``)
-goes through ``OnlineRenderer``'s ``adjust_request`` call; the record is the
+goes through ``OnlineRenderer``'s ``adjust_request`` call, once for each
+server ``--tool-strict-level`` of ``STRICT_LEVELS`` (unset: the tool parser's
+default level; ``auto``, ``function``, ``parameter``); the record is the
 request body and the resulting ``structured_outputs`` (``structural_tag`` string,
 ``json`` schema or ``null``), whether ``response_format`` was cleared, or the
-error. ``tests/serving.rs`` requires byte equality.
+error. The Cohere Command parsers (``COHERE_PARSERS``), whose parser class
+builds its own tag from the model's architecture, are recorded on every
+architecture of ``COHERE_ARCHITECTURES``. ``tests/structural_tags.rs`` requires
+byte equality.
 
 Run from the crate directory with the reference environment::
 
@@ -215,6 +220,67 @@ def parser_configs():
     return found
 
 
+# The server's --tool-strict-level: unset, then each of vLLM's names.
+STRICT_LEVELS = [None, "auto", "function", "parameter"]
+
+# vLLM's Cohere Command parser class builds its own structural tag from the
+# model's architecture (``CohereCommandParser._apply_structural_tags``): each
+# name as both reasoning and tool parser (so every request is adjusted), on
+# every architecture of ``MODEL_TO_TAG_STYLE`` and one it lacks.
+COHERE_PARSERS = ["cohere_command3", "cohere_command4"]
+COHERE_ARCHITECTURES = ["Cohere2ForCausalLM", "Cohere2VisionForConditionalGeneration",
+                        "Cohere2MoeForCausalLM", "LlamaForCausalLM"]
+COHERE_TOOL_SETS = ("one", "several", "no_tools")
+
+
+def record(entry, request, adjustment):
+    """The request's structured outputs after adjust_request, or the error."""
+    if request is None:
+        entry["error"] = adjustment
+        return entry
+    so = request.structured_outputs
+    if so is None:
+        entry["structured_outputs"] = None
+    elif so.structural_tag is not None:
+        entry["structured_outputs"] = {"structural_tag": so.structural_tag}
+    elif so.json is not None:
+        entry["structured_outputs"] = {"json": so.json}
+    elif so.json_object:
+        entry["structured_outputs"] = {"json_object": True}
+    else:
+        entry["structured_outputs"] = {"other": repr(so)}
+    entry["response_format_kept"] = request.response_format is not None
+    return entry
+
+
+def cohere_entries():
+    gf.ensure_cohere_melody()
+    configs = {}
+    for raw in json.loads((gf.CORPUS / "cohere_command.json").read_text())["configs"]:
+        config = gf.config_defaults(raw)
+        configs.setdefault(config["tool"], config)
+    for tool in COHERE_PARSERS:
+        config = configs[tool]
+        tokenizer = gf.tokenizer_for(config["model"], config["rename_tokens"],
+                                     config["response_template"])
+        parser_cls = ParserManager.get_parser(
+            tool_parser_name=tool, reasoning_parser_name=tool, enable_auto_tools=True,
+            model_name=config["model"], tokenizer=tokenizer)
+        count = 0
+        for architecture in COHERE_ARCHITECTURES:
+            arch_config = {**config, "reasoning": tool, "chat_template_kwargs": {},
+                           "architecture": architecture}
+            for name, body in requests():
+                if name.split("/")[0] not in COHERE_TOOL_SETS:
+                    continue
+                request, adjustment = sc.adjusted(parser_cls, tokenizer, arch_config, body, [])
+                entry = {"tool": tool, "reasoning": tool, "case": name, "strict_level": None,
+                         "architecture": architecture, "request": body}
+                yield record(entry, request, adjustment)
+                count += 1
+        print(f"{tool}: {count} requests", file=sys.stderr)
+
+
 def main() -> int:
     configs = parser_configs()
     results = []
@@ -225,34 +291,23 @@ def main() -> int:
             continue
         tokenizer = gf.tokenizer_for(config["model"], config["rename_tokens"],
                                      config["response_template"])
-        parser_cls = ParserManager.get_parser(
-            tool_parser_name=tool, reasoning_parser_name=config["reasoning"],
-            enable_auto_tools=True,
-            model_name=config["model"], is_harmony=config["model_type"] == "gpt_oss",
-            tokenizer=tokenizer)
         count = 0
-        for name, body in requests():
-            request, adjustment = sc.adjusted(parser_cls, tokenizer, config, body, [])
-            entry = {"tool": tool, "reasoning": config["reasoning"], "case": name,
-                     "request": body}
-            if request is None:
-                entry["error"] = adjustment
-            else:
-                so = request.structured_outputs
-                if so is None:
-                    entry["structured_outputs"] = None
-                elif so.structural_tag is not None:
-                    entry["structured_outputs"] = {"structural_tag": so.structural_tag}
-                elif so.json is not None:
-                    entry["structured_outputs"] = {"json": so.json}
-                elif so.json_object:
-                    entry["structured_outputs"] = {"json_object": True}
-                else:
-                    entry["structured_outputs"] = {"other": repr(so)}
-                entry["response_format_kept"] = request.response_format is not None
-            results.append(entry)
-            count += 1
+        for level in STRICT_LEVELS:
+            # get_parser per level: HarmonyParser keeps the level as a class
+            # attribute, so each level's requests run before the next is set.
+            parser_cls = ParserManager.get_parser(
+                tool_parser_name=tool, reasoning_parser_name=config["reasoning"],
+                enable_auto_tools=True,
+                model_name=config["model"], is_harmony=config["model_type"] == "gpt_oss",
+                tool_strict_level=level, tokenizer=tokenizer)
+            for name, body in requests():
+                request, adjustment = sc.adjusted(parser_cls, tokenizer, config, body, [])
+                entry = {"tool": tool, "reasoning": config["reasoning"], "case": name,
+                         "strict_level": level, "request": body}
+                results.append(record(entry, request, adjustment))
+                count += 1
         print(f"{tool}: {count} requests", file=sys.stderr)
+    results.extend(cohere_entries())
     header = {"generated_by": "scripts/gen_structural_tags.py",
               "vllm_version": gf.VLLM_VERSION}
     raw = gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0)

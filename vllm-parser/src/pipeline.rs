@@ -50,7 +50,8 @@ impl MessageParser {
     }
 
     /// Build the parsers registered under vLLM's names (`--reasoning-parser`,
-    /// `--tool-call-parser`) for one request.
+    /// `--tool-call-parser`) for one request (the reasoning parser as
+    /// [`registry::reasoning_parser_beside`] builds it next to `tool`).
     pub fn from_names(
         reasoning: Option<&str>,
         tool: Option<&str>,
@@ -58,7 +59,7 @@ impl MessageParser {
     ) -> Result<Self, ParserError> {
         Ok(Self::new(
             reasoning
-                .map(|name| registry::reasoning_parser(name, options))
+                .map(|name| registry::reasoning_parser_beside(name, tool, options))
                 .transpose()?,
             tool.map(|name| registry::tool_parser(name, options))
                 .transpose()?,

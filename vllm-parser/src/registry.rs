@@ -650,6 +650,36 @@ pub fn reasoning_parser(
     Ok((reasoning_entry(name)?.build)(options))
 }
 
+/// A new reasoning parser `name` for one request on a server that also runs
+/// the tool parser `tool` (`--tool-call-parser` with
+/// `--enable-auto-tool-choice`).
+///
+/// vLLM 0.33.0's `qwen3` reasoning parser is its Qwen3 parser engine
+/// (`Qwen3ParserReasoningAdapter`), and the engine's two paths disagree on a
+/// `</think>` that follows the end of reasoning: the whole-output path
+/// (`parse` → `extract_reasoning`, a single pass whose (CONTENT, THINK_END)
+/// transition emits nothing) drops it from content, the streaming path keeps
+/// it — with or without a tool parser. The crate's parsers have one behaviour
+/// for both modes, and the corpora decide which one they follow: alone, the
+/// `think` corpus follows streaming (the `</think>` stays content, as
+/// `think::QWEN3` keeps it); beside a tool parser, the `hermes` corpus follows
+/// the whole output, since vLLM's streaming then hands the quoted markers to
+/// the tool parser, which extracts a malformed call
+/// (`markers_quoted_in_reasoning`). Beside a tool parser `qwen3` is therefore
+/// the engine's reasoning parser ([`qwen3::reasoning_parser_for`]). Every
+/// other name builds as [`reasoning_parser`] does.
+pub fn reasoning_parser_beside(
+    name: &str,
+    tool: Option<&str>,
+    options: &ParserOptions,
+) -> Result<Box<dyn ReasoningParser>, ParserError> {
+    let entry = reasoning_entry(name)?;
+    if entry.name == "qwen3" && tool.is_some() {
+        return Ok(qwen3::reasoning_parser_for(qwen3::QWEN3, options));
+    }
+    Ok((entry.build)(options))
+}
+
 /// A new tool parser `name` for one request.
 pub fn tool_parser(
     name: &str,

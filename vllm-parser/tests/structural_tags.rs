@@ -1,14 +1,18 @@
 //! The `structured_outputs.structural_tag` string vLLM 0.33.0's
 //! `adjust_request` sends, byte for byte, for every tool parser with a
 //! `structural_tag_model` (`scripts/gen_structural_tags.py`,
-//! `tests/fixtures/serving/structural_tags.json.gz`).
+//! `tests/fixtures/serving/structural_tags.json.gz`), with the server's
+//! `--tool-strict-level` unset and set to each of vLLM's levels; and the tag
+//! vLLM's Cohere Command parser class builds per model architecture.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::{Map, Value};
 use vllm_parser::Tool;
-use vllm_parser::serving::{ServingParsers, ServingRequest, StructuredOutputs, ToolChoice};
+use vllm_parser::serving::{
+    ServingParsers, ServingRequest, StructuredOutputs, ToolChoice, ToolStrictLevel,
+};
 
 /// Tool parsers whose `structural_tag_model` this crate does not build yet:
 /// their requests go unconstrained (`json: None`).
@@ -34,15 +38,37 @@ fn structural_tags_are_vllms_byte_for_byte() {
     let kwargs = Map::new();
     let mut failures = Vec::new();
     let mut checked: BTreeMap<String, usize> = BTreeMap::new();
+    let mut levels: BTreeMap<String, usize> = BTreeMap::new();
+    let mut xgrammar_grammars: BTreeMap<String, usize> = BTreeMap::new();
+    let mut cohere_exact: BTreeMap<String, usize> = BTreeMap::new();
     for entry in entries() {
         let tool = entry["tool"].as_str().unwrap();
-        let label = format!("{tool} {}", entry["case"].as_str().unwrap());
+        let level = entry["strict_level"].as_str();
+        let label = format!(
+            "{tool} {} (--tool-strict-level {})",
+            entry["case"].as_str().unwrap(),
+            level.unwrap_or("unset")
+        );
         let body = &entry["request"];
-        let parsers =
+        let mut parsers =
             ServingParsers::new(entry["reasoning"].as_str(), Some(tool), true, None, |_| {
                 Some(u32::MAX)
             })
             .expect("every tool parser starts");
+        let architecture = entry["architecture"].as_str();
+        if let Some(architecture) = architecture {
+            parsers = parsers.with_model_architecture(architecture);
+        }
+        if let Some(level) = level {
+            parsers = parsers.with_tool_strict_level(
+                level
+                    .parse::<ToolStrictLevel>()
+                    .expect("vLLM's level names"),
+            );
+        }
+        *levels
+            .entry(level.unwrap_or("unset").to_owned())
+            .or_default() += 1;
         let raw_tools = body["tools"].as_array().cloned().unwrap_or_default();
         let tools: Vec<Tool> = raw_tools.iter().filter_map(Tool::from_openai).collect();
         let strict: Vec<bool> = raw_tools
@@ -61,14 +87,40 @@ fn structural_tags_are_vllms_byte_for_byte() {
             tools_strict: &strict,
             response_format,
         };
-        let ours = match parsers.adjust_request(&request) {
-            Ok(adjusted) => adjusted.structured_outputs,
-            Err(e) => {
-                failures.push(format!("{label}: refused: {e}"));
+        let ours = match (
+            parsers.adjust_request(&request),
+            entry["error"]["error"].as_str(),
+        ) {
+            (Ok(adjusted), None) => adjusted.structured_outputs,
+            (Err(e), Some(message)) if e.message == message => {
+                *checked.entry(tool.to_owned()).or_default() += 1;
+                continue;
+            }
+            (Err(e), _) => {
+                failures.push(format!("{label}: refused: {e}, vLLM {}", entry["error"]));
+                continue;
+            }
+            (Ok(_), Some(message)) => {
+                failures.push(format!("{label}: accepted, vLLM refused: {message}"));
                 continue;
             }
         };
         let expected = entry["structured_outputs"]["structural_tag"].as_str();
+        // Cohere's tag for tools holds xgrammar's own JSON-schema-to-EBNF
+        // output, which the crate does not reproduce: it must say so (`None`).
+        if architecture.is_some()
+            && expected.is_some_and(|tag| tag.contains("\"type\": \"grammar\""))
+        {
+            match &ours {
+                Some(StructuredOutputs::StructuralTag { json: None, .. }) => {
+                    *xgrammar_grammars.entry(tool.to_owned()).or_default() += 1;
+                }
+                other => {
+                    failures.push(format!("{label}: ours {other:?}, vLLM an xgrammar grammar"))
+                }
+            }
+            continue;
+        }
         match (&ours, expected) {
             (
                 Some(StructuredOutputs::StructuralTag {
@@ -80,6 +132,9 @@ fn structural_tags_are_vllms_byte_for_byte() {
                     failures.push(format!("{label}:\n  ours {json}\n  vLLM {tag}"));
                 } else {
                     *checked.entry(tool.to_owned()).or_default() += 1;
+                    if architecture.is_some() {
+                        *cohere_exact.entry(tool.to_owned()).or_default() += 1;
+                    }
                 }
             }
             (Some(StructuredOutputs::StructuralTag { json: None, .. }), Some(_))
@@ -97,8 +152,13 @@ fn structural_tags_are_vllms_byte_for_byte() {
             )),
         }
     }
-    eprintln!("byte-equal structural tags per tool parser: {checked:?}");
-    let built = checked.len();
+    eprintln!("byte-equal structural tags (or refusals) per tool parser: {checked:?}");
+    eprintln!("Cohere tags with an xgrammar tool grammar (not built): {xgrammar_grammars:?}");
+    eprintln!("Cohere tags byte-equal: {cohere_exact:?}");
+    let built = checked
+        .keys()
+        .filter(|t| !t.starts_with("cohere_command"))
+        .count();
     assert!(
         failures.is_empty(),
         "{} of the structural-tag cases differ from vLLM:\n{}",
@@ -106,4 +166,15 @@ fn structural_tags_are_vllms_byte_for_byte() {
         failures[..failures.len().min(15)].join("\n")
     );
     assert_eq!(built, 24 - NOT_BUILT.len(), "{checked:?}");
+    // Every server level was recorded.
+    assert_eq!(levels.len(), 4, "{levels:?}");
+    // Cohere's exact tags (a JSON output format alone) and refusals.
+    for cohere in ["cohere_command3", "cohere_command4"] {
+        assert!(checked.get(cohere).is_some_and(|n| *n > 0), "{checked:?}");
+        assert!(
+            cohere_exact.get(cohere).is_some_and(|n| *n > 0),
+            "{cohere_exact:?}"
+        );
+        assert!(xgrammar_grammars.get(cohere).is_some_and(|n| *n > 0));
+    }
 }

@@ -49,6 +49,13 @@ pub struct Args {
     /// Let the model call tools when `tool_choice` is `auto`.
     #[arg(long)]
     pub enable_auto_tool_choice: bool,
+    /// Server-side floor for structural-tag based tool calling: `auto` follows the
+    /// request's tool choice and per-tool `strict`; `function` constrains the
+    /// tool-call envelope of every request with tools; `parameter` also pins
+    /// argument schemas, as if every tool were `strict: true`. Default: the tool
+    /// parser's own level (`auto` for most).
+    #[arg(long, value_parser = vllm_parser::serving::ToolStrictLevel::from_name)]
+    pub tool_strict_level: Option<vllm_parser::serving::ToolStrictLevel>,
     /// Chat template: a file, or the template itself.
     #[arg(long)]
     pub chat_template: Option<String>,
@@ -233,6 +240,7 @@ impl Args {
             tool_call_parser: ParserChoice::parse(&self.tool_call_parser),
             reasoning_parser: ParserChoice::parse(&self.reasoning_parser),
             enable_auto_tool_choice: self.enable_auto_tool_choice,
+            tool_strict_level: self.tool_strict_level,
             chat_template: self
                 .chat_template
                 .as_deref()
@@ -301,5 +309,32 @@ impl Args {
                 },
             },
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vllm_parser::serving::ToolStrictLevel;
+
+    #[test]
+    fn tool_strict_level_takes_vllms_names() {
+        let config = Args::try_parse_from(["serve", "--tool-strict-level", "Function"])
+            .unwrap()
+            .into_config()
+            .unwrap();
+        assert_eq!(config.tool_strict_level, Some(ToolStrictLevel::Function));
+        let unset = Args::try_parse_from(["serve"])
+            .unwrap()
+            .into_config()
+            .unwrap();
+        assert_eq!(unset.tool_strict_level, None);
+        let error = Args::try_parse_from(["serve", "--tool-strict-level", "strict"]).unwrap_err();
+        assert!(
+            error.to_string().contains(
+                "Unknown tool strict level 'strict'; expected one of auto, function, parameter."
+            ),
+            "{error}"
+        );
     }
 }

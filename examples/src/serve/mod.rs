@@ -91,6 +91,9 @@ pub struct ServeConfig {
     pub reasoning_parser: ParserChoice,
     /// `--enable-auto-tool-choice`.
     pub enable_auto_tool_choice: bool,
+    /// `--tool-strict-level`: the server's floor for tool-call structural tags
+    /// (`None`: each tool parser's default level).
+    pub tool_strict_level: Option<vllm_parser::serving::ToolStrictLevel>,
     /// `--chat-template` (the template source).
     pub chat_template: Option<String>,
     /// `--default-chat-template-kwargs`.
@@ -167,6 +170,7 @@ impl ServeConfig {
             tool_call_parser: ParserChoice::None,
             reasoning_parser: ParserChoice::None,
             enable_auto_tool_choice: false,
+            tool_strict_level: None,
             chat_template: None,
             default_chat_template_kwargs: Map::new(),
             tokenizer_mode: vllm_chat::TokenizerMode::Auto,
@@ -218,8 +222,24 @@ impl ServeConfig {
     /// The parsers the choices resolve to, with vLLM's start-up checks.
     fn parsers(&self, model: &Model) -> Result<ServingParsers> {
         let (reasoning, tool) = self.parser_names()?;
-        Ok(model.serving_parsers(reasoning, tool, self.enable_auto_tool_choice)?)
+        let mut parsers = model.serving_parsers(reasoning, tool, self.enable_auto_tool_choice)?;
+        if let Some(level) = self.tool_strict_level {
+            parsers = parsers.with_tool_strict_level(level);
+        }
+        // vLLM's `model_config.architecture`: Cohere's parsers build their
+        // structural tags by it.
+        if let Some(architecture) = model_architecture(&self.model_dir) {
+            parsers = parsers.with_model_architecture(&architecture);
+        }
+        Ok(parsers)
     }
+}
+
+/// The first of `config.json`'s `architectures`, if the model directory has one.
+fn model_architecture(model_dir: &std::path::Path) -> Option<String> {
+    let text = std::fs::read_to_string(model_dir.join("config.json")).ok()?;
+    let config: Value = serde_json::from_str(&text).ok()?;
+    Some(config.get("architectures")?.get(0)?.as_str()?.to_owned())
 }
 
 /// A bound server, not yet serving.

@@ -101,6 +101,7 @@ pub fn settings(config: &ServeConfig) -> Map<String, Value> {
         "tool_call_parser": parser(&config.tool_call_parser),
         "reasoning_parser": parser(&config.reasoning_parser),
         "enable_auto_tool_choice": config.enable_auto_tool_choice,
+        "tool_strict_level": config.tool_strict_level.map(|l| l.name()),
         "chat_template": config.chat_template,
         "default_chat_template_kwargs": config.default_chat_template_kwargs,
         "trust_request_chat_template": config.trust_request_chat_template,

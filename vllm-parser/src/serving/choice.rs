@@ -83,7 +83,7 @@ impl ChoiceParser {
         let build = |e: crate::ParserError| ServingError::new(e.to_string(), None);
         let reasoning = parsers
             .reasoning
-            .map(|name| registry::reasoning_parser(name, &options))
+            .map(|name| registry::reasoning_parser_beside(name, parsers.active_tool_name, &options))
             .transpose()
             .map_err(build)?;
         let engine_pair = reasoning.as_ref().is_none_or(|r| r.is_engine_based())

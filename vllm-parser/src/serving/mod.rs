@@ -21,7 +21,9 @@
 //! With `VLLM_ENFORCE_STRICT_TOOL_CALLING` (on by default) vLLM holds calls of
 //! the 24 tool parsers with a `structural_tag_model` to an xgrammar structural
 //! tag: for `required` and named choices, and for `auto` with
-//! `parallel_tool_calls: false`, strict tools or (GLM-4.5/4.7) always.
+//! `parallel_tool_calls: false`, strict tools or (GLM-4.5/4.7) always; the
+//! server's `--tool-strict-level` ([`ServingParsers::with_tool_strict_level`],
+//! [`ToolStrictLevel`]) replaces the tool parser's default level as the floor.
 //! [`StructuredOutputs::StructuralTag`]'s `json` is the string vLLM 0.33.0
 //! puts in `structured_outputs.structural_tag`, byte for byte
 //! (`tests/structural_tags.rs` against `scripts/gen_structural_tags.py`), for
@@ -35,8 +37,18 @@
 //! `response_format` other than `json_schema` / `json_object` (or
 //! `structured_outputs` given directly) combined with `auto`; HY V4 with
 //! suffixed structural tokens unless [`ServingParsers::with_token_suffix`]
-//! names the suffix. The grammars vLLM's `beam` and Cohere parser classes
-//! build with their own code (not `structural_tag_model`) are not built here.
+//! names the suffix.
+//!
+//! vLLM's Cohere Command parser class (`cohere_command3` / `cohere_command4`)
+//! builds its own tag from the model's architecture
+//! ([`ServingParsers::with_model_architecture`]): a JSON `response_format`
+//! alone gives the exact string; with tools the tag holds an EBNF grammar
+//! of xgrammar's JSON-schema conversion, which is not reproduced (`json:
+//! None`). The grammar vLLM's `beam` parser derives from the checkpoint's
+//! response template (`vllm/parser/response_template_grammar.py`, which
+//! checks its regexes and schemas by compiling them with xgrammar) is not
+//! built here: `beam` still refuses `required` / named tool choices, as vLLM
+//! does when its grammar cannot be derived.
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -86,9 +98,11 @@
 //! ```
 
 mod choice;
+mod cohere;
 mod ids;
 mod markers;
 mod required;
+mod strict;
 mod structural_tag;
 mod tables;
 
@@ -105,6 +119,7 @@ use crate::tools::Tool;
 
 pub use choice::ChoiceParser;
 pub use ids::{random_hex, tool_call_id};
+pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 
 /// The request's `tool_choice`, as the client gave it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,6 +290,10 @@ pub struct ServingParsers {
     /// tokenizer has the unsuffixed `<tool_calls>`, else unknown until
     /// [`ServingParsers::with_token_suffix`].
     token_suffix: Option<String>,
+    /// `--tool-strict-level`; `None`: each tool parser's default level.
+    tool_strict_level: Option<ToolStrictLevel>,
+    /// `model_config.architecture` (Cohere's structural tags need it).
+    model_architecture: Option<String>,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -283,6 +302,7 @@ impl std::fmt::Debug for ServingParsers {
             .field("reasoning", &self.reasoning)
             .field("tool", &self.tool)
             .field("enable_auto_tool_choice", &self.enable_auto_tool_choice)
+            .field("tool_strict_level", &self.tool_strict_level)
             .finish_non_exhaustive()
     }
 }
@@ -345,7 +365,39 @@ impl ServingParsers {
             response_template,
             markers: Arc::new(markers),
             token_suffix,
+            tool_strict_level: None,
+            model_architecture: None,
         })
+    }
+
+    /// Set the model's architecture, vLLM's `model_config.architecture` (the
+    /// first of `config.json`'s `architectures`, e.g. `Cohere2ForCausalLM`).
+    /// vLLM's Cohere Command parser class (`cohere_command3` /
+    /// `cohere_command4`) reads it to put a structural tag on requests with a
+    /// JSON `response_format` or tools, and refuses them on an architecture it
+    /// has no tag style for; without it (as before this was set) requests are
+    /// left alone, as vLLM leaves them without a model config.
+    pub fn with_model_architecture(mut self, architecture: &str) -> Self {
+        self.model_architecture = Some(architecture.to_owned());
+        self
+    }
+
+    /// Set the server's `--tool-strict-level` (vLLM's `tool_strict_level`,
+    /// parsed with [`ToolStrictLevel::from_name`]): it replaces every tool
+    /// parser's `default_tool_strict_level` as the floor for structural tags.
+    /// `auto` follows the request's `tool_choice` and each tool's `strict`;
+    /// `function` constrains the call envelope of every request with tools
+    /// (`tool_choice: auto` included); `parameter` also pins argument schemas
+    /// as if every tool were `strict: true`. Without it (vLLM's default) the
+    /// tool parser's own level applies.
+    pub fn with_tool_strict_level(mut self, level: ToolStrictLevel) -> Self {
+        self.tool_strict_level = Some(level);
+        self
+    }
+
+    /// The server's `--tool-strict-level`, `None` when unset.
+    pub fn tool_strict_level(&self) -> Option<ToolStrictLevel> {
+        self.tool_strict_level
     }
 
     /// Set HY V4's per-checkpoint structural-token suffix (vLLM's
@@ -453,6 +505,28 @@ impl ServingParsers {
                 out.spaces_between_special_tokens = Some(false);
             }
         }
+        // CohereCommandParser._apply_structural_tags, before its
+        // DelegatingParser.adjust_request.
+        let mut structural = false;
+        let cohere_class = [self.reasoning, self.tool]
+            .iter()
+            .any(|n| n.is_some_and(|n| n.starts_with("cohere_command")));
+        if cohere_class {
+            match cohere::apply(self.model_architecture.as_deref(), request) {
+                cohere::CohereTag::Unchanged => {}
+                cohere::CohereTag::Refused(message) => {
+                    return Err(ServingError::new(message, None));
+                }
+                cohere::CohereTag::Tag(json) => {
+                    structural = true;
+                    out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                        model: "cohere_command",
+                        single_call: false,
+                        json,
+                    });
+                }
+            }
+        }
         let Some(tool) = self.active_tool_name else {
             return Ok(out);
         };
@@ -509,22 +583,23 @@ impl ServingParsers {
             check_k2_horizon_format(request.chat_template_kwargs)?;
         }
         // DelegatingParser._apply_structural_tag.
-        let mut structural = false;
         if let Some(model) = traits.structural_tag_model
             && request.has_tools()
             && choice != ToolChoice::None
         {
             let is_auto = choice == ToolChoice::Auto;
             let single_call = request.parallel_tool_calls == Some(false);
-            let mut level = traits.default_strict_level;
+            let mut level = self
+                .tool_strict_level
+                .unwrap_or(traits.default_strict_level);
             if single_call && !(is_auto && request.response_format_set) {
-                level = level.max(1);
+                level = level.max(ToolStrictLevel::Function);
             }
             // Auto is unconstrained at level 0 without strict tools, and for
             // HY V4 (its get_structural_tag forces choices only) unless a
             // response format turns the tag into `required` or the format.
             let unconstrained_auto = is_auto
-                && ((level == 0 && !request.has_strict_tools())
+                && ((level == ToolStrictLevel::Auto && !request.has_strict_tools())
                     || (model == "hy_v4" && !request.response_format_set));
             let applies = !unconstrained_auto;
             if applies {
@@ -633,12 +708,15 @@ fn structural_tag_json(
     token_suffix: Option<&str>,
     request: &ServingRequest,
     choice: &ToolChoice,
-    level: u8,
+    level: ToolStrictLevel,
     single_call: bool,
 ) -> Option<String> {
     let tools = request.tools?;
     let strict: Vec<bool> = (0..tools.len())
-        .map(|i| level >= 2 || request.tools_strict.get(i).copied().unwrap_or(false))
+        .map(|i| {
+            level >= ToolStrictLevel::Parameter
+                || request.tools_strict.get(i).copied().unwrap_or(false)
+        })
         .collect();
     let (tag_choice, forced_name) = match choice {
         ToolChoice::Auto => (structural_tag::Choice::Auto, None),

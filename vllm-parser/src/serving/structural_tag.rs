@@ -979,6 +979,11 @@ pub(crate) fn harmony_output_format(final_content: Value) -> Value {
 }
 
 /// The structural tag's JSON text for `format` alone.
+/// `json.dumps(value)` (Python's default separators, ASCII escapes).
+pub(crate) fn dumps_python(value: &Value) -> String {
+    dumps_ascii(&to_py(value))
+}
+
 pub(crate) fn dump_tag(format: Value) -> String {
     dumps_ascii(&to_py(&json!({"type": "structural_tag", "format": format})))
 }

@@ -2,6 +2,8 @@
 //! besides its text rules (checked by `tests/serving.rs` against the corpus
 //! `scripts/gen_serving_corpus.py` records).
 
+use super::ToolStrictLevel;
+
 /// How a parser's `adjust_request` sets `skip_special_tokens`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SkipRule {
@@ -25,8 +27,8 @@ pub(crate) struct ToolTraits {
     pub supports_required_and_named: bool,
     /// `structural_tag_model`.
     pub structural_tag_model: Option<&'static str>,
-    /// `default_tool_strict_level` (0 auto, 1 function, 2 parameter).
-    pub default_strict_level: u8,
+    /// `default_tool_strict_level`.
+    pub default_strict_level: ToolStrictLevel,
     /// `engine_based_streaming`.
     pub engine_based: bool,
     /// Its `adjust_request`'s `skip_special_tokens` rule.
@@ -43,7 +45,11 @@ const fn t(
     ToolTraits {
         supports_required_and_named: supports,
         structural_tag_model: tag,
-        default_strict_level: level,
+        default_strict_level: match level {
+            0 => ToolStrictLevel::Auto,
+            1 => ToolStrictLevel::Function,
+            _ => ToolStrictLevel::Parameter,
+        },
         engine_based: engine,
         skip,
     }
