@@ -226,20 +226,8 @@ impl ServeConfig {
         if let Some(level) = self.tool_strict_level {
             parsers = parsers.with_tool_strict_level(level);
         }
-        // vLLM's `model_config.architecture`: Cohere's parsers build their
-        // structural tags by it.
-        if let Some(architecture) = model_architecture(&self.model_dir) {
-            parsers = parsers.with_model_architecture(&architecture);
-        }
         Ok(parsers)
     }
-}
-
-/// The first of `config.json`'s `architectures`, if the model directory has one.
-fn model_architecture(model_dir: &std::path::Path) -> Option<String> {
-    let text = std::fs::read_to_string(model_dir.join("config.json")).ok()?;
-    let config: Value = serde_json::from_str(&text).ok()?;
-    Some(config.get("architectures")?.get(0)?.as_str()?.to_owned())
 }
 
 /// A bound server, not yet serving.

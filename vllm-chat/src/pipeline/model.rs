@@ -174,7 +174,7 @@ impl Model {
     /// The parsers named by `--reasoning-parser` / `--tool-call-parser`
     /// (`--enable-auto-tool-choice`) for this model, with vLLM's start-up checks
     /// (registered names, the tokens each parser needs, a response template for `hf`
-    /// and `beam`).
+    /// and `beam`), told the model's architecture (`config.json`) as vLLM tells them.
     pub fn serving_parsers(
         &self,
         reasoning: Option<&str>,
@@ -183,7 +183,7 @@ impl Model {
     ) -> Result<ServingParsers, vllm_parser::ParserError> {
         let tokenizer = self.renderer.tokenizer();
         let mistral = self.renderer.mistral();
-        ServingParsers::new(
+        let parsers = ServingParsers::new(
             reasoning,
             tool,
             enable_auto_tool_choice,
@@ -192,7 +192,19 @@ impl Model {
                 Some(mistral) => mistral.token_to_id(token),
                 None => tokenizer.and_then(|t| t.token_to_id(token)),
             },
-        )
+        )?;
+        // vLLM's `model_config.architecture` (`config.json`'s first architecture):
+        // Cohere's parsers build their structural tags by it.
+        let architecture = self
+            .renderer
+            .model_files()
+            .config
+            .as_ref()
+            .and_then(|c| c.get("architectures")?.get(0)?.as_str().map(str::to_owned));
+        Ok(match architecture {
+            Some(architecture) => parsers.with_model_architecture(&architecture),
+            None => parsers,
+        })
     }
 
     /// Builds the model from files already read (`files.tokenizer_json` must be set).
