@@ -211,13 +211,15 @@ for size in ("1k", "32k", "300k"):
 
 def ms(s):
     return f"{s * 1e3:.2f}" if s is not None else "–"
+# (row, our call, vllm-rs's call, HF's call)
+ROWS = (("chat render", "ours render", "vllm-rs render", "hf render"),
+        ("tokenize (ours /tokenize, vllm-rs /v1/completions/render)", "ours tokenize", "vllm-rs completions", "hf tokenize"),
+        ("/v1/completions/render", "ours completions", "vllm-rs completions", "hf tokenize"))
 print(f"\nload average: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; medians (ms)\n")
 print("| tokens | what | ours HTTP | ours library | vllm-rs HTTP | HF | vllm-rs / ours | HF / ours |")
 print("|---|---|---|---|---|---|---|---|")
 for size, count, m, _ in rows:
-    for what, ours, theirs, hf_key in (("chat render", "ours render", "vllm-rs render", "hf render"),
-                                       ("tokenize (ours /tokenize, vllm-rs /v1/completions/render)", "ours tokenize", "vllm-rs completions", "hf tokenize"),
-                                       ("/v1/completions/render", "ours completions", "vllm-rs completions", "hf tokenize")):
+    for what, ours, theirs, hf_key in ROWS:
         o, v, h = m[ours], m[theirs], m[hf_key]
         lib_key = "render" if what == "chat render" else "tokenize"
         print(f"| {size} ({count}) | {what} | {ms(o)} | {ms(lib.get(f'long/{lib_key}/{size}'))} | {ms(v)} | {ms(h)} | {v / o:.2f}x | {h / o:.2f}x |")
@@ -225,9 +227,7 @@ print("\nCPU time per call (ms; servers: all threads, HF: the calling thread)\n"
 print("| tokens | what | ours server | vllm-rs server | HF | vllm-rs / ours | HF / ours |")
 print("|---|---|---|---|---|---|---|")
 for size, count, _, c in rows:
-    for what, ours, theirs, hf_key in (("chat render", "ours render", "vllm-rs render", "hf render"),
-                                       ("tokenize (ours /tokenize, vllm-rs /v1/completions/render)", "ours tokenize", "vllm-rs completions", "hf tokenize"),
-                                       ("/v1/completions/render", "ours completions", "vllm-rs completions", "hf tokenize")):
+    for what, ours, theirs, hf_key in ROWS:
         o, v, h = c[ours], c[theirs], c[hf_key]
         print(f"| {size} ({count}) | {what} | {ms(o)} | {ms(v)} | {ms(h)} | {v / o:.2f}x | {h / o:.2f}x |")
 one = {s: lib.get(f"long/tokenize-1thread/{s}") for s in ("1k", "32k", "300k")}
