@@ -407,11 +407,12 @@ impl Server {
         let mut requested = stop.subscribe();
         if let Some((listener, state)) = self.grpc.take() {
             let mut grpc_stop = stop.subscribe();
+            let max_connections = self.http.max_connections;
             tokio::spawn(async move {
                 let stopped = async move {
                     let _ = grpc_stop.wait_for(|stop| *stop).await;
                 };
-                if let Err(e) = grpc::serve(listener, state, stopped).await {
+                if let Err(e) = grpc::serve(listener, state, max_connections, stopped).await {
                     tracing::error!("gRPC server: {e}");
                 }
             });
