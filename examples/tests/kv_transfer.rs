@@ -84,34 +84,34 @@ fn failed_requests_with_a_remote_prefill_free_its_blocks() {
     run(async {
         let server = pd_server();
         let addr = server.addr;
-        // A completion whose prompt holds an out-of-vocabulary token (vLLM's renderer
-        // refuses it inside the handler), whole and streamed.
-        for (id, stream) in [("pd-oov", false), ("pd-oov-stream", true)] {
+        // A completion whose prompt holds an out-of-vocabulary token (refused inside
+        // vLLM's handler; streamed, vLLM refuses it inside the stream: no notice).
+        let (status, body) = post(
+            addr,
+            "/v1/completions",
+            json!({"model": "qwen3", "prompt": [9707, OUT_OF_VOCAB], "max_tokens": 4,
+                   "request_id": "pd-oov", "kv_transfer_params": remote_prefill()}),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let notice = freed(server, "pd-oov").await;
+        // The parameters the client sent, as they were (msgpack of the same JSON).
+        let params = serde_json::to_value(&notice.kv_transfer_params).unwrap();
+        assert_eq!(params, remote_prefill());
+        // A chat request asking for more tokens than the context holds, whole and
+        // streamed (refused before its stream starts).
+        for (id, stream) in [("pd-too-long", false), ("pd-too-long-stream", true)] {
             let (status, body) = post(
                 addr,
-                "/v1/completions",
-                json!({"model": "qwen3", "prompt": [9707, OUT_OF_VOCAB], "max_tokens": 4,
-                       "stream": stream, "request_id": id,
+                "/v1/chat/completions",
+                json!({"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}],
+                       "max_tokens": 100_000_000, "request_id": id, "stream": stream,
                        "kv_transfer_params": remote_prefill()}),
             )
             .await;
             assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-            let notice = freed(server, id).await;
-            // The parameters the client sent, as they were (msgpack of the same JSON).
-            let params = serde_json::to_value(&notice.kv_transfer_params).unwrap();
-            assert_eq!(params, remote_prefill());
+            freed(server, id).await;
         }
-        // A chat request asking for more tokens than the context holds.
-        let (status, body) = post(
-            addr,
-            "/v1/chat/completions",
-            json!({"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}],
-                   "max_tokens": 100_000_000, "request_id": "pd-too-long",
-                   "kv_transfer_params": remote_prefill()}),
-        )
-        .await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        freed(server, "pd-too-long").await;
         // Without a request id, vLLM's notice names the request by the random id that
         // also names its answer; the engine frees it all the same.
         let (status, _) = post(

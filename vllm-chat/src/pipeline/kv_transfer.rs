@@ -20,6 +20,12 @@
 //! - the notice carries the request's `request_id` field (vLLM's default is a new
 //!   random id, which then also names the answer) and the `X-data-parallel-rank`
 //!   routing; a notice that cannot be sent is logged, never the client's error.
+//!
+//! One known difference: vLLM checks a streamed completion's prompt token ids against
+//! the vocabulary inside the stream (a 200 stream with an error event, so no notice);
+//! this pipeline refuses such a request before its stream (a 400, and the notice).
+//! `examples/scripts/compare_vllm_frontend.py --modes pd` compares the rest, notice for
+//! notice, against vLLM's frontend.
 
 use serde_json::{Map, Value};
 use vllm_client::EngineCoreClient;
