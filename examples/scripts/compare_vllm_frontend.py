@@ -38,6 +38,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import types
 import urllib.error
@@ -122,6 +123,7 @@ def free_port() -> int:
 # the hermes tool parser: one parser per choice.
 PARSED_TEXT = ('<think>The user wants the weather.</think>\n\n<tool_call>\n'
                '{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>')
+KV_TRANSFER_CONFIG = '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'
 MODES = {
     "text": (["--mock-output", "text"], []),
     "random": (["--mock-output", "random"], []),
@@ -138,10 +140,20 @@ MODES = {
     # `--stream-interval`: chunks compared one by one (see `RAW_CHUNKS`).
     "interval": (["--mock-output", "text"], ["--stream-interval", "2"]),
     # Prefill/decode disaggregation: engines with an emulated KV connector answer a
-    # prefill request with the parameters of its decode (the frontends need no flag).
-    "pd": (["--mock-output", "text", "--kv-transfer-config",
-            '{"kv_connector": "NixlConnector", "kv_role": "kv_both"}'], []),
+    # prefill request with the parameters of its decode; the frontends are told about
+    # the connector (`--kv-transfer-config`), so a refused decode request sends the
+    # engine vLLM's rejection notice (see `KV_LOGS`).
+    "pd": (["--mock-output", "text", "--kv-transfer-config", KV_TRANSFER_CONFIG],
+           ["--kv-transfer-config", KV_TRANSFER_CONFIG]),
 }
+# Modes whose engines' logs are read after every case: what each engine's (emulated) KV
+# connector freed — the remote prefills of requests that finished unscheduled, such as
+# a frontend's rejection notice — is compared too (request id and parameters).
+KV_LOGS = {"pd"}
+FREED = re.compile(r"KV connector: request finished before its remote prefill was pulled; "
+                   r"freeing the remote blocks request_id=(\S+) kv_transfer_params=(.*)$")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+RANDOM_ID = re.compile(r"^[0-9a-f]{16}(?:[0-9a-f]{16})?$")
 # Modes whose streamed answers are compared chunk by chunk rather than merged per
 # choice: their engines emit slowly enough (`--mock-tokens-per-second`) that every
 # engine output reaches a frontend alone, so the chunking is the frontend's choice.
@@ -179,9 +191,26 @@ def real_engine(args, port: int, mode: str) -> subprocess.Popen:
     )
 
 
+def engine_log(port: int) -> str:
+    """Where a `KV_LOGS` mode's engine dialing `port` writes its log (its stdout)."""
+    return os.path.join(tempfile.gettempdir(), f"compare-vllm-frontend-engine-{port}.log")
+
+
+def freed(port: int, seen: int) -> tuple[list[str], int]:
+    """The remote prefills the engine dialing `port` freed after its first `seen` log
+    lines (request id and parameters), and the number of lines now."""
+    with open(engine_log(port), errors="replace") as f:
+        lines = f.read().splitlines()
+    # A request without an id is named by a random one (vLLM: 16 hex digits, serve 32).
+    found = [RANDOM_ID.sub("ID", match.group(1)) + " " + match.group(2) for line in lines[seen:]
+             if (match := FREED.search(ANSI.sub("", line)))]
+    return found, len(lines)
+
+
 def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
     if mode in REAL_ENGINE:
         return real_engine(args, port, mode)
+    log = open(engine_log(port), "w") if mode in KV_LOGS else subprocess.DEVNULL
     return subprocess.Popen(
         [args.mock_engine, args.model, "--headless", "--data-parallel-address", "127.0.0.1",
          "--data-parallel-rpc-port", str(port), "--data-parallel-size", "1",
@@ -189,7 +218,7 @@ def mock_engine(args, port: int, mode: str) -> subprocess.Popen:
          *(flag.replace("{port}", str(port)) for flag in MODES[mode][0]), "--mock-seed", "3",
          "--mock-tokens-per-second", RAW_CHUNKS.get(mode, "0"),
          "--max-num-seqs", str(MAX_NUM_SEQS)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=log, stderr=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"},
     )
 
 
@@ -435,6 +464,7 @@ async def compare(args, mode: str) -> list[str]:
                            "stream": True, "logprobs": True, "top_logprobs": 1}
                 await asgi_post(app, "/v1/chat/completions", warm_up)
                 http_post(base, "/v1/chat/completions", warm_up)
+            seen = {vllm_port: 0, serve_rpc: 0}
             for name, path, body, modes in serve_answers.N_CASES:
                 if mode not in modes:
                     continue
@@ -444,6 +474,16 @@ async def compare(args, mode: str) -> list[str]:
                 except Exception as e:  # noqa: BLE001 - vLLM's app failed the request
                     theirs = f"vLLM raised {type(e).__name__}: {e}\n"
                 ours = answer(*http_post(base, path, body), merge=merge)
+                if mode in KV_LOGS:
+                    # The notice follows the answer; give both engines a moment.
+                    await asyncio.sleep(0.5)
+                    for port, side in [(vllm_port, "theirs"), (serve_rpc, "ours")]:
+                        found, seen[port] = freed(port, seen[port])
+                        line = "".join(f"engine freed {f}\n" for f in found)
+                        if side == "theirs":
+                            theirs += line
+                        else:
+                            ours += line
                 label = f"[{mode}] {name}"
                 if theirs == ours:
                     print(f"PASS: {label}")

@@ -6,8 +6,9 @@ same sequence of gRPC calls goes to each: every `vllm.Control` RPC (server and m
 info, aborts, LoRA load / unload / list and their refusals, KV event sources, pause
 modes with a request in flight, sleep / wake-up, the weight-transfer calls, the weight
 version, with and without a weight-transfer backend, shutdown) and `vllm.Inference` `Generate` / `GenerateStream` (tokens and text
-in; token ids, text, logprobs and candidates out; stop strings and tokens; and the
-refusals: bad token ids, bad sampling parameters, unknown adapters and models, ...),
+in; token ids, text, logprobs and candidates out; stop strings and tokens; calls past
+their deadline, unary and streamed; and the refusals: bad token ids, bad sampling
+parameters, unknown adapters and models, ...),
 plus `grpc.health.v1.Health`. The answers must be equal (messages as protobuf JSON
 with every field, or status code and message), after masking what legitimately
 differs (engine instance ids, utility call ids, random request ids in messages).
@@ -43,6 +44,10 @@ KNOWN_DIFFERENCES = {
         "refuses, as vllm-rs does for an engine it does not manage",
     "reflection: list services":
         "vllm-rs 0.33.0 has no server reflection; serve adds grpc.reflection.v1",
+    "Generate past its deadline":
+        "vllm-rs serves with tonic's timeout layer, which answers CANCELLED \"Timeout "
+        "expired\" when it beats the client's own timer (DEADLINE_EXCEEDED); serve enforces "
+        "the deadline itself and always answers DEADLINE_EXCEEDED, as gRPC specifies",
 }
 
 
@@ -92,6 +97,22 @@ class Battery:
             return {"ok": [self.dump(m) for m in reply]}
         except self.grpc.RpcError as e:
             return {"code": e.code().name, "details": normalize(e.details() or "")}
+
+    def past_deadline(self, method, request, timeout):
+        """A call given `timeout` seconds that needs more: its status as the client sees
+        it (how many messages a stream got first depends on timing, and so does whether
+        the client's timer or the server's answer ends it: grpcio says "Stream removed
+        (Deadline Exceeded)" for the former on a stream, the server "Deadline Exceeded")."""
+        try:
+            reply = method(request, timeout=timeout)
+            if not hasattr(reply, "ListFields"):
+                for _ in reply:
+                    pass
+            return {"ok": "answered before the deadline"}
+        except self.grpc.RpcError as e:
+            details = (e.details() or "").replace("Stream removed (Deadline Exceeded)",
+                                                  "Deadline Exceeded")
+            return {"code": e.code().name, "details": details}
 
     def background(self, method, request, results, key):
         def run():
@@ -229,6 +250,19 @@ def battery(port, pb, model):
     yield c("UnloadLora empty name", b.ctl.UnloadLora, C.UnloadLoraRequest(lora_name=""))
     yield c("ListLoras after unloading", b.ctl.ListLoras, C.ListLorasRequest())
     yield c("Generate on the unloaded adapter", gen, G(lora_name="a", stopping=S(max_new_tokens=1)))
+
+    # deadlines: unary and streamed calls that need seconds, given half a second; then
+    # nothing may still run (a pause that waits for requests in flight returns at once)
+    slow = dict(stopping=S(max_new_tokens=400, ignore_eos=True))
+    yield "Generate past its deadline", b.past_deadline(gen, G(**slow), 0.5)
+    yield "GenerateStream past its deadline", b.past_deadline(stream, G(**slow), 0.5)
+    time.sleep(0.2)
+    started = time.time()
+    paused = b.call(b.ctl.PauseGeneration, C.PauseGenerationRequest(mode=C.PAUSE_MODE_WAIT))
+    yield "nothing runs after the deadlines", {
+        "pause (wait) answer": paused, "returned within 2 s": time.time() - started < 2}
+    yield c("ResumeGeneration after the deadlines", b.ctl.ResumeGeneration,
+            C.ResumeGenerationRequest())
 
     # aborts
     long = dict(stopping=S(max_new_tokens=400, ignore_eos=True))

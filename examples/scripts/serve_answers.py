@@ -315,6 +315,40 @@ N_CASES += [
           "kv_transfer_params": PREFILL, "stream": True}),
     ]
 ]
+# A decode request the decode frontend refuses: with `--kv-transfer-config` it sends the
+# engine vLLM's rejection notice (a pre-aborted request), whose connector frees the
+# prefill's blocks; checks vLLM makes before its handler (request validation) and
+# refused prefill requests send none. `compare_vllm_frontend.py` also compares what
+# each engine's connector freed.
+N_CASES += [
+    (f"kv transfer rejected {name}", path, body, ("pd",))
+    for name, path, body in [
+        ("chat decode, too long", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 100000000,
+          "kv_transfer_params": DECODE, "request_id": "pd-too-long"}),
+        ("chat decode stream, too long", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 100000000, "stream": True,
+          "kv_transfer_params": DECODE, "request_id": "pd-too-long-stream"}),
+        ("completions decode, token out of vocabulary", "/v1/completions",
+         {"model": "qwen3", "prompt": [9707, 10000000], "max_tokens": 2,
+          "kv_transfer_params": DECODE, "request_id": "pd-oov"}),
+        ("chat decode, request validation (no notice)", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "top_logprobs": 2, "kv_transfer_params": DECODE,
+          "request_id": "pd-invalid"}),
+        ("completions decode batch, too long", "/v1/completions",
+         {"model": "qwen3", "prompt": ["Once", "Twice"], "max_tokens": 100000000,
+          "kv_transfer_params": DECODE, "request_id": "pd-batch"}),
+        ("chat prefill, too long (no notice)", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 100000000,
+          "kv_transfer_params": PREFILL, "request_id": "pd-prefill"}),
+        ("chat decode, do_remote_prefill false (no notice)", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 100000000, "request_id": "pd-false",
+          "kv_transfer_params": {**DECODE, "do_remote_prefill": False}}),
+        ("chat decode without a request id, too long", "/v1/chat/completions",
+         {"model": "qwen3", "messages": MSG, "max_tokens": 100000000,
+          "kv_transfer_params": DECODE}),
+    ]
+]
 
 NORMALIZE = [
     (re.compile(r'(chatcmpl|cmpl|chatcmpl-tool|modelperm)-[0-9a-f]{32}'), r"\1-ID"),

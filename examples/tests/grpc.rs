@@ -897,3 +897,104 @@ fn health_turns_not_serving_when_the_engine_dies() {
     });
     run(server.stop());
 }
+
+/// A call past its `grpc-timeout` ends `DEADLINE_EXCEEDED` "Deadline Exceeded", unary or
+/// streamed, and its engine request is aborted. tonic's client only sends the header (it
+/// keeps no timer), so what comes back is the server's own answer: not tonic's
+/// `CANCELLED` "Timeout expired", and a stream does not run on past its deadline.
+#[test]
+fn calls_past_their_deadline_end_deadline_exceeded_and_abort() {
+    let server = server();
+    run(async {
+        let (_, mut inference) = clients(server).await;
+        let deadline = std::time::Duration::from_millis(400);
+        let mut unary = tonic::Request::new(long_request("deadline-unary"));
+        unary.set_timeout(deadline);
+        let started = std::time::Instant::now();
+        assert_status(
+            inference.generate(unary).await,
+            Code::DeadlineExceeded,
+            "Deadline Exceeded",
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
+
+        let mut streamed = tonic::Request::new(long_request("deadline-stream"));
+        streamed.set_timeout(deadline);
+        let started = std::time::Instant::now();
+        let mut stream = inference
+            .generate_stream(streamed)
+            .await
+            .unwrap()
+            .into_inner();
+        let mut messages = 0;
+        let status = loop {
+            match stream.next().await {
+                Some(Ok(_)) => messages += 1,
+                Some(Err(status)) => break status,
+                None => panic!("the stream ended OK after {messages} messages"),
+            }
+        };
+        assert_eq!(
+            (status.code(), status.message()),
+            (Code::DeadlineExceeded, "Deadline Exceeded")
+        );
+        // The prompt info and some tokens came first (50 tokens per second).
+        assert!(messages >= 2, "{messages} messages");
+        assert!(started.elapsed() < std::time::Duration::from_secs(3));
+
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while server
+            .client
+            .in_flight_request_ids()
+            .iter()
+            .any(|id| id.contains("deadline-"))
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "engine requests still in flight"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+}
+
+/// `--max-connections` caps the gRPC port too: a connection beyond the cap is closed at
+/// once, and a free slot serves again.
+#[test]
+fn grpc_connections_beyond_the_cap_are_closed() {
+    let server = start(ServeConfig {
+        grpc_port: Some(0),
+        http: vllm_examples::serve::http::HttpLimits {
+            max_connections: 1,
+            ..Default::default()
+        },
+        ..config(TEXT)
+    });
+    let addr = server.grpc_addr.expect("gRPC is served");
+    run(async {
+        let first = channel(addr).await;
+        let mut control = ControlClient::new(first.clone());
+        control
+            .is_paused(pb::IsPausedRequest {})
+            .await
+            .expect("the first connection is served");
+        let second = Channel::from_shared(format!("http://{addr}"))
+            .unwrap()
+            .connect()
+            .await;
+        if let Ok(second) = second {
+            ControlClient::new(second)
+                .is_paused(pb::IsPausedRequest {})
+                .await
+                .expect_err("a second connection is closed");
+        }
+        drop(control);
+        drop(first);
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let mut again = ControlClient::new(channel(addr).await);
+        again
+            .is_paused(pb::IsPausedRequest {})
+            .await
+            .expect("a free slot serves again");
+    });
+}

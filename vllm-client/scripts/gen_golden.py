@@ -179,6 +179,43 @@ add(
     "EngineCoreRequest",
     request("req-3", sampling(stop="END", max_tokens=None, temperature=1.5)),
 )
+
+
+def kv_transfer_rejected(request_id, kv_transfer_params, data_parallel_rank):
+    """The request `AsyncLLM.notify_kv_transfer_request_rejected` sends, captured from
+    vLLM's own method (its engine client replaced by a recorder, its clock fixed), with
+    the `client_index` that `add_request_async` sets."""
+    import asyncio
+    import types
+    from unittest import mock
+
+    from vllm.v1.engine.async_llm import AsyncLLM
+
+    sent = []
+
+    async def add_request_async(request):
+        request.client_index = 0
+        sent.append(request)
+
+    owner = types.SimpleNamespace(
+        engine_core=types.SimpleNamespace(add_request_async=add_request_async))
+    with mock.patch("time.time", return_value=1764480000.25):
+        asyncio.run(AsyncLLM.notify_kv_transfer_request_rejected(
+            owner, request_id, kv_transfer_params, data_parallel_rank=data_parallel_rank))
+    return sent[0]
+
+
+# A decode instance's request as a NIXL prefill instance answered it, rejected by the
+# decode frontend (pinned to rank 1, and not pinned).
+NIXL_DECODE_PARAMS = {
+    "do_remote_prefill": True, "do_remote_decode": False, "remote_block_ids": [[0, 1]],
+    "remote_engine_id": "mock-engine", "remote_request_id": "cmpl-p-0",
+    "remote_host": "localhost", "remote_port": 5600, "tp_size": 1,
+}
+add("request_kv_transfer_rejected", "EngineCoreRequest",
+    kv_transfer_rejected("rejected-1", NIXL_DECODE_PARAMS, 1))
+add("request_kv_transfer_rejected_unpinned", "EngineCoreRequest",
+    kv_transfer_rejected("rejected-2", {"do_remote_prefill": True}, None))
 add("abort", "Abort", ["req-0", "req-1", "cmpl-abc-0"])
 add("abort_one", "Abort", ["req-0"])
 add("utility_call_no_args", "UtilityCall", (0, 1234567890123456789, "is_sleeping", ()))

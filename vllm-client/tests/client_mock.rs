@@ -908,3 +908,101 @@ async fn a_duplicate_parent_id_is_refused_while_in_flight() {
         Err(ClientError::DuplicateRequestId(id)) if id == "dup"
     ));
 }
+
+/// `kv_transfer_params` with `do_remote_prefill`, as a NIXL prefill instance answers them.
+fn remote_prefill_params() -> vllm_client::Value {
+    use vllm_client::Value;
+    Value::Map(vec![
+        (Value::Str("do_remote_prefill".into()), Value::Bool(true)),
+        (Value::Str("remote_engine_id".into()), "prefill-0".into()),
+    ])
+}
+
+fn with_kv_connector(config: MockConfig) -> MockConfig {
+    MockConfig {
+        kv_connector: Some("NixlConnector".into()),
+        ..config
+    }
+}
+
+/// vLLM's KV-transfer rejection notice (`notify_kv_transfer_request_rejected`): the engine
+/// it is routed to adds the pre-aborted request and finishes it at once, so its connector
+/// frees the remote prefill; nothing is generated, no output comes back, and the client
+/// keeps nothing in flight. Without a connector the engine frees nothing.
+#[tokio::test]
+async fn kv_transfer_rejection_frees_the_remote_prefill_on_the_pinned_engine() {
+    let (client, engines) = fleet(2, with_kv_connector(MockConfig::default())).await;
+    client
+        .notify_kv_transfer_request_rejected("rejected-1", remote_prefill_params(), Some(1))
+        .await
+        .unwrap();
+    // An engine handles its input in order: once a later request to rank 1 finished,
+    // the notice has been handled.
+    let mut after = request("after", 2);
+    after.data_parallel_rank = Some(1);
+    client.generate_all(after).await.unwrap();
+    let freed = engines[1].freed_remote_prefills();
+    assert_eq!(freed.len(), 1);
+    assert_eq!(freed[0].request_id, "rejected-1");
+    assert_eq!(freed[0].kv_transfer_params, remote_prefill_params());
+    assert!(engines[0].freed_remote_prefills().is_empty());
+    assert!(client.in_flight_request_ids().is_empty());
+    assert!(matches!(
+        client
+            .notify_kv_transfer_request_rejected("rejected-2", remote_prefill_params(), Some(7))
+            .await,
+        Err(ClientError::InvalidRequest(_))
+    ));
+
+    let (client, engines) = fleet(1, MockConfig::default()).await;
+    client
+        .notify_kv_transfer_request_rejected("rejected-3", remote_prefill_params(), None)
+        .await
+        .unwrap();
+    client.generate_all(request("after", 2)).await.unwrap();
+    assert!(engines[0].freed_remote_prefills().is_empty());
+}
+
+/// The emulated connector's `request_finished`: a decode request that is scheduled pulls
+/// its prefill (nothing to free when it finishes); one aborted while it still waits, or
+/// refused while the engine is paused, frees the remote blocks as vLLM's engine does.
+#[tokio::test]
+async fn connector_frees_remote_prefills_of_requests_never_scheduled() {
+    let config = with_kv_connector(MockConfig {
+        max_num_seqs: 1,
+        ..slow()
+    });
+    let (client, engines) = fleet(1, config).await;
+    let decode = |id: &str, max_tokens| {
+        let mut r = request(id, max_tokens);
+        if let Some(sp) = r.sampling_params.as_mut() {
+            sp.extra_args = Some(vllm_client::Value::Map(vec![(
+                vllm_client::Value::Str("kv_transfer_params".into()),
+                remote_prefill_params(),
+            )]));
+        }
+        r
+    };
+    client.generate_all(decode("scheduled", 2)).await.unwrap();
+    assert!(engines[0].freed_remote_prefills().is_empty());
+    // One sequence at a time: the second waits behind the first, then is aborted.
+    let running = client.generate(request("running", 1000)).await.unwrap();
+    let waiting = client.generate(decode("waiting", 4)).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    drop(waiting);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let freed = engines[0].freed_remote_prefills();
+    assert_eq!(freed.len(), 1, "{freed:?}");
+    assert_eq!(freed[0].request_id, "waiting");
+    drop(running);
+    client
+        .pause_generation(PauseMode::Abort, false)
+        .await
+        .unwrap();
+    // Refused with vLLM's retryable `engine_paused` error (what the stream makes of it
+    // is tested elsewhere).
+    let _ = client.generate_all(decode("paused", 2)).await;
+    let freed = engines[0].freed_remote_prefills();
+    assert_eq!(freed.len(), 2, "{freed:?}");
+    assert_eq!(freed[1].request_id, "paused");
+}

@@ -157,6 +157,49 @@ fn minimal_request_built_in_rust_matches_vllm() {
     assert_eq!(encode(&req).0, vector("request_minimal").frames[0].to_vec());
 }
 
+/// The request vLLM's `AsyncLLM.notify_kv_transfer_request_rejected` sends (captured from
+/// vLLM's own method by the generator), built with our constructor: the same bytes.
+#[test]
+fn kv_transfer_rejection_built_in_rust_matches_vllm() {
+    let wire = |pairs: Vec<(&str, Value)>| {
+        Value::Map(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (Value::Str(k.into()), v))
+                .collect(),
+        )
+    };
+    let nixl = wire(vec![
+        ("do_remote_prefill", Value::Bool(true)),
+        ("do_remote_decode", Value::Bool(false)),
+        (
+            "remote_block_ids",
+            Value::Array(vec![Value::Array(vec![Value::UInt(0), Value::UInt(1)])]),
+        ),
+        ("remote_engine_id", "mock-engine".into()),
+        ("remote_request_id", "cmpl-p-0".into()),
+        ("remote_host", "localhost".into()),
+        ("remote_port", Value::UInt(5600)),
+        ("tp_size", Value::UInt(1)),
+    ]);
+    for (name, id, params, rank) in [
+        ("request_kv_transfer_rejected", "rejected-1", nixl, Some(1)),
+        (
+            "request_kv_transfer_rejected_unpinned",
+            "rejected-2",
+            wire(vec![("do_remote_prefill", Value::Bool(true))]),
+            None,
+        ),
+    ] {
+        let mut req = EngineCoreRequest::kv_transfer_rejected(id, params, rank);
+        req.arrival_time = 1764480000.25;
+        assert_eq!(encode(&req).0, vector(name).frames[0].to_vec(), "{name}");
+        let decoded: EngineCoreRequest = round_trip(&vector(name));
+        assert!(decoded.abort_immediately, "{name}");
+        assert_eq!(decoded.prompt_token_ids, Some(vec![0]), "{name}");
+    }
+}
+
 #[test]
 fn every_sampling_option_decodes_to_the_values_vllm_sent() {
     let req: EngineCoreRequest = round_trip(&vector("request_every_sampling_option"));

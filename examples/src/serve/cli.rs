@@ -167,6 +167,13 @@ pub struct Args {
     /// finish reason).
     #[arg(long)]
     pub enable_log_requests: bool,
+    /// vLLM's KV-transfer configuration, a JSON object (e.g. `{"kv_connector":
+    /// "NixlConnector", "kv_role": "kv_both"}`), as the engines were started with: a
+    /// request with `kv_transfer_params.do_remote_prefill` that fails before reaching
+    /// them makes the server tell their connector to free its prefill blocks. The
+    /// embedded mock engine emulates the connector.
+    #[arg(long)]
+    pub kv_transfer_config: Option<String>,
     /// Embedded mock engine: the text of every answer (e.g. "<think>…</think>Hi" to
     /// show `--reasoning-parser qwen3`).
     #[arg(long, default_value = DEFAULT_MOCK_TEXT)]
@@ -231,7 +238,16 @@ impl Args {
                 tokens_per_second: self.mock_tokens_per_second,
             }),
         };
+        let kv_transfer_config = self
+            .kv_transfer_config
+            .as_deref()
+            .map(|text| {
+                serde_json::from_str::<Map<String, Value>>(text)
+                    .context("--kv-transfer-config must be a JSON object")
+            })
+            .transpose()?;
         Ok(ServeConfig {
+            kv_transfer_config,
             model_dir,
             served_model_name,
             host: self.host,

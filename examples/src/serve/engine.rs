@@ -62,7 +62,7 @@ fn free_port() -> Result<u16> {
 }
 
 /// Binds the handshake socket and waits for `engine_count` engines; starts them first
-/// when they are embedded.
+/// when they are embedded (emulating the KV connector `kv_connector`, if any).
 pub async fn connect(
     source: &EngineSource,
     engine_count: u16,
@@ -70,6 +70,7 @@ pub async fn connect(
     model: &Model,
     stats: Option<std::sync::Arc<dyn vllm_client::client::stats::StatsObserver>>,
     lora: Option<vllm_client::mock::MockLora>,
+    kv_connector: Option<String>,
 ) -> Result<Engines> {
     let (host, port) = match source {
         EngineSource::Embedded(_) => ("127.0.0.1".to_owned(), free_port()?),
@@ -89,6 +90,7 @@ pub async fn connect(
                 tokens_per_second: settings.tokens_per_second,
                 data_parallel_size: usize::from(engine_count),
                 lora,
+                kv_connector,
                 ..MockConfig::default()
             };
             (0..engine_count)

@@ -141,6 +141,11 @@ pub struct ServeConfig {
     pub tls: Option<tls::TlsSettings>,
     /// LoRA adapters: `--lora-modules`, run-time loading, the embedded mock's slots.
     pub lora: LoraSettings,
+    /// `--kv-transfer-config JSON` (vLLM's `KVTransferConfig`): the engines run a KV
+    /// connector for prefill/decode disaggregation, so a request with
+    /// `kv_transfer_params.do_remote_prefill` that fails before reaching them sends
+    /// vLLM's rejection notice. The embedded mock engines emulate its `kv_connector`.
+    pub kv_transfer_config: Option<Map<String, Value>>,
 }
 
 /// The LoRA settings of a server.
@@ -192,6 +197,7 @@ impl ServeConfig {
             uds: None,
             tls: None,
             lora: LoraSettings::default(),
+            kv_transfer_config: None,
         }
     }
 
@@ -278,6 +284,12 @@ impl Server {
             &model,
             observer,
             config.lora.mock,
+            config
+                .kv_transfer_config
+                .as_ref()
+                .and_then(|c| c.get("kv_connector"))
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         )
         .await?;
         metrics.init_engines(engines.client.engines());
@@ -336,6 +348,7 @@ impl Server {
                 enable_prompt_tokens_details: config.enable_prompt_tokens_details,
                 stream_interval: config.stream_interval,
                 log_requests: config.enable_log_requests,
+                kv_connector: config.kv_transfer_config.is_some(),
             },
         );
         let state = AppState {
@@ -402,11 +415,12 @@ impl Server {
         let mut requested = stop.subscribe();
         if let Some((listener, state)) = self.grpc.take() {
             let mut grpc_stop = stop.subscribe();
+            let max_connections = self.http.max_connections;
             tokio::spawn(async move {
                 let stopped = async move {
                     let _ = grpc_stop.wait_for(|stop| *stop).await;
                 };
-                if let Err(e) = grpc::serve(listener, state, stopped).await {
+                if let Err(e) = grpc::serve(listener, state, max_connections, stopped).await {
                     tracing::error!("gRPC server: {e}");
                 }
             });

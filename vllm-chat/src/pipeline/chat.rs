@@ -12,6 +12,7 @@ use vllm_parser::serving::{ChoiceParser, ServingError, StructuredOutputs};
 use super::error::ApiError;
 use super::frames::ChatDeltaFrames;
 use super::generation::{Finish, PositionLogprobs, Samples, Step, weight_versions_json};
+use super::kv_transfer::KvRejection;
 use super::parse::{RequestTools, delta_message};
 use super::{Pipeline, Routing, ids, logprobs, sampling, sse};
 use crate::openai::{
@@ -38,6 +39,10 @@ pub struct AcceptedChat {
     echo: String,
     /// Report the prompt-cache counts in the usage.
     prompt_tokens_details: bool,
+    /// The engine link, for the rejection notice.
+    client: vllm_client::EngineCoreClient,
+    /// The KV-transfer rejection notice a failing whole answer sends.
+    rejection: Option<KvRejection>,
 }
 
 impl std::fmt::Debug for AcceptedChat {
@@ -120,7 +125,35 @@ fn serving_error(error: ServingError) -> ApiError {
 impl Pipeline {
     /// Accepts a chat request: checks it as vLLM does, renders it, and sends it to the
     /// engines. Errors carry vLLM's status and body.
+    ///
+    /// With [`PipelineConfig::kv_connector`](super::PipelineConfig::kv_connector), a
+    /// request with `kv_transfer_params.do_remote_prefill` that fails here (or, not
+    /// streamed, while it runs) sends the engines vLLM's KV-transfer rejection notice.
     pub async fn chat(
+        &self,
+        mut request: ChatCompletionRequest,
+        routing: Routing,
+    ) -> Result<AcceptedChat, ApiError> {
+        // vLLM's request model checks these before its handler: no notice for them.
+        request.validate()?;
+        let rejection = self.kv_rejection(
+            request.kv_transfer_params.as_ref(),
+            &mut request.request_id,
+            routing,
+        );
+        let streaming = request.stream == Some(true);
+        let accepted = self.accept_chat(request, routing).await;
+        let accepted = KvRejection::after(rejection.clone(), &self.client, accepted).await;
+        accepted.map(|mut a| {
+            // A whole answer still counts until it is complete (vLLM's handler awaits it).
+            if !streaming {
+                a.rejection = rejection;
+            }
+            a
+        })
+    }
+
+    async fn accept_chat(
         &self,
         mut request: ChatCompletionRequest,
         routing: Routing,
@@ -230,6 +263,8 @@ impl Pipeline {
             samples,
             parsers,
             prompt_tokens_details: self.config.enable_prompt_tokens_details,
+            client: self.client.clone(),
+            rejection: None,
         })
     }
 }
@@ -255,6 +290,19 @@ impl super::Accepted for AcceptedChat {
     }
 
     async fn response(mut self) -> Result<ChatCompletionResponse, ApiError> {
+        let rejection = self.rejection.take();
+        let client = self.client.clone();
+        KvRejection::after(rejection, &client, self.whole().await).await
+    }
+
+    fn into_stream(self) -> ChatStream {
+        self.stream()
+    }
+}
+
+impl AcceptedChat {
+    /// The whole answer.
+    async fn whole(mut self) -> Result<ChatCompletionResponse, ApiError> {
         let n = self.samples.len();
         let mut texts = vec![String::new(); n];
         let mut token_ids = vec![Vec::new(); n];
@@ -349,7 +397,7 @@ impl super::Accepted for AcceptedChat {
         })
     }
 
-    fn into_stream(self) -> ChatStream {
+    fn stream(self) -> ChatStream {
         let options = self.request.stream_options.clone().unwrap_or_default();
         let include_usage = options.include_usage == Some(true);
         let created = ids::now_secs();

@@ -9,6 +9,7 @@ use vllm_client::protocol::EngineCoreRequest;
 
 use super::error::ApiError;
 use super::generation::{Finish, PositionLogprobs, Samples, Step};
+use super::kv_transfer::KvRejection;
 use super::logprobs::{CompletionLogprobs, prompt_logprobs_json};
 use super::{Pipeline, Routing, ids, sampling, sse};
 use crate::openai::{
@@ -39,6 +40,10 @@ pub struct AcceptedCompletion {
     tokenizer: std::sync::Arc<dyn vllm_detok::Tokenizer>,
     /// Report the prompt-cache counts in the usage.
     prompt_tokens_details: bool,
+    /// The engine link, for the rejection notice.
+    client: vllm_client::EngineCoreClient,
+    /// The KV-transfer rejection notice a failing whole answer sends.
+    rejection: Option<KvRejection>,
 }
 
 impl std::fmt::Debug for AcceptedCompletion {
@@ -52,7 +57,35 @@ impl std::fmt::Debug for AcceptedCompletion {
 impl Pipeline {
     /// Accepts a completion request: checks it as vLLM does, tokenizes the prompts and
     /// sends them (`n` samples each) to the engines.
+    ///
+    /// With [`PipelineConfig::kv_connector`](super::PipelineConfig::kv_connector), a
+    /// request with `kv_transfer_params.do_remote_prefill` that fails here (or, not
+    /// streamed, while it runs) sends the engines vLLM's KV-transfer rejection notice.
     pub async fn completion(
+        &self,
+        mut request: CompletionRequest,
+        routing: Routing,
+    ) -> Result<AcceptedCompletion, ApiError> {
+        // vLLM's request model checks these before its handler: no notice for them.
+        request.validate()?;
+        let rejection = self.kv_rejection(
+            request.kv_transfer_params.as_ref(),
+            &mut request.request_id,
+            routing,
+        );
+        let streaming = request.stream == Some(true);
+        let accepted = self.accept_completion(request, routing).await;
+        let accepted = KvRejection::after(rejection.clone(), &self.client, accepted).await;
+        accepted.map(|mut a| {
+            // A whole answer still counts until it is complete (vLLM's handler awaits it).
+            if !streaming {
+                a.rejection = rejection;
+            }
+            a
+        })
+    }
+
+    async fn accept_completion(
         &self,
         mut request: CompletionRequest,
         routing: Routing,
@@ -146,6 +179,8 @@ impl Pipeline {
             samples,
             tokenizer: model.tokenizer.clone(),
             prompt_tokens_details: self.config.enable_prompt_tokens_details,
+            client: self.client.clone(),
+            rejection: None,
         })
     }
 }
@@ -211,6 +246,19 @@ impl super::Accepted for AcceptedCompletion {
     }
 
     async fn response(mut self) -> Result<CompletionResponse, ApiError> {
+        let rejection = self.rejection.take();
+        let client = self.client.clone();
+        KvRejection::after(rejection, &client, self.whole().await).await
+    }
+
+    fn into_stream(self) -> CompletionStream {
+        self.stream()
+    }
+}
+
+impl AcceptedCompletion {
+    /// The whole answer.
+    async fn whole(mut self) -> Result<CompletionResponse, ApiError> {
         let count = self.samples.len();
         let mut steps: Vec<Step> = vec![Step::default(); count];
         while let Some((i, step)) = self.samples.next().await {
@@ -265,7 +313,7 @@ impl super::Accepted for AcceptedCompletion {
         })
     }
 
-    fn into_stream(self) -> CompletionStream {
+    fn stream(self) -> CompletionStream {
         let options = self.request.stream_options.clone().unwrap_or_default();
         let include_usage = options.include_usage == Some(true);
         let count = self.samples.len();

@@ -38,6 +38,7 @@ mod frames;
 mod generate;
 pub mod generation;
 pub mod ids;
+mod kv_transfer;
 pub mod logprobs;
 pub mod lora;
 mod model;
@@ -110,6 +111,12 @@ pub struct PipelineConfig {
     /// `--enable-log-requests`: a `tracing` INFO line per finished request (its id,
     /// prompt and output token counts, finish reasons), as vllm-rs logs them.
     pub log_requests: bool,
+    /// The engines run a KV connector (vLLM's `--kv-transfer-config`, its serving
+    /// layer's `has_kv_connector`): a chat or completion request with
+    /// `kv_transfer_params.do_remote_prefill` that fails before reaching the engines
+    /// sends them vLLM's rejection notice, so the connector frees the prefill blocks
+    /// held for it (see [`EngineCoreClient::notify_kv_transfer_request_rejected`]).
+    pub kv_connector: bool,
 }
 
 impl PipelineConfig {
@@ -125,6 +132,7 @@ impl PipelineConfig {
             enable_prompt_tokens_details: false,
             stream_interval: 1,
             log_requests: false,
+            kv_connector: false,
         }
     }
 }

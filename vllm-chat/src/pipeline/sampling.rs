@@ -135,7 +135,8 @@ fn py_list(ids: &[i64]) -> String {
     format!("[{}]", items.join(", "))
 }
 
-fn json_to_wire(value: &Json) -> Value {
+/// A JSON value as the msgpack value vLLM's encoder writes for it.
+pub(crate) fn json_to_wire(value: &Json) -> Value {
     match value {
         Json::Null => Value::Nil,
         Json::Bool(b) => Value::Bool(*b),

@@ -422,6 +422,67 @@ impl EngineCoreClient {
         Ok(OutputStream::new(request_id, mailbox, shared.clone()))
     }
 
+    /// Tells the engines' KV connector that a prefill/decode request was rejected before
+    /// it reached them, as vLLM's `AsyncLLM.notify_kv_transfer_request_rejected` does:
+    /// sends [`EngineCoreRequest::kv_transfer_rejected`] (a pre-aborted request carrying
+    /// `kv_transfer_params`), so that the connector frees what it holds for the request
+    /// (the remote prefill blocks a decode instance was to pull). The engine is
+    /// `data_parallel_rank` if given, else the least loaded one, as for
+    /// [`generate`](Self::generate). Nothing comes back: the call returns once the
+    /// request is queued for sending.
+    ///
+    /// A server calls this for a request whose `kv_transfer_params` has a truthy
+    /// `do_remote_prefill` and that failed before its engine request was sent, when
+    /// the engines run a KV connector (vLLM's `--kv-transfer-config`); the `pipeline`
+    /// of `vllm-chat` applies that rule.
+    ///
+    /// # Errors
+    /// [`ClientError::EngineDead`] once the engines are gone,
+    /// [`ClientError::InvalidRequest`] for a rank no engine has,
+    /// [`ClientError::Shutdown`] after [`shutdown`](Self::shutdown).
+    pub async fn notify_kv_transfer_request_rejected(
+        &self,
+        request_id: impl Into<String>,
+        kv_transfer_params: Value,
+        data_parallel_rank: Option<i64>,
+    ) -> Result<(), ClientError> {
+        let mut request = EngineCoreRequest::kv_transfer_rejected(
+            request_id,
+            kv_transfer_params,
+            data_parallel_rank,
+        );
+        let shared = &self.inner.shared;
+        let engine = {
+            let mut state = shared.lock();
+            if let Some(e) = &state.dead {
+                return Err(e.clone());
+            }
+            let engine = match data_parallel_rank {
+                Some(rank) => state.fleet.index_of_rank(rank).ok_or_else(|| {
+                    ClientError::InvalidRequest(format!("no engine with data-parallel rank {rank}"))
+                })?,
+                // vLLM's load-balancing client counts it as waiting, like any request.
+                None => state.fleet.choose(None, None).0,
+            };
+            request.client_index = self.inner.client_index;
+            request.current_wave = state.fleet.current_wave;
+            engine
+        };
+        let (payload, extra) = crate::encode(&request);
+        let mut frames = Vec::with_capacity(1 + extra.len());
+        frames.push(Bytes::from(payload));
+        frames.extend(extra);
+        tracing::debug!(request_id = %request.request_id, engine, "KV-transfer rejection");
+        shared
+            .commands
+            .send(Command::Send {
+                engine,
+                kind: RequestType::Add,
+                frames,
+            })
+            .map_err(|_| ClientError::Shutdown)
+    }
+
     /// Sends a request with `n` samples (`sampling_params.n`) as vLLM's parallel
     /// sampling does, and returns the stream of `(index, output)` of its children
     /// ([`ParallelStream`]; the rules are [`child_requests`]'). A request with `n = 1`

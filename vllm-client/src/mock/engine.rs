@@ -90,10 +90,17 @@ pub(crate) struct Engine {
     /// `PrefixCacheStats` since the last scheduler stats: requests, queried tokens,
     /// hit tokens.
     prefix_stats: (u64, u64, u64),
+    /// What the emulated KV connector freed, shared with the handle.
+    freed: super::FreedLog,
 }
 
 impl Engine {
-    pub(crate) fn new(config: MockConfig, rank: u16, outputs: Vec<PushSocket>) -> Self {
+    pub(crate) fn new(
+        config: MockConfig,
+        rank: u16,
+        outputs: Vec<PushSocket>,
+        freed: super::FreedLog,
+    ) -> Self {
         let text: Arc<[u32]> = match &config.output {
             OutputMode::FixedText(tokens) => tokens.as_slice().into(),
             _ => Arc::from(Vec::new()),
@@ -121,6 +128,7 @@ impl Engine {
             kv: None,
             kv_publisher: None,
             prefix_stats: (0, 0, 0),
+            freed,
         }
     }
 
@@ -182,6 +190,7 @@ impl Engine {
         config: MockConfig,
         rank: u16,
         mut commands: mpsc::UnboundedReceiver<Command>,
+        freed: super::FreedLog,
     ) -> Result<(), MockError> {
         let Connections {
             inputs,
@@ -196,7 +205,7 @@ impl Engine {
         drop(input_tx);
         let _abort_readers = AbortOnDrop(readers);
 
-        let mut engine = Engine::new(config, rank, outputs);
+        let mut engine = Engine::new(config, rank, outputs, freed);
         engine.start_kv_events().await?;
         let interval = engine.config.step_interval();
         let mut next_step = Instant::now();
@@ -308,10 +317,26 @@ impl Engine {
                 message: "Generation is paused. Please retry after it resumes.".into(),
                 retryable: true,
             };
-            let ids = vec![request.request_id];
+            // vLLM's `_reject_add_while_paused`: the KV connector still frees what it
+            // holds for the request (the request goes through `abort_immediately`).
+            let seq = Sequence::new(request, client, &self.config, &self.text);
+            self.connector_finished(&seq);
+            let ids = vec![seq.request_id];
             return self
                 .send_finished(client, ids, FinishReason::Error, Some(error))
                 .await;
+        }
+        if request.abort_immediately {
+            // vLLM's `EngineCore.add_request` with `abort_immediately` (a frontend's
+            // KV-transfer rejection notice): the scheduler takes the request and
+            // finishes it as aborted at once, so the KV connector's `request_finished`
+            // runs; it is never scheduled, so nothing is generated, no cache block or
+            // adapter is touched, and no output is sent (aborts only show in
+            // `finished_requests`).
+            let seq = Sequence::new(request, client, &self.config, &self.text);
+            self.connector_finished(&seq);
+            self.finish_aborted(vec![seq]);
+            return Ok(());
         }
         if self.config.dp_waves {
             self.current_wave = self.current_wave.max(request.current_wave);
@@ -320,9 +345,6 @@ impl Engine {
         if let Some(lora) = &request.lora_request {
             self.adapters.use_for_request(lora.lora_int_id);
         }
-        let abort_immediately = request
-            .abort_immediately
-            .then(|| request.request_id.clone());
         let mut cached_tokens = 0;
         if let (Some(kv), Some(prompt)) = (self.kv.as_mut(), request.prompt_token_ids.as_ref()) {
             let salt = request.cache_salt.as_deref();
@@ -337,9 +359,6 @@ impl Engine {
         seq.cached_tokens = cached_tokens;
         seq.record(EngineCoreEventType::Queued, self.now());
         self.waiting.push_back(seq);
-        if let Some(id) = abort_immediately {
-            self.abort(&[id]);
-        }
         Ok(())
     }
 
@@ -347,6 +366,12 @@ impl Engine {
     /// ids are reported only in `finished_requests` (when enabled).
     fn abort(&mut self, ids: &[String]) {
         let aborted = self.remove(|s| ids.contains(&s.request_id));
+        self.finish_aborted(aborted);
+    }
+
+    /// Requests finished as aborted without an output (their ids reported in
+    /// `finished_requests` when enabled); the connector has seen them finish.
+    fn finish_aborted(&mut self, aborted: Vec<Sequence>) {
         if self.config.include_finished_set {
             for seq in aborted {
                 self.finished
@@ -355,6 +380,30 @@ impl Engine {
                     .push(seq.request_id);
             }
         }
+    }
+
+    /// The emulated KV connector's `request_finished` for a request that ends: one
+    /// still waiting for its remote prefill (never scheduled) makes the connector free
+    /// the prefill instance's blocks, as NixlConnector does (its worker tells the
+    /// prefill instance). Recorded for [`super::MockEngineHandle::freed_remote_prefills`]
+    /// and logged.
+    pub(crate) fn connector_finished(&self, seq: &Sequence) {
+        let Some(params) = &seq.remote_prefill else {
+            return;
+        };
+        tracing::info!(
+            target: "vllm_client::mock::kv_connector",
+            request_id = %seq.request_id,
+            kv_transfer_params = ?params,
+            "KV connector: request finished before its remote prefill was pulled; freeing the remote blocks"
+        );
+        self.freed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(super::FreedRemotePrefill {
+                request_id: seq.request_id.clone(),
+                kv_transfer_params: params.clone(),
+            });
     }
 
     /// Removes the requests that match, running and waiting.
@@ -369,6 +418,9 @@ impl Engine {
         self.running = running;
         self.waiting = waiting;
         removed.extend(removed_waiting);
+        for seq in &removed {
+            self.connector_finished(seq);
+        }
         if let Some(kv) = self.kv.as_mut() {
             for seq in &removed {
                 kv.release(&seq.request_id);
@@ -475,6 +527,8 @@ impl Engine {
                     break;
                 };
                 seq.record(EngineCoreEventType::Scheduled, self.now());
+                // Scheduled: the connector pulls the remote prefill's blocks.
+                seq.remote_prefill = None;
                 prefill += seq.uncached_prompt_tokens();
                 if self.kv.is_some() {
                     let stats = &mut self.prefix_stats;

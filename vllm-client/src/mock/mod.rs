@@ -46,12 +46,30 @@ mod startup;
 mod utility;
 mod worker;
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 pub use config::{MockConfig, MockLora, OutputMode};
+
+/// What the emulated KV connector ([`MockConfig::kv_connector`]) did for a decode
+/// request that finished before its remote prefill was pulled (a frontend's pre-aborted
+/// rejection notice, an abort while it waited, a refusal while paused): it freed the
+/// prefill instance's blocks, as NixlConnector's `request_finished` has its worker tell
+/// the prefill instance.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FreedRemotePrefill {
+    /// The engine request id.
+    pub request_id: String,
+    /// The request's `kv_transfer_params` (`do_remote_prefill`, the prefill instance's
+    /// engine id, blocks and address).
+    pub kv_transfer_params: crate::Value,
+}
+
+/// The list of [`FreedRemotePrefill`]s an engine shares with its handle.
+type FreedLog = Arc<Mutex<Vec<FreedRemotePrefill>>>;
 
 use crate::protocol::{EngineCoreReadyResponse, EngineZmqAddresses, VLLM_VERSION};
 use engine::{Command, Engine};
@@ -91,13 +109,15 @@ impl MockEngine {
         config: MockConfig,
     ) -> MockEngineHandle {
         let address = handshake_address.into();
-        MockEngineHandle::start(move |mut commands| async move {
+        MockEngineHandle::start(move |mut commands, freed| async move {
             let timeout = config.handshake_timeout;
             let handshake = startup::handshake(&address, rank, timeout, |a| {
                 ready_response(&config, rank, a)
             });
             match starting(&mut commands, handshake).await? {
-                Some((connections, _)) => Engine::run(connections, config, rank, commands).await,
+                Some((connections, _)) => {
+                    Engine::run(connections, config, rank, commands, freed).await
+                }
                 None => Ok(()),
             }
         })
@@ -110,10 +130,10 @@ impl MockEngine {
         rank: u16,
         config: MockConfig,
     ) -> MockEngineHandle {
-        MockEngineHandle::start(move |mut commands| async move {
+        MockEngineHandle::start(move |mut commands, freed| async move {
             let ready = ready_response(&config, rank, &addresses);
             match starting(&mut commands, startup::connect(&addresses, rank, &ready)).await? {
-                Some(connections) => Engine::run(connections, config, rank, commands).await,
+                Some(connections) => Engine::run(connections, config, rank, commands, freed).await,
                 None => Ok(()),
             }
         })
@@ -143,17 +163,35 @@ async fn starting<T>(
 pub struct MockEngineHandle {
     commands: mpsc::UnboundedSender<Command>,
     task: JoinHandle<Result<(), MockError>>,
+    freed: FreedLog,
 }
 
 impl MockEngineHandle {
     fn start<F, Fut>(run: F) -> Self
     where
-        F: FnOnce(mpsc::UnboundedReceiver<Command>) -> Fut,
+        F: FnOnce(mpsc::UnboundedReceiver<Command>, FreedLog) -> Fut,
         Fut: Future<Output = Result<(), MockError>> + Send + 'static,
     {
         let (commands, receiver) = mpsc::unbounded_channel();
-        let task = tokio::spawn(run(receiver));
-        Self { commands, task }
+        let freed = FreedLog::default();
+        let task = tokio::spawn(run(receiver, freed.clone()));
+        Self {
+            commands,
+            task,
+            freed,
+        }
+    }
+
+    /// The remote prefills the emulated KV connector freed so far, oldest first: the
+    /// decode requests that finished before they were scheduled, e.g. a frontend's
+    /// pre-aborted KV-transfer rejection notice
+    /// ([`EngineCoreRequest::kv_transfer_rejected`](crate::protocol::EngineCoreRequest::kv_transfer_rejected)).
+    /// Always empty without [`MockConfig::kv_connector`].
+    pub fn freed_remote_prefills(&self) -> Vec<FreedRemotePrefill> {
+        self.freed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Makes the engine die: it sends `ENGINE_CORE_DEAD` to every frontend and stops.

@@ -118,6 +118,11 @@ pub(crate) struct Sequence {
     /// The emulated KV connector's answer for a prefill-only request
     /// ([`MockConfig::kv_connector`]): set on the finishing output.
     remote_decode: Option<Value>,
+    /// A decode request's `kv_transfer_params` while its KV cache is still to be pulled
+    /// from the prefill instance (`do_remote_prefill`, with a KV connector): cleared
+    /// when the request is scheduled (the connector then pulls the blocks). A request
+    /// that finishes with it still set makes the connector free the remote blocks.
+    pub remote_prefill: Option<Value>,
 }
 
 impl Sequence {
@@ -156,6 +161,17 @@ impl Sequence {
             }
         };
         let rules = Rules::new(&params, model_eos, config.max_logprobs);
+        let kv_transfer_params = params
+            .extra_args
+            .as_ref()
+            .and_then(|extra| extra.get("kv_transfer_params"));
+        // NixlConnector's test: `params.get("do_remote_prefill")`, Python-truthy.
+        let remote_prefill = kv_transfer_params
+            .filter(|kv| {
+                config.kv_connector.is_some()
+                    && kv.get("do_remote_prefill").is_some_and(Value::is_truthy)
+            })
+            .cloned();
         let remote_decode = config
             .kv_connector
             .as_ref()
@@ -181,6 +197,7 @@ impl Sequence {
             vocab_size: config.vocab_size.max(1),
             events: Vec::new(),
             remote_decode,
+            remote_prefill,
         }
     }
 

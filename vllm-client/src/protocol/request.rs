@@ -71,4 +71,37 @@ impl EngineCoreRequest {
             ..Self::default()
         }
     }
+
+    /// The pre-aborted request vLLM's frontend sends when a prefill/decode request is
+    /// rejected before it reaches the engine (`AsyncLLM.notify_kv_transfer_request_rejected`
+    /// in vLLM 0.33.0): prompt `[0]`, `max_tokens = 1`, `watermarking = false`, the
+    /// request's `kv_transfer_params` in `extra_args` and
+    /// [`abort_immediately`](Self::abort_immediately) set. The engine adds it to its
+    /// scheduler and aborts it at once, so that its KV connector's `request_finished`
+    /// frees what it pinned for the request (e.g. the prefill blocks a NIXL decode
+    /// instance would have pulled); nothing is generated and no output comes back.
+    ///
+    /// `kv_transfer_params` is the request's map as the client sent it;
+    /// `data_parallel_rank` the engine the request was pinned to, if any.
+    pub fn kv_transfer_rejected(
+        request_id: impl Into<String>,
+        kv_transfer_params: Value,
+        data_parallel_rank: Option<i64>,
+    ) -> Self {
+        let mut params = SamplingParams {
+            max_tokens: Some(1),
+            extra_args: Some(Value::Map(vec![(
+                Value::Str("kv_transfer_params".into()),
+                kv_transfer_params,
+            )])),
+            watermarking: Some(false),
+            ..SamplingParams::default()
+        };
+        params.apply_post_init();
+        Self {
+            data_parallel_rank,
+            abort_immediately: true,
+            ..Self::new(request_id, vec![0], params)
+        }
+    }
 }

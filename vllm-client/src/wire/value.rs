@@ -95,6 +95,25 @@ impl Value {
     pub fn is_nil(&self) -> bool {
         matches!(self, Value::Nil)
     }
+
+    /// Python's truth value of the decoded object (`bool(x)`): false for `None`,
+    /// `False`, zero, and empty strings, bytes, lists and dicts; true otherwise
+    /// (vLLM tests flags such as `do_remote_prefill` this way).
+    pub fn is_truthy(&self) -> bool {
+        match self {
+            Value::Nil => false,
+            Value::Bool(b) => *b,
+            Value::Int(v) => *v != 0,
+            Value::UInt(v) => *v != 0,
+            Value::F64(v) => *v != 0.0,
+            Value::F32(v) => *v != 0.0,
+            Value::Str(s) => !s.is_empty(),
+            Value::Bin(b) => !b.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Map(m) => !m.is_empty(),
+            Value::Ext(..) => true,
+        }
+    }
 }
 
 impl From<bool> for Value {

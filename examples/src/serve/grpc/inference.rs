@@ -14,8 +14,9 @@
 //!   asks for the whole vocabulary (refused above `--max-logprobs`); a list of token
 //!   ids returns no candidates;
 //! - an adapter on engines without LoRA is `FAILED_PRECONDITION`; a request the
-//!   engine fails is `INTERNAL` "engine failed during generation"; a unary call past
-//!   the caller's `grpc-timeout` is `DEADLINE_EXCEEDED`;
+//!   engine fails is `INTERNAL` "engine failed during generation"; a call past the
+//!   caller's `grpc-timeout` ends `DEADLINE_EXCEEDED` (unary or streamed, enforced by
+//!   the server: `super::deadline`);
 //! - the stream sends `prompt_info` alone first, then one message per engine step;
 //!   the final one carries `finish_info`;
 //! - an omitted temperature is 0; omitted top-k, top-p, min-p and repetition penalty
@@ -28,7 +29,6 @@
 //!   parameters are accepted and not used.
 
 use std::pin::Pin;
-use std::time::Duration;
 
 use futures::Stream;
 use tonic::{Request, Response, Status};
@@ -466,31 +466,6 @@ fn failure(error: &GenerationError) -> Status {
     }
 }
 
-/// How early `Generate` gives up before the caller's deadline, so that its own
-/// `DEADLINE_EXCEEDED` answer comes before tonic's transport timer (started when the
-/// request arrived), which would answer `CANCELLED` "Timeout expired".
-const DEADLINE_MARGIN: Duration = Duration::from_millis(25);
-
-/// The time left by the caller's `grpc-timeout` (`<digits><H|M|S|m|u|n>`), less
-/// [`DEADLINE_MARGIN`]; `None` without one or with one that does not parse. As a
-/// grpcio server (and the client's own timer in front of vllm-rs) does, a call past
-/// its deadline then ends `DEADLINE_EXCEEDED` "Deadline Exceeded".
-fn deadline(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
-    let value = metadata.get("grpc-timeout")?.to_str().ok()?;
-    let (digits, unit) = value.split_at(value.len().checked_sub(1)?);
-    let amount: u64 = digits.parse().ok()?;
-    let timeout = match unit {
-        "H" => Duration::from_secs(amount.saturating_mul(3600)),
-        "M" => Duration::from_secs(amount.saturating_mul(60)),
-        "S" => Duration::from_secs(amount),
-        "m" => Duration::from_millis(amount),
-        "u" => Duration::from_micros(amount),
-        "n" => Duration::from_nanos(amount),
-        _ => return None,
-    };
-    Some(timeout.saturating_sub(DEADLINE_MARGIN))
-}
-
 /// A request in flight: its samples and what it has answered so far.
 struct Running {
     samples: Samples,
@@ -633,12 +608,9 @@ impl pb::inference_server::Inference for Inference {
         &self,
         request: Request<pb::GenerateRequest>,
     ) -> Result<Response<pb::GenerateResponse>, Status> {
-        match deadline(request.metadata()) {
-            Some(limit) => tokio::time::timeout(limit, self.generate_whole(request))
-                .await
-                .unwrap_or_else(|_| Err(Status::deadline_exceeded("Deadline Exceeded"))),
-            None => self.generate_whole(request).await,
-        }
+        // Past the caller's `grpc-timeout` the server answers DEADLINE_EXCEEDED and
+        // drops this call (`super::deadline`).
+        self.generate_whole(request).await
     }
 
     type GenerateStreamStream = GenerateStreamItems;

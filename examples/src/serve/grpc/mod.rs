@@ -19,14 +19,17 @@
 //! apply to the gRPC port: bind it where only trusted clients reach it.
 
 pub mod control;
+pub mod deadline;
 pub mod inference;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 use tonic::Status;
-use tonic::transport::server::TcpIncoming;
 use vllm_chat::pipeline::ApiError;
 
 use super::state::AppState;
@@ -102,12 +105,19 @@ pub async fn bind(host: &str, port: u16) -> anyhow::Result<TcpListener> {
         .map_err(|e| anyhow::anyhow!("binding the gRPC port {addr}: {e}"))
 }
 
-/// Serves Inference, Control, health and reflection on `listener` until `shutdown`
-/// resolves (then in-flight calls are given up: their engine requests are aborted
-/// when their streams drop).
+/// Serves Inference, Control, health and reflection on `listener` (HTTP/2, at most
+/// `max_connections` connections: more are closed at once, as on the HTTP port) until
+/// `shutdown` resolves; then the connections are closed gracefully (HTTP/2 `GOAWAY`)
+/// and calls still in flight are given up a moment later (their engine requests are
+/// aborted when their streams drop).
+///
+/// tonic's `Server` is not used: its timeout layer answers a call past its deadline
+/// with `CANCELLED` and lets streams run past theirs; [`deadline`] enforces the
+/// caller's `grpc-timeout` as gRPC specifies it.
 pub async fn serve(
     listener: TcpListener,
     state: GrpcState,
+    max_connections: usize,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr: Option<SocketAddr> = listener.local_addr().ok();
@@ -148,16 +158,69 @@ pub async fn serve(
     if let Some(addr) = addr {
         tracing::info!("gRPC on {addr}: vllm.Inference, vllm.Control, health, reflection");
     }
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    let served = tonic::transport::Server::builder()
-        .add_service(health)
+    let router = tonic::service::Routes::new(health)
         .add_service(reflection)
         .add_service(reflection_alpha)
         .add_service(inference)
         .add_service(control)
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await;
+        .prepare()
+        .into_axum_router();
+    accept_loop(listener, router, max_connections, shutdown).await;
     watcher.abort();
-    served?;
     Ok(())
+}
+
+/// How long calls in flight may finish after the server started to shut down.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The HTTP/2 accept loop: `TCP_NODELAY`, the connection cap, each call under its
+/// deadline ([`deadline::call`]), graceful shutdown.
+async fn accept_loop(
+    listener: TcpListener,
+    router: axum::Router,
+    max_connections: usize,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    builder.timer(TokioTimer::new());
+    let graceful = GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(max_connections.max(1)));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let tcp = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, _)) => tcp,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before accept:
+                    // wait a moment instead of spinning.
+                    tracing::debug!("gRPC accept: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            tracing::debug!("gRPC connection cap reached: closing a new connection");
+            continue;
+        };
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY: {e}");
+        }
+        let router = router.clone();
+        let service =
+            hyper::service::service_fn(move |request| deadline::call(router.clone(), request));
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("gRPC connection: {e}");
+            }
+            drop(slot);
+        });
+    }
+    drop(listener);
+    tokio::select! {
+        () = graceful.shutdown() => {}
+        () = tokio::time::sleep(SHUTDOWN_GRACE) => {}
+    }
 }
