@@ -256,9 +256,11 @@ impl HarmonyRenderer {
     }
 
     /// Empties the cache of encoded message pieces (pieces up to 16 KiB are cached, at
-    /// most 32 MiB in all, shared by clones).
+    /// most 32 MiB in all, shared by clones) and the encoder's cache of merged words (at
+    /// most 1 MiB, shared by every renderer of the vocabulary).
     pub fn clear_cache(&self) {
         self.cache.clear();
+        self.ranks.clear_cache();
     }
 
     /// The options this renderer was built with.

@@ -65,8 +65,13 @@ impl TextEncoder {
         }
     }
 
+    /// Empties the cache of encoded pieces and the tekken encoder's cache of merged
+    /// pieces (`ranked_bpe`).
     pub(crate) fn clear_cache(&self) {
         self.cache.clear();
+        if let EncoderKind::Tekken(e) = &self.kind {
+            e.bpe.clear_cache();
+        }
     }
 
     /// `tokenizer.encode(text, bos=False, eos=False)`, appended to `out`.

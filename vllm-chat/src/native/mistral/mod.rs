@@ -236,7 +236,8 @@ impl MistralRenderer {
     }
 
     /// Empties the cache of encoded message pieces (see `Vocab`'s encoder: pieces up to
-    /// 16 KiB are cached, at most 32 MiB in all, shared by clones).
+    /// 16 KiB are cached, at most 32 MiB in all, shared by clones) and the tekken
+    /// encoder's cache of merged words (at most 1 MiB).
     pub fn clear_cache(&self) {
         self.vocab.encoder.clear_cache();
     }
