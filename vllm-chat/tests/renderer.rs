@@ -82,8 +82,20 @@ fn request_templates_need_trust() {
         ..Default::default()
     };
     assert_eq!(
-        named_renderer(trusted).render_text(&request(body)).unwrap(),
+        named_renderer(trusted.clone())
+            .render_text(&request(body))
+            .unwrap(),
         "T:1"
+    );
+    // A request template cannot include itself (an unchecked copy) by its internal name.
+    let body = json!({"messages": [{"role": "user", "content": "hi"}],
+        "chat_template": "{% include '\\u0000request' %}{% include '\\x00request' %}"});
+    let err = named_renderer(trusted)
+        .render_text(&request(body))
+        .unwrap_err();
+    assert!(
+        matches!(&err, RenderError::Template(m) if m.contains("not found")),
+        "{err:?}"
     );
 }
 

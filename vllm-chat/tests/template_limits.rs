@@ -176,3 +176,22 @@ fn hostile_templates_fail_quickly_within_bounded_memory() {
         "[1, 2, 3]|(1, 2)|3.5|ab1None|abab|ababab|[1, 1]|aby|170141183460469231731687303715884105728|abc"
     );
 }
+
+/// A checked template cannot reach an unchecked copy of itself: its source is not
+/// among the templates `include`, `import` and `extends` find.
+#[test]
+fn a_request_template_cannot_include_itself() {
+    let options = RendererOptions::default();
+    for source in [
+        "{% include 'template' %}",
+        "{% import 'template' as t %}",
+        "{% extends 'template' %}",
+        "{% from 'template' import m %}",
+    ] {
+        let result = render_str(source, &serde_json::Value::Null, &options);
+        let Err(RenderError::Template(message)) = &result else {
+            panic!("{source}: {result:?}");
+        };
+        assert!(message.contains("not found"), "{source}: {message}");
+    }
+}

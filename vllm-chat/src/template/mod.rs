@@ -112,6 +112,9 @@ pub(crate) struct TemplateSet {
     /// Render through [`guard`]'s checked bytecode instead of minijinja's templates
     /// (templates sent with requests).
     guarded: bool,
+    /// A checked set's template sources. They are kept out of `env`, so that no
+    /// `include`, `import` or `extends` can reach an unchecked copy of them.
+    guarded_sources: HashMap<String, String>,
 }
 
 impl std::fmt::Debug for TemplateSet {
@@ -119,7 +122,12 @@ impl std::fmt::Debug for TemplateSet {
         f.debug_struct("TemplateSet")
             .field(
                 "templates",
-                &self.env.templates().map(|(n, _)| n).collect::<Vec<_>>(),
+                &self
+                    .env
+                    .templates()
+                    .map(|(n, _)| n)
+                    .chain(self.guarded_sources.keys().map(String::as_str))
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -172,6 +180,7 @@ impl TemplateSet {
             programs: HashMap::new(),
             fast_path,
             guarded: false,
+            guarded_sources: HashMap::new(),
         }
     }
 
@@ -197,9 +206,15 @@ impl TemplateSet {
             true => compiled::Program::compile(&self.env, &source, self.syntax.clone()),
             false => None,
         };
-        self.env
-            .add_template_owned(name.to_owned(), source)
-            .map_err(|e| RenderError::TemplateSyntax(describe(&e)))?;
+        if self.guarded {
+            guard::Guarded::compile(name, &source, self.syntax.clone())
+                .map_err(|e| RenderError::TemplateSyntax(describe(&e)))?;
+            self.guarded_sources.insert(name.to_owned(), source);
+        } else {
+            self.env
+                .add_template_owned(name.to_owned(), source)
+                .map_err(|e| RenderError::TemplateSyntax(describe(&e)))?;
+        }
         if let Some(program) = program {
             self.programs.insert(name.to_owned(), program);
         }
@@ -222,7 +237,7 @@ impl TemplateSet {
 
     /// True when a template of this name was added.
     pub(crate) fn contains(&self, name: &str) -> bool {
-        self.env.get_template(name).is_ok()
+        self.guarded_sources.contains_key(name) || self.env.get_template(name).is_ok()
     }
 
     /// Renders template `name` with `ctx`.
@@ -238,12 +253,8 @@ impl TemplateSet {
             }
             return Ok(out);
         }
-        let template = self
-            .env
-            .get_template(name)
-            .map_err(|e| RenderError::Template(describe(&e)))?;
-        if self.guarded {
-            let program = guard::Guarded::compile(name, template.source(), self.syntax.clone())
+        if let Some(source) = self.guarded_sources.get(name) {
+            let program = guard::Guarded::compile(name, source, self.syntax.clone())
                 .map_err(|e| RenderError::TemplateSyntax(describe(&e)))?;
             return match program.render(&self.env, ctx) {
                 Ok(Some(out)) => Ok(out),
@@ -251,6 +262,10 @@ impl TemplateSet {
                 Err(e) => Err(RenderError::Template(describe(&e))),
             };
         }
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| RenderError::Template(describe(&e)))?;
         let mut out = alloc::Bounded::new(max);
         match template.render_captured_to(ctx, &mut out) {
             Ok(_) => String::from_utf8(out.buf).map_err(|e| RenderError::Template(e.to_string())),
