@@ -78,6 +78,20 @@ const HOSTILE: &[(&str, &str)] = &[
         "{{ ('x' * 1000).replace('x', 'y' * 1000000) }}",
     ),
     ("list of a lazy sequence", "{{ (([1] * n)|list)|length }}"),
+    ("a lazy sequence, sorted", "{{ ([1] * n)|sort|length }}"),
+    (
+        "a lazy sequence, reversed",
+        "{{ ([1] * n)|reverse|length }}",
+    ),
+    (
+        "a lazy sequence, unique",
+        "{{ ([1] * n)|unique|list|length }}",
+    ),
+    (
+        "a lazy sequence, batched",
+        "{{ ([1] * n)|batch(3)|length }}",
+    ),
+    ("a lazy sequence, sliced", "{{ ([1] * n)|slice(3)|length }}"),
     (
         "a constant repeated list",
         "{{ (['ab'] * 100000000) ~ '' }}",
@@ -162,6 +176,10 @@ fn hostile_templates_fail_quickly_within_bounded_memory() {
     let ok = "{{ '%5s|%.2f'|format('a', 1.5) }}{{ {'a': [1]}|tojson(indent=2) }}{{ 'a\nb'|indent(4) }}{{ ['a', 'b']|join(', ') }}{{ 'ab'|replace('a', 'xy') }}";
     let out = render_str(ok, &serde_json::Value::Null, &options).unwrap();
     assert_eq!(out, "    a|1.50{\n  \"a\": [\n    1\n  ]\n}a\n    ba, bxyb");
+    // Keyword arguments reach the checked builtins.
+    let ok = "{{ [{'a': 'x'}, {'a': 'y'}]|join(',', attribute='a') }}|{{ [{'a': 'y'}, {'a': 'x'}]|sort(attribute='a', reverse=true)|map(attribute='a')|join }}|{{ ['b', 'A', 'a']|unique(case_sensitive=true)|join }}";
+    let out = render_str(ok, &serde_json::Value::Null, &options).unwrap();
+    assert_eq!(out, "x,y|yx|bAa");
     // And the operators, with minijinja's own semantics (lists, tuples, numbers, the
     // operands' order, undefined values, strings with numbers).
     // (Variables, so that no operation is folded into a constant at compile time.)

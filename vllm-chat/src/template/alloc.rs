@@ -12,7 +12,7 @@
 use std::fmt::{self, Write as _};
 use std::io;
 
-use minijinja::value::Rest;
+use minijinja::value::{Kwargs, Rest};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
 
 /// The error of an operation whose result would exceed the per-value limit.
@@ -198,21 +198,27 @@ fn check_replace(text: &str, args: &[Value], max: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// `string` and `list`: no string longer than the limit, no list of more than the limit's
-/// worth of values (24 bytes each).
+/// `string`: no string longer than the limit. `list` and the filters that collect a
+/// sequence (`sort`, `reverse`, `unique`, `batch`, `slice`, `groupby`,
+/// `dictsort`): no collection of more than the limit's worth of values (24 bytes each);
+/// strings, already bounded, pass.
 fn check_materialize(state: &State, what: &str, args: &[Value], max: usize) -> Result<(), Error> {
+    use minijinja::value::ValueKind;
     let Some(value) = args.first() else {
         return Ok(());
     };
     match what {
-        "list" => {
-            if value.len().unwrap_or(0).saturating_mul(24) > max {
-                return Err(too_large(what, max));
-            }
-        }
-        _ => {
+        "string" => {
             string_len(state, value, max).ok_or_else(|| too_large(what, max))??;
         }
+        _ if matches!(
+            value.kind(),
+            ValueKind::Seq | ValueKind::Iterable | ValueKind::Map
+        ) && value.len().unwrap_or(0).saturating_mul(24) > max =>
+        {
+            return Err(too_large(what, max));
+        }
+        _ => {}
     }
     Ok(())
 }
@@ -251,19 +257,39 @@ pub(crate) fn string_len(state: &State, value: &Value, max: usize) -> Option<Res
 /// Replaces the builtin filters that can make large values with guarded versions.
 pub(crate) fn guard_filters(env: &mut Environment<'static>, max: usize) {
     use minijinja::filters as f;
-    let builtins: [(&str, Value); 6] = [
+    let builtins: [(&str, Value); 13] = [
         ("format", Value::from_function(f::format)),
         ("indent", Value::from_function(f::indent)),
         ("join", Value::from_function(f::join)),
         ("replace", Value::from_function(f::replace)),
         ("string", Value::from_function(f::string)),
         ("list", Value::from_function(f::list)),
+        // The filters that collect a sequence's items before answering.
+        ("sort", Value::from_function(f::sort)),
+        ("reverse", Value::from_function(f::reverse)),
+        ("unique", Value::from_function(f::unique)),
+        ("batch", Value::from_function(f::batch)),
+        ("slice", Value::from_function(f::slice)),
+        ("groupby", Value::from_function(f::groupby)),
+        ("dictsort", Value::from_function(f::dictsort)),
     ];
     for (name, builtin) in builtins {
-        env.add_filter(name, move |state: &mut State, args: Rest<Value>| {
-            check_filter(state, name, &args, max)?;
-            builtin.call(state, &args)
-        });
+        env.add_filter(
+            name,
+            move |state: &mut State, args: Rest<Value>, kwargs: Kwargs| {
+                // Keyword arguments (`join(attribute=…)`, `sort(reverse=true)`) go on to
+                // the builtin, which checks them itself: mark them used here.
+                let mut all = args.0;
+                if kwargs.args().next().is_some() {
+                    for key in kwargs.args().map(str::to_owned).collect::<Vec<_>>() {
+                        let _: Value = kwargs.get(&key)?;
+                    }
+                    all.push(Value::from(kwargs));
+                }
+                check_filter(state, name, &all, max)?;
+                builtin.call(state, &all)
+            },
+        );
     }
 }
 
