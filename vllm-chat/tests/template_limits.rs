@@ -97,6 +97,10 @@ const HOSTILE: &[(&str, &str)] = &[
         "{{ (['ab'] * 100000000) ~ '' }}",
     ),
     (
+        "a constant repeated list beside a generation tag",
+        "{% generation %}{% endgeneration %}{{ (['ab'] * 100000000) ~ '' }}",
+    ),
+    (
         "list doubling",
         "{% set ns = namespace(x=[1]) %}{% for i in range(40) %}{% set ns.x = ns.x + ns.x %}{% endfor %}{{ ns.x|length }}",
     ),

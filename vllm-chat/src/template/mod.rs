@@ -196,11 +196,13 @@ impl TemplateSet {
     /// Compiles `source` under `name` (replacing a template of that name).
     pub(crate) fn add(&mut self, name: &str, source: &str) -> Result<(), RenderError> {
         check_operator_chains(source, self.syntax.clone())?;
+        let source = rewrite_generation_tags(source);
         if self.guarded {
-            guard::check_constants(source, self.syntax.clone(), self.limits.max_value_bytes)
+            // On the source minijinja compiles (`{% generation %}` rewritten), which
+            // must parse for the check to see its constants.
+            guard::check_constants(&source, self.syntax.clone(), self.limits.max_value_bytes)
                 .map_err(|e| RenderError::Template(describe(&e)))?;
         }
-        let source = rewrite_generation_tags(source);
         self.programs.remove(name);
         let program = match self.fast_path {
             true => compiled::Program::compile(&self.env, &source, self.syntax.clone()),
