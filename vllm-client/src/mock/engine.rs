@@ -229,7 +229,16 @@ impl Engine {
                 },
                 () = sleep_until(stalled_until), if stalled => stalled_until = None,
                 frames = input_rx.recv(), if !stalled => match frames {
-                    Some(frames) => engine.handle_input(frames).await?,
+                    Some(frames) => {
+                        let was_idle = !engine.has_work();
+                        engine.handle_input(frames).await?;
+                        if was_idle {
+                            // The first step comes at once and the cadence counts from
+                            // it, not from when the engine fell idle (which made the
+                            // first two steps come back to back after a pause).
+                            next_step = Instant::now();
+                        }
+                    }
                     None => return Err(MockError::InputClosed),
                 },
                 () = sleep_until(Some(next_step).filter(|_| !interval.is_zero())), if stepping => {
