@@ -549,8 +549,8 @@ impl ChatRenderer {
             },
         };
         let documents = kwargs.get("documents").unwrap_or(&Value::Null);
-        let add_generation_prompt = kwargs.get("add_generation_prompt").is_some_and(truthy);
-        let continue_final = kwargs.get("continue_final_message").is_some_and(truthy);
+        let add_generation_prompt = crate::native::py::truthy(kwargs.get("add_generation_prompt"));
+        let continue_final = crate::native::py::truthy(kwargs.get("continue_final_message"));
         if continue_final && add_generation_prompt {
             // transformers' check, which vLLM's HfRenderer turns into a
             // VLLMValidationError without a parameter.
@@ -785,17 +785,6 @@ impl ChatRenderer {
             return Ok(MODEL_TEMPLATE.to_owned());
         }
         Err(RenderError::NoTemplate)
-    }
-}
-
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
     }
 }
 

@@ -75,14 +75,10 @@ impl Pipeline {
         );
         let streaming = request.stream == Some(true);
         let accepted = self.accept_completion(request, routing).await;
-        let accepted = KvRejection::after(rejection.clone(), &self.client, accepted).await;
-        accepted.map(|mut a| {
-            // A whole answer still counts until it is complete (vLLM's handler awaits it).
-            if !streaming {
-                a.rejection = rejection;
-            }
-            a
+        KvRejection::around_handler(rejection, streaming, &self.client, accepted, |a, r| {
+            a.rejection = r
         })
+        .await
     }
 
     async fn accept_completion(

@@ -32,6 +32,7 @@ use vllm_client::EngineCoreClient;
 
 use super::error::ApiError;
 use super::{Pipeline, Routing, ids};
+use crate::native::py::truthy;
 
 /// The error kind of vLLM's request-validation handler (pydantic, before any handler).
 const REQUEST_VALIDATION_KIND: &str = "Bad Request";
@@ -42,18 +43,6 @@ pub(crate) struct KvRejection {
     request_id: String,
     kv_transfer_params: Map<String, Value>,
     data_parallel_rank: Option<i64>,
-}
-
-/// Python's `bool(x)` for a JSON value.
-fn truthy(value: &Value) -> bool {
-    match value {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 impl Pipeline {
@@ -71,7 +60,7 @@ impl Pipeline {
             return None;
         }
         let params = kv_transfer_params?;
-        if !params.get("do_remote_prefill").is_some_and(truthy) {
+        if !truthy(params.get("do_remote_prefill")) {
             return None;
         }
         let request_id = request_id.get_or_insert_with(ids::random_hex).clone();
@@ -104,6 +93,23 @@ impl KvRejection {
                 "Failed to notify KV connector about rejected request: {e}"
             );
         }
+    }
+
+    /// A handler's outcome with vLLM's rule around it: the notice if it failed; if it
+    /// was accepted and is not streamed, the notice kept (by `keep`) for a failure while
+    /// it runs (vLLM's handler awaits the whole answer).
+    pub(crate) async fn around_handler<T>(
+        rejection: Option<Self>,
+        streaming: bool,
+        client: &EngineCoreClient,
+        result: Result<T, ApiError>,
+        keep: impl FnOnce(&mut T, Option<Self>),
+    ) -> Result<T, ApiError> {
+        let mut accepted = Self::after(rejection.clone(), client, result).await?;
+        if !streaming {
+            keep(&mut accepted, rejection);
+        }
+        Ok(accepted)
     }
 
     /// `result`, after sending the notice if it is an error.
@@ -153,7 +159,7 @@ mod tests {
             serde_json::json!([]),
             serde_json::json!({}),
         ] {
-            assert!(!truthy(&falsy), "{falsy}");
+            assert!(!truthy(Some(&falsy)), "{falsy}");
         }
         for truthy_value in [
             serde_json::json!(true),
@@ -163,7 +169,7 @@ mod tests {
             serde_json::json!([0]),
             serde_json::json!({"a": 0}),
         ] {
-            assert!(truthy(&truthy_value), "{truthy_value}");
+            assert!(truthy(Some(&truthy_value)), "{truthy_value}");
         }
     }
 }
