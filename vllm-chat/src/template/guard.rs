@@ -236,26 +236,26 @@ impl<'source> Guarded<'source> {
 
 /// Inserts the checks, moving every jump target and macro offset with its instruction.
 fn rewrite<'s>(old: &Instructions<'s>) -> Instructions<'s> {
-    let mut code = Vec::new();
-    while let Some(instruction) = old.get(code.len() as u32) {
-        code.push(instruction.clone());
+    let mut pieces = Vec::new();
+    while let Some(instruction) = old.get(pieces.len() as u32) {
+        pieces.push(expansion(instruction));
     }
     // Where each old instruction starts in the new code (one past the end included:
     // loops jump there).
-    let mut starts = Vec::with_capacity(code.len() + 1);
+    let mut starts = Vec::with_capacity(pieces.len() + 1);
     let mut at = 0u32;
-    for instruction in &code {
+    for expanded in &pieces {
         starts.push(at);
-        at += expansion(instruction).len() as u32;
+        at += expanded.len() as u32;
     }
     starts.push(at);
     let moved = |target: u32| starts.get(target as usize).copied().unwrap_or(target);
 
     let mut new = Instructions::new(old.name(), old.source());
-    for (idx, instruction) in code.into_iter().enumerate() {
+    for (idx, expanded) in pieces.into_iter().enumerate() {
         let span = old.get_span(idx as u32);
         let line = old.get_line(idx as u32);
-        for piece in expansion(&instruction) {
+        for piece in expanded {
             let piece = match piece {
                 Instruction::Iterate(t) => Instruction::Iterate(moved(t)),
                 Instruction::Jump(t) => Instruction::Jump(moved(t)),
