@@ -1,7 +1,7 @@
 //! `serve --tokenizer-mode`: chat, render and `/tokenize` go through the mode's
 //! renderer, with the token ids vLLM's own renderer produced for the same request
-//! (`vllm-chat/tests/fixtures/native.json.gz`); an unported renderer stops start-up
-//! by name.
+//! (`vllm-chat/tests/fixtures/native.json.gz`, `mistral.json.gz`); a Mistral model
+//! directory (tekken vocabulary, no `tokenizer.json`) is served with `auto`.
 
 mod common;
 
@@ -82,4 +82,95 @@ fn gpt_oss_starts_with_harmony() {
     if let Err(error) = runtime().block_on(Server::bind(config)) {
         panic!("gpt-oss serves with Harmony: {error:#}");
     }
+}
+
+/// The Mistral case `name` of `vllm-chat/tests/fixtures/mistral.json.gz` on the
+/// vendored tekken v3 vocabulary (vLLM's `MistralRenderer` through mistral-common).
+fn mistral_case(name: &str) -> Value {
+    let path = repo().join("vllm-chat/tests/fixtures/mistral.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).expect("fixture"))
+        .read_to_string(&mut text)
+        .expect("gunzip");
+    let all: Value = serde_json::from_str(&text).expect("json");
+    all["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|case| case["vocab"] == "tekken_v3" && case["name"] == name)
+        .unwrap_or_else(|| panic!("no tekken_v3 case {name}"))
+        .clone()
+}
+
+/// A Mistral model directory (only `tekken.json`, no `tokenizer.json`) is served
+/// with vLLM's Mistral renderer: chat, render and `/tokenize` give mistral-common's
+/// ids, the reply is decoded with the same vocabulary, and mistral-common's
+/// refusals are 400s with its message.
+#[test]
+fn mistral_directory_serves_mistral_commons_token_ids() {
+    let dir = std::env::temp_dir().join(format!("serve-mistral-dir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let mut tekken = Vec::new();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(repo().join("testdata/models/mistral_tekken/tekken.json.gz"))
+            .expect("tekken"),
+    )
+    .read_to_end(&mut tekken)
+    .expect("gunzip");
+    std::fs::write(dir.join("tekken.json"), tekken).expect("write tekken");
+
+    let server = start(ServeConfig {
+        model_dir: dir.clone(),
+        served_model_name: "mistral".into(),
+        ..config("Bonjour — ça va ? 🙂")
+    });
+    let addr = server.addr;
+    run(async move {
+        for name in [
+            "system_multi_turn",
+            "tools_call_result",
+            "unicode",
+            "continue_final_message",
+        ] {
+            let case = mistral_case(name);
+            let want: Vec<u64> = serde_json::from_value(case["token_ids"].clone()).expect("ids");
+            let mut body = case["request"].clone();
+            body["model"] = json!("mistral");
+
+            let (status, tokenized) = post(addr, "/tokenize", body.clone()).await;
+            assert_eq!(status, StatusCode::OK, "{name}: {tokenized}");
+            assert_eq!(tokenized["tokens"], json!(want), "{name}");
+
+            let (status, rendered) = post(addr, "/v1/chat/completions/render", body.clone()).await;
+            assert_eq!(status, StatusCode::OK, "{name}: {rendered}");
+            assert_eq!(rendered["token_ids"], json!(want), "{name}");
+
+            body["max_tokens"] = json!(64);
+            if body.get("tools").is_some() {
+                body["tool_choice"] = json!("none");
+            }
+            let (status, answer) = post(addr, "/v1/chat/completions", body).await;
+            assert_eq!(status, StatusCode::OK, "{name}: {answer}");
+            assert_eq!(
+                answer["usage"]["prompt_tokens"],
+                json!(want.len()),
+                "{name}"
+            );
+            assert_eq!(
+                answer["choices"][0]["message"]["content"],
+                json!("Bonjour — ça va ? 🙂"),
+                "{name}: {answer}"
+            );
+        }
+        for name in ["err_chat_template", "assistant_last_no_generation_prompt"] {
+            let case = mistral_case(name);
+            let mut body = case["request"].clone();
+            body["model"] = json!("mistral");
+            let (status, error) = post(addr, "/v1/chat/completions", body).await;
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {error}");
+            let want = case["error"].as_str().expect("error");
+            assert_eq!(error["error"]["message"], json!(want), "{name}: {error}");
+        }
+    });
+    std::fs::remove_dir_all(&dir).ok();
 }
