@@ -1015,3 +1015,48 @@ fn grpc_connections_beyond_the_cap_are_closed() {
             .expect("a free slot serves again");
     });
 }
+
+/// A connection that never sends HTTP/2's client preface (or sends something else) is
+/// closed after `--http-timeout-keep-alive`, so silent peers cannot hold the gRPC
+/// port's connection slots.
+#[test]
+fn grpc_connections_without_a_preface_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start(ServeConfig {
+        grpc_port: Some(0),
+        http: vllm_examples::serve::http::HttpLimits {
+            max_connections: 1,
+            keep_alive_timeout: std::time::Duration::from_millis(300),
+        },
+        ..config(TEXT)
+    });
+    let addr = server.grpc_addr.expect("gRPC is served");
+    run(async {
+        for sent in [
+            &b""[..],
+            b"PRI * HTTP/2.0",
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+        ] {
+            let mut silent = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            silent.write_all(sent).await.expect("write");
+            let mut buf = [0u8; 64];
+            let closed = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                loop {
+                    match silent.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+            })
+            .await;
+            assert!(closed.is_ok(), "{sent:?}: the connection stays open");
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            // Its slot is free again: the one allowed connection is served.
+            let mut control = ControlClient::new(channel(addr).await);
+            control
+                .is_paused(pb::IsPausedRequest {})
+                .await
+                .expect("served after the silent peer was closed");
+        }
+    });
+}

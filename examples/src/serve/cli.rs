@@ -90,7 +90,8 @@ pub struct Args {
     #[arg(long, default_value_t = 600)]
     pub engine_ready_timeout_secs: u64,
     /// Seconds a connection may take to send a request's headers, and may sit idle
-    /// between requests, before the server closes it.
+    /// between requests, before the server closes it (on the gRPC port: to send
+    /// HTTP/2's client preface).
     #[arg(long, env = "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", default_value_t = 5)]
     pub http_timeout_keep_alive: u64,
     /// Open connections beyond this many are closed at once.

@@ -65,7 +65,8 @@ impl Drop for Listener {
 pub struct HttpLimits {
     /// `--http-timeout-keep-alive`: how long a connection may sit without sending a
     /// complete request header, between requests or in the middle of one (vLLM's
-    /// `VLLM_HTTP_TIMEOUT_KEEP_ALIVE`, default 5 s).
+    /// `VLLM_HTTP_TIMEOUT_KEEP_ALIVE`, default 5 s); on the gRPC port, how long a
+    /// new connection may take to send HTTP/2's client preface.
     pub keep_alive_timeout: Duration,
     /// `--max-connections`: open connections beyond this are closed at once.
     pub max_connections: usize,

@@ -416,11 +416,14 @@ impl Server {
         if let Some((listener, state)) = self.grpc.take() {
             let mut grpc_stop = stop.subscribe();
             let max_connections = self.http.max_connections;
+            let preface_timeout = self.http.keep_alive_timeout;
             tokio::spawn(async move {
                 let stopped = async move {
                     let _ = grpc_stop.wait_for(|stop| *stop).await;
                 };
-                if let Err(e) = grpc::serve(listener, state, max_connections, stopped).await {
+                if let Err(e) =
+                    grpc::serve(listener, state, max_connections, preface_timeout, stopped).await
+                {
                     tracing::error!("gRPC server: {e}");
                 }
             });

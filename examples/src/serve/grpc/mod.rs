@@ -24,10 +24,12 @@ pub mod inference;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tonic::Status;
 use vllm_chat::pipeline::ApiError;
@@ -95,7 +97,7 @@ pub fn status(error: &ApiError) -> Status {
 }
 
 /// How often the health service looks at the engines.
-const ENGINE_WATCH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+const ENGINE_WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Binds the gRPC port (`host:port`, port 0: any free one).
 pub async fn bind(host: &str, port: u16) -> anyhow::Result<TcpListener> {
@@ -106,7 +108,9 @@ pub async fn bind(host: &str, port: u16) -> anyhow::Result<TcpListener> {
 }
 
 /// Serves Inference, Control, health and reflection on `listener` (HTTP/2, at most
-/// `max_connections` connections: more are closed at once, as on the HTTP port) until
+/// `max_connections` connections: more are closed at once, as on the HTTP port; a
+/// connection that has not sent HTTP/2's client preface within `preface_timeout` is
+/// closed, as the HTTP port closes one that has not sent its headers) until
 /// `shutdown` resolves; then the connections are closed gracefully (HTTP/2 `GOAWAY`)
 /// and calls still in flight are given up a moment later (their engine requests are
 /// aborted when their streams drop).
@@ -118,6 +122,7 @@ pub async fn serve(
     listener: TcpListener,
     state: GrpcState,
     max_connections: usize,
+    preface_timeout: Duration,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let addr: Option<SocketAddr> = listener.local_addr().ok();
@@ -165,20 +170,36 @@ pub async fn serve(
         .add_service(control)
         .prepare()
         .into_axum_router();
-    accept_loop(listener, router, max_connections, shutdown).await;
+    accept_loop(listener, router, max_connections, preface_timeout, shutdown).await;
     watcher.abort();
     Ok(())
 }
 
 /// How long calls in flight may finish after the server started to shut down.
-const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(200);
 
-/// The HTTP/2 accept loop: `TCP_NODELAY`, the connection cap, each call under its
-/// deadline ([`deadline::call`]), graceful shutdown.
+/// HTTP/2's client connection preface (RFC 9113, section 3.4).
+const CLIENT_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// Reads the client preface off `tcp` and gives back the connection with those
+/// bytes in front again, for hyper to read; `None` if the peer sent anything else or
+/// closed first. Without this step a peer that connects and sends nothing held a
+/// connection slot for as long as it liked (hyper waits for the preface forever).
+async fn after_preface(tcp: TcpStream) -> Option<impl AsyncRead + AsyncWrite + Unpin> {
+    let (mut read, write) = tcp.into_split();
+    let mut preface = [0u8; CLIENT_PREFACE.len()];
+    read.read_exact(&mut preface).await.ok()?;
+    (&preface == CLIENT_PREFACE)
+        .then(|| tokio::io::join(std::io::Cursor::new(preface).chain(read), write))
+}
+
+/// The HTTP/2 accept loop: `TCP_NODELAY`, the connection cap, the preface timeout,
+/// each call under its deadline ([`deadline::call`]), graceful shutdown.
 async fn accept_loop(
     listener: TcpListener,
     router: axum::Router,
     max_connections: usize,
+    preface_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
     let mut builder = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
@@ -194,7 +215,7 @@ async fn accept_loop(
                     // Out of file descriptors, or a connection reset before accept:
                     // wait a moment instead of spinning.
                     tracing::debug!("gRPC accept: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                    tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
                 }
             },
@@ -210,8 +231,15 @@ async fn accept_loop(
         let router = router.clone();
         let service =
             hyper::service::service_fn(move |request| deadline::call(router.clone(), request));
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(tcp), service));
+        let watcher = graceful.watcher();
+        let builder = builder.clone();
         tokio::spawn(async move {
+            let Ok(Some(io)) = tokio::time::timeout(preface_timeout, after_preface(tcp)).await
+            else {
+                tracing::debug!("gRPC connection closed: no HTTP/2 preface in time");
+                return;
+            };
+            let connection = watcher.watch(builder.serve_connection(TokioIo::new(io), service));
             if let Err(e) = connection.await {
                 tracing::debug!("gRPC connection: {e}");
             }
