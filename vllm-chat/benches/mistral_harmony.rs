@@ -6,11 +6,16 @@
 //! before every render. `scripts/bench_mistral_harmony.sh` runs this next to
 //! `scripts/bench_mistral_harmony_python.py` (vLLM's own Mistral and Harmony paths on the same
 //! requests) and prints the ratios (docs/performance.md, "Mistral and Harmony renderers").
+//! With `BENCH_CPU_TIME` set, renders are timed with the thread's CPU time
+//! (`CLOCK_THREAD_CPUTIME_ID`, what the Python side's `time.thread_time()` reads), so a
+//! loaded machine's scheduling waits are left out of both sides.
 
 use std::io::Read;
 use std::path::Path;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use std::time::{Duration, Instant};
+
+use criterion::{Bencher, Criterion, criterion_group, criterion_main};
 use serde_json::Value;
 use vllm_chat::harmony::{HarmonyOptions, HarmonyRenderer};
 use vllm_chat::mistral::{MistralOptions, MistralRenderer};
@@ -38,6 +43,37 @@ fn scenarios() -> Vec<(String, ChatCompletionRequest)> {
         .collect()
 }
 
+/// CPU time used by the calling thread so far.
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Times `render` with wall time, or with thread CPU time when `BENCH_CPU_TIME` is set.
+fn run<T>(b: &mut Bencher<'_>, mut render: impl FnMut() -> T) {
+    if std::env::var_os("BENCH_CPU_TIME").is_none() {
+        return b.iter(render);
+    }
+    b.iter_custom(|iters| {
+        let (cpu, wall) = (thread_cpu_time(), Instant::now());
+        for _ in 0..iters {
+            std::hint::black_box(render());
+        }
+        match thread_cpu_time().saturating_sub(cpu) {
+            // No CPU clock: wall time rather than zero.
+            Duration::ZERO => wall.elapsed(),
+            spent => spent,
+        }
+    });
+}
+
 fn bench(c: &mut Criterion) {
     let mistral =
         MistralRenderer::from_tekken_bytes(&tekken(), MistralOptions::default()).expect("tekken");
@@ -55,22 +91,22 @@ fn bench(c: &mut Criterion) {
             .expect("harmony renders the scenario");
         // Steady state: the pieces a chat repeats (history, tools) come from the cache.
         c.bench_function(&format!("mistral/{name}"), |b| {
-            b.iter(|| mistral.render(&request))
+            run(b, || mistral.render_token_ids(&request))
         });
         c.bench_function(&format!("harmony/{name}"), |b| {
-            b.iter(|| harmony.render(&request))
+            run(b, || harmony.render_token_ids(&request))
         });
         // Cold: every piece encoded.
         c.bench_function(&format!("mistral-cold/{name}"), |b| {
-            b.iter(|| {
+            run(b, || {
                 mistral.clear_cache();
-                mistral.render(&request)
+                mistral.render_token_ids(&request)
             })
         });
         c.bench_function(&format!("harmony-cold/{name}"), |b| {
-            b.iter(|| {
+            run(b, || {
                 harmony.clear_cache();
-                harmony.render(&request)
+                harmony.render_token_ids(&request)
             })
         });
     }

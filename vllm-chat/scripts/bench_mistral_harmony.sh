@@ -2,8 +2,11 @@
 # Side-by-side renders/s of the native renderers: vllm-chat's Mistral and Harmony
 # renderers (criterion, benches/mistral_harmony.rs) vs vLLM 0.33.0's own Python paths
 # (scripts/bench_mistral_harmony_python.py), same requests, one run.
+# Both sides are timed with thread CPU time (BENCH_CPU_TIME=1; set BENCH_CPU_TIME= for
+# wall time), so the ratios hold on a shared machine.
 # Usage (repository root): REF=$HOME/.cache/vllm-reference bash vllm-chat/scripts/bench_mistral_harmony.sh
 set -euo pipefail
+export BENCH_CPU_TIME=${BENCH_CPU_TIME-1}
 REF=${REF:-$HOME/.cache/vllm-reference}
 TARGET=${CARGO_TARGET_DIR:-target}
 cargo bench -p vllm-chat --bench mistral_harmony -- --warm-up-time 1 --measurement-time 3 >/dev/null

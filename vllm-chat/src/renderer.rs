@@ -377,6 +377,20 @@ impl ChatRenderer {
         Ok(RenderedPrompt { text, token_ids })
     }
 
+    /// The prompt token ids of a chat request: [`ChatRenderer::render`]'s `token_ids`,
+    /// without decoding them to text where the renderer builds ids directly (Mistral,
+    /// Harmony: all vLLM computes for them).
+    pub fn render_token_ids(
+        &self,
+        request: &ChatCompletionRequest,
+    ) -> Result<Vec<u32>, RenderError> {
+        match (self.kind, &self.mistral, &self.harmony) {
+            (RendererKind::Mistral, Some(mistral), _) => mistral.render_token_ids(request),
+            (RendererKind::Harmony, _, Some(harmony)) => harmony.render_token_ids(request),
+            _ => self.render(request).map(|prompt| prompt.token_ids),
+        }
+    }
+
     /// The Mistral renderer, when the model is rendered in `mistral` mode.
     pub fn mistral(&self) -> Option<&native::mistral::MistralRenderer> {
         self.mistral.as_ref()

@@ -287,6 +287,19 @@ impl HarmonyRenderer {
     /// their decoded text (vLLM's Harmony path gives the engine ids only; the text is
     /// the ids decoded, for logging and render mode).
     pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt, RenderError> {
+        let token_ids = self.render_token_ids(request)?;
+        Ok(RenderedPrompt {
+            text: self.decode(&token_ids),
+            token_ids,
+        })
+    }
+
+    /// The prompt token ids of a chat request, all vLLM's Harmony path computes
+    /// ([`HarmonyRenderer::render`] without decoding them).
+    pub fn render_token_ids(
+        &self,
+        request: &ChatCompletionRequest,
+    ) -> Result<Vec<u32>, RenderError> {
         request.validate()?;
         let messages = self.messages(request)?;
         let mut out = Vec::with_capacity(256);
@@ -295,11 +308,7 @@ impl HarmonyRenderer {
         }
         out.push(START);
         self.text_into("assistant", &mut out)?;
-        let text = self.decode(&out);
-        Ok(RenderedPrompt {
-            text,
-            token_ids: out,
-        })
+        Ok(out)
     }
 
     /// `_make_request_with_harmony` up to `render_for_completion`: the messages,

@@ -67,7 +67,7 @@ pub fn tokenize(
     let renderer = &model.renderer;
     let tokens = if shape.messages.is_some() {
         let request: ChatCompletionRequest = serde_json::from_slice(body)?;
-        renderer.render(&request)?.token_ids
+        renderer.render_token_ids(&request)?
     } else {
         let Some(PromptField::Text(prompt)) = &shape.prompt else {
             return Err(ApiError::bad_request(

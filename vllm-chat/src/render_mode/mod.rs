@@ -240,8 +240,8 @@ impl ChatRenderer {
             requested.map(|r| (r, requested_param)),
             request.truncate_prompt_tokens,
         )?;
-        let prompt = if self.renders_token_ids() {
-            self.render(request)?
+        let token_ids = if self.renders_token_ids() {
+            self.render_token_ids(request)?
         } else {
             let text = self.render_text(request)?;
             // vLLM's tokenizer stops one token past the context, so every prompt longer
@@ -250,18 +250,17 @@ impl ChatRenderer {
             if self.min_tokens(&text) as i64 > context {
                 check_prompt_length(context, context as usize + 1, true)?;
             }
-            let token_ids = self.encode(&text, self.adds_special_tokens(request))?;
-            crate::RenderedPrompt { text, token_ids }
+            self.encode(&text, self.adds_special_tokens(request))?
         };
-        if prompt.token_ids.is_empty() {
+        if token_ids.is_empty() {
             return Err(RenderError::validation("No token_ids rendered", None, None));
         }
-        check_prompt_length(context, prompt.token_ids.len(), true)?;
+        check_prompt_length(context, token_ids.len(), true)?;
         let defaults = self.sampling_defaults();
         let max_tokens = max_tokens(
             context,
             requested,
-            prompt.token_ids.len(),
+            token_ids.len(),
             request.truncate_prompt_tokens,
             &defaults,
         )?;
@@ -318,12 +317,12 @@ impl ChatRenderer {
         let chat_template_kwargs = self.request_template_kwargs(request);
         let reasoning_ended = match reasoning {
             _ if !request.include_reasoning => Some(true),
-            Some(parser) => Some(parser.is_reasoning_end(&prompt.token_ids, &chat_template_kwargs)),
+            Some(parser) => Some(parser.is_reasoning_end(&token_ids, &chat_template_kwargs)),
             None => None,
         };
         Ok(GenerateRequest {
             request_id: format!("chatcmpl-{}", request_id(&request.request_id)),
-            token_ids: prompt.token_ids,
+            token_ids,
             token_offsets: None,
             features: None,
             content_parts: None,

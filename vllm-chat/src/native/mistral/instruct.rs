@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use crate::RenderError;
 
 use super::encoder::TextEncoder;
-use super::json::{dumps, loads};
+use super::json::{dumps, dumps_tools, loads};
 use super::messages::{Chunk, Content, Message, Role, ToolCall, error};
 
 /// The instruct tokenizer version of a vocabulary (`config.version`).
@@ -64,8 +64,16 @@ pub(crate) struct Specials {
     pub end_think: Option<u32>,
 }
 
-/// A tool as mistral-common dumps it into `[AVAILABLE_TOOLS]`.
-pub(crate) type ToolJson = Value;
+/// A tool as mistral-common dumps it into `[AVAILABLE_TOOLS]`
+/// (`Tool.from_openai(tool.model_dump())` without `strict`), borrowed from the
+/// request: `{"type": "function", "function": {"name", "description", "parameters"}}`.
+pub(crate) struct ToolJson<'a> {
+    pub name: &'a str,
+    /// `""` when the request has none.
+    pub description: &'a str,
+    /// `None`: missing or `null`, dumped as `{}`.
+    pub parameters: Option<&'a Value>,
+}
 
 pub(crate) struct Instruct<'a> {
     pub version: InstructVersion,
@@ -213,9 +221,8 @@ impl Instruct<'_> {
             }
         }
         for tool in tools {
-            let name = tool["function"]["name"].as_str().unwrap_or("");
-            if !name_ok(name) {
-                return Err(error(bad_name(name)));
+            if !name_ok(tool.name) {
+                return Err(error(bad_name(tool.name)));
             }
         }
         Ok(())
@@ -530,7 +537,7 @@ impl Instruct<'_> {
                     };
                     if at_tools && !tools.is_empty() {
                         out.push(s.tools);
-                        self.text(&dumps(&Value::Array(tools.to_vec()), false), &mut out)?;
+                        self.text(&dumps_tools(tools), &mut out)?;
                         out.push(s.end_tools);
                     }
                     out.push(s.inst);

@@ -47,7 +47,6 @@ mod sentencepiece;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde_json::Value;
 use vllm_detok::{SentencePieceTokenizer, TekkenTokenizer, Tokenizer};
 
 pub use instruct::InstructVersion;
@@ -56,7 +55,7 @@ use crate::openai::{ChatCompletionRequest, ToolChoice, ToolChoiceMode};
 use crate::{RenderError, RenderedPrompt};
 
 use encoder::{TekkenEncoder, TextEncoder};
-use instruct::{Instruct, Specials};
+use instruct::{Instruct, Specials, ToolJson};
 use messages::error;
 use sentencepiece::SentencePieceEncoder;
 
@@ -311,6 +310,19 @@ impl MistralRenderer {
     /// Renders a chat request to the prompt ids vLLM sends to the engine (and their
     /// decoded text; vLLM's Mistral path produces ids only).
     pub fn render(&self, request: &ChatCompletionRequest) -> Result<RenderedPrompt, RenderError> {
+        let token_ids = self.render_token_ids(request)?;
+        Ok(RenderedPrompt {
+            text: self.decode(&token_ids),
+            token_ids,
+        })
+    }
+
+    /// The prompt ids of a chat request, all vLLM's Mistral path computes
+    /// ([`MistralRenderer::render`] without decoding them).
+    pub fn render_token_ids(
+        &self,
+        request: &ChatCompletionRequest,
+    ) -> Result<Vec<u32>, RenderError> {
         request.validate()?;
         if request.chat_template.is_some() || request.chat_template_kwargs.is_some() {
             return Err(RenderError::validation(
@@ -319,7 +331,7 @@ impl MistralRenderer {
                 None,
             ));
         }
-        let tools: Vec<Value> = match &request.tools {
+        let tools: Vec<ToolJson<'_>> = match &request.tools {
             Some(tools)
                 if !(self.options.exclude_tools_when_tool_choice_none
                     && request.tool_choice == Some(ToolChoice::Mode(ToolChoiceMode::None))) =>
@@ -346,29 +358,18 @@ impl MistralRenderer {
         if token_ids.is_empty() {
             return Err(error("empty prompt"));
         }
-        Ok(RenderedPrompt {
-            text: self.decode(&token_ids),
-            token_ids,
-        })
+        Ok(token_ids)
     }
 }
 
-/// `Tool.from_openai(tool.model_dump())` dumped without `strict`:
-/// `{"type": "function", "function": {"name", "description", "parameters"}}`.
-fn tool_json(tool: &crate::openai::Tool) -> Value {
+/// The request's tool as mistral-common dumps it.
+fn tool_json(tool: &crate::openai::Tool) -> ToolJson<'_> {
     let function = &tool.function;
-    let parameters = match &function.parameters {
-        Some(p) if !p.is_null() => p.clone(),
-        _ => Value::Object(Default::default()),
-    };
-    serde_json::json!({
-        "type": "function",
-        "function": {
-            "name": function.name,
-            "description": function.description.clone().unwrap_or_default(),
-            "parameters": parameters,
-        }
-    })
+    ToolJson {
+        name: &function.name,
+        description: function.description.as_deref().unwrap_or_default(),
+        parameters: function.parameters.as_ref().filter(|p| !p.is_null()),
+    }
 }
 
 /// The version of a SentencePiece file name (`tokenizer.model.v7` and
