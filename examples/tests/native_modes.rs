@@ -18,13 +18,18 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn fixture(mode: &str, case: &str) -> Value {
-    let path = repo().join("vllm-chat/tests/fixtures/native.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).expect("fixture"))
-        .read_to_string(&mut text)
+/// A gzipped file of the repository.
+fn gunzip(path: &str) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(repo().join(path)).expect(path))
+        .read_to_end(&mut out)
         .expect("gunzip");
-    let all: Value = serde_json::from_str(&text).expect("json");
+    out
+}
+
+fn fixture(mode: &str, case: &str) -> Value {
+    let all: Value =
+        serde_json::from_slice(&gunzip("vllm-chat/tests/fixtures/native.json.gz")).expect("json");
     all["modes"][mode]["cases"][case].clone()
 }
 
@@ -87,12 +92,8 @@ fn gpt_oss_starts_with_harmony() {
 /// The Mistral case `name` of `vllm-chat/tests/fixtures/mistral.json.gz` on the
 /// vendored tekken v3 vocabulary (vLLM's `MistralRenderer` through mistral-common).
 fn mistral_case(name: &str) -> Value {
-    let path = repo().join("vllm-chat/tests/fixtures/mistral.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).expect("fixture"))
-        .read_to_string(&mut text)
-        .expect("gunzip");
-    let all: Value = serde_json::from_str(&text).expect("json");
+    let all: Value =
+        serde_json::from_slice(&gunzip("vllm-chat/tests/fixtures/mistral.json.gz")).expect("json");
     all["cases"]
         .as_array()
         .expect("cases")
@@ -110,13 +111,7 @@ fn mistral_case(name: &str) -> Value {
 fn mistral_directory_serves_mistral_commons_token_ids() {
     let dir = std::env::temp_dir().join(format!("serve-mistral-dir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let mut tekken = Vec::new();
-    flate2::read::GzDecoder::new(
-        std::fs::File::open(repo().join("testdata/models/mistral_tekken/tekken.json.gz"))
-            .expect("tekken"),
-    )
-    .read_to_end(&mut tekken)
-    .expect("gunzip");
+    let tekken = gunzip("testdata/models/mistral_tekken/tekken.json.gz");
     std::fs::write(dir.join("tekken.json"), tekken).expect("write tekken");
 
     let server = start(ServeConfig {
