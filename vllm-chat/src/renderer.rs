@@ -411,6 +411,7 @@ impl ChatRenderer {
             RendererKind::DeepseekV32 | RendererKind::DeepseekV4 | RendererKind::DeepseekV41 => {
                 self.render_native(request)
             }
+            RendererKind::Cohere => self.render_cohere(request),
             // Inkling has no text form: the text of its token ids.
             RendererKind::Inkling => self.decode(&self.render_inkling(request)?),
             _ => self.render_template(request),
@@ -518,6 +519,24 @@ impl ChatRenderer {
             }
             _ => native::deepseek_v4::render(conversation, tools.as_ref(), &kwargs),
         }
+    }
+
+    /// Cohere: vLLM's conversation (`content_format="openai"`), the merged kwargs with
+    /// the request's tools as their `tools` default, the request's `chat_template`.
+    fn render_cohere(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
+        let conversation = request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| preprocess::convert_message(i, m, ContentFormat::OpenAi))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut kwargs = self.template_kwargs(request);
+        if !kwargs.contains_key("tools")
+            && let Some(tools) = self.request_tools(request)
+        {
+            kwargs.insert("tools", tools);
+        }
+        native::cohere::render(&conversation, &kwargs, request.chat_template.as_deref())
     }
 
     /// `[tool.model_dump() for tool in request.tools]`, unless excluded.
