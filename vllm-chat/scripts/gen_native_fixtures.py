@@ -221,6 +221,17 @@ COHERE_CASES = {
     "cmd3_json_schema": {"messages": [SYS, U], "chat_template_kwargs": {**CMD3, "json_schema": {"type": "object"}, "dev_instruction": "Be exact."}},
     "cmd3_skip_preamble": {"messages": [U], "chat_template_kwargs": {**CMD3, "skip_preamble": True, "dev_instruction": "Only this."}},
     "cmd3_reasoning_effort": {"messages": [U], "chat_template_kwargs": {**CMD3, "reasoning_effort": "none"}},
+    # A call id whose results come back in a later run of tool messages: melody files
+    # them under the earlier run's position (misattributed, or a Rust panic).
+    "tool_result_id_reused_later": {"messages": [ASK, CALLS, RESULTS[0], {"role": "user", "content": "and?"}, RESULTS[0]]},
+    "tool_result_id_misattributed": {"messages": [ASK, CALLS, RESULTS[0], {"role": "user", "content": "and?"}, CALL3,
+                                                  {"role": "tool", "tool_call_id": "k1", "content": "cold"}, RESULTS[0]]},
+    "response_format_pairs": {"messages": [U], "chat_template_kwargs": {"response_format": [["type", "json_object"]]}},
+    "response_format_string": {"messages": [U], "chat_template_kwargs": {"response_format": "json"}},
+    "documents_string_kwarg": {"messages": [U], "chat_template_kwargs": {"documents": "ab"}},
+    "cmd3_thinking_default_val": {"messages": [ASK, CALL4, {"role": "tool", "tool_call_id": "k2", "content": "noon"},
+                                               {"role": "assistant", "content": "Noon."}, U],
+                                  "chat_template_kwargs": {**CMD3, "thinking_default_val": {"plan": ["look", 1.0]}}},
     "cmd3_unicode": {"messages": [{"role": "user", "content": "Ça va? 日本語 🙂"}], "chat_template_kwargs": CMD3},
 }
 CASES_OF = {"cohere": COHERE_CASES}
@@ -286,7 +297,10 @@ def render(renderer, tok, body):
         text = prompt["prompt"]
         ids = tok(text, add_special_tokens=req.add_special_tokens)["input_ids"]
         return {"text": text, "ids": list(ids)}
-    except Exception as e:  # vLLM rejects the request: its message
+    except BaseException as e:  # vLLM rejects the request: its message
+        # (melody's Rust panics are pyo3 PanicExceptions, not Exceptions)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
         return {"error": f"{type(e).__name__}: {e}"}
 
 

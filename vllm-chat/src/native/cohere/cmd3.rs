@@ -19,7 +19,7 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> Result<Stri
         .extra
         .get("thinking_default_val")
         .filter(|v| truthy(Some(v)))
-        .map(|v| crate::native::py::s(Some(v)));
+        .map(|v| display(v, false));
     let first_is_instruction = truthy(config.extra.get("initial_instruction_message"));
     let citations = config.citation_quality.as_deref() != Some("off");
     let json_mode = config.json_mode || config.json_schema.is_some();
@@ -234,5 +234,36 @@ fn print_items(out: &mut String, items: &[Item]) {
                 out.push_str(&item.data);
             }
         }
+    }
+}
+
+/// How the format's template engine prints a value: strings as they are (quoted
+/// inside lists and maps), `none`, `true` / `false`.
+fn display(value: &Value, nested: bool) -> String {
+    match value {
+        Value::Null => "none".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64().filter(|_| n.is_f64()) {
+            Some(f) if f.is_finite() && f.fract() == 0.0 => format!("{f:.1}"),
+            Some(f) => f.to_string(),
+            None => n.to_string(),
+        },
+        Value::String(s) if nested => format!("{s:?}"),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(|v| display(v, true))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        Value::Object(map) => format!(
+            "{{{}}}",
+            map.iter()
+                .map(|(k, v)| format!("{k:?}: {}", display(v, true)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     }
 }

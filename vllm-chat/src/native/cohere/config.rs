@@ -147,7 +147,7 @@ fn parse_enum<'a>(
             invalid_config(
                 path,
                 format!(
-                    "invalid {type_name} '{value}', expected one of: {}",
+                    "invalid {type_name} '{lower}', expected one of: {}",
                     allowed.join(", ")
                 ),
             )
@@ -207,8 +207,8 @@ fn document(doc: &Value) -> Result<Map<String, Value>, RenderError> {
     }
 }
 
-/// `_tool_to_melody`, then the format's field types.
-fn tool(index: usize, tool: &Value) -> Result<Tool, RenderError> {
+/// `_tool_to_melody`: the tool's name, description and parameters as given.
+fn raw_tool(tool: &Value) -> Result<[Value; 3], RenderError> {
     let Value::Object(map) = tool else {
         return Err(py::error(format!(
             "Unsupported tool type: {}",
@@ -219,22 +219,34 @@ fn tool(index: usize, tool: &Value) -> Result<Tool, RenderError> {
         Some(Value::Object(f)) => f,
         _ => map,
     };
+    let name = function
+        .get("name")
+        .cloned()
+        .unwrap_or_else(|| Value::String(String::new()));
+    let description = function
+        .get("description")
+        .filter(|v| truthy(Some(v)))
+        .cloned()
+        .unwrap_or_else(|| Value::String(String::new()));
+    let parameters = function
+        .get("parameters")
+        .filter(|v| truthy(Some(v)))
+        .cloned()
+        .unwrap_or_else(|| Value::Object(Map::new()));
+    Ok([name, description, parameters])
+}
+
+/// The format's field types for a tool.
+fn tool(index: usize, [name, description, parameters]: [Value; 3]) -> Result<Tool, RenderError> {
     let path = |field: &str| format!("available_tools[{index}].{field}");
-    let name = match function.get("name") {
-        None => String::new(),
-        Some(v) => expect_string(&path("name"), v)?,
-    };
-    let description = match function.get("description").filter(|v| truthy(Some(v))) {
-        None => String::new(),
-        Some(v) => expect_string(&path("description"), v)?,
-    };
-    let parameters = match function.get("parameters").filter(|v| truthy(Some(v))) {
-        None => Map::new(),
-        Some(Value::Object(p)) => p.clone(),
-        Some(other) => {
+    let name = expect_string(&path("name"), &name)?;
+    let description = expect_string(&path("description"), &description)?;
+    let parameters = match parameters {
+        Value::Object(p) => p,
+        other => {
             return Err(invalid_config(
                 &path("parameters"),
-                format!("invalid type: {}, expected a map", unexpected(other)),
+                format!("invalid type: {}, expected a map", unexpected(&other)),
             ));
         }
     };
@@ -243,6 +255,54 @@ fn tool(index: usize, tool: &Value) -> Result<Tool, RenderError> {
         description,
         parameters,
     })
+}
+
+/// `dict(value)` for a `response_format` that is not a dict.
+fn dict_of(value: &Value) -> Result<Map<String, Value>, RenderError> {
+    let items = match value {
+        Value::Object(map) => return Ok(map.clone()),
+        Value::String(s) => s.chars().map(|c| Value::String(c.to_string())).collect(),
+        Value::Array(items) => items.clone(),
+        other => {
+            return Err(py::error(format!(
+                "'{}' object is not iterable",
+                type_name(other)
+            )));
+        }
+    };
+    let mut out = Map::new();
+    for (i, item) in items.iter().enumerate() {
+        let pair: Vec<Value> = match item {
+            Value::String(s) => s.chars().map(|c| Value::String(c.to_string())).collect(),
+            Value::Array(a) => a.clone(),
+            Value::Object(m) => m.keys().map(|k| Value::String(k.clone())).collect(),
+            _ => {
+                return Err(py::error(format!(
+                    "cannot convert dictionary update sequence element #{i} to a sequence"
+                )));
+            }
+        };
+        if pair.len() != 2 {
+            return Err(py::error(format!(
+                "dictionary update sequence element #{i} has length {}; 2 is required",
+                pair.len()
+            )));
+        }
+        match &pair[0] {
+            Value::String(k) => {
+                out.insert(k.clone(), pair[1].clone());
+            }
+            Value::Array(_) | Value::Object(_) => {
+                return Err(py::error(format!(
+                    "unhashable type: '{}'",
+                    type_name(&pair[0])
+                )));
+            }
+            // A non-string key is never one the renderer reads.
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// `_CMD4_GROUNDING_FROM_MODE` through `_normalize_cmd4_grounding`.
@@ -323,10 +383,7 @@ pub(crate) fn build(conversation: &[Value], kwargs: &Kwargs) -> Result<Config, R
     }
     let messages = messages::from_conversation(conversation)?;
 
-    let template_id = match kwargs.get("template_id").filter(|v| truthy(Some(v))) {
-        None => None,
-        Some(v) => Some(expect_string("template_id", v)?),
-    };
+    let raw_template_id = kwargs.get("template_id").filter(|v| truthy(Some(v)));
     let documents = match kwargs.get("documents").filter(|v| truthy(Some(v))) {
         None => Vec::new(),
         Some(docs) => iterate(docs)?
@@ -338,13 +395,12 @@ pub(crate) fn build(conversation: &[Value], kwargs: &Kwargs) -> Result<Config, R
         .get("available_tools")
         .filter(|v| truthy(Some(v)))
         .or_else(|| kwargs.get("tools").filter(|v| truthy(Some(v))));
-    let tools = match tools_value {
+    let raw_tools = match tools_value {
         None => Vec::new(),
         Some(tools) => iterate(tools)?
             .iter()
-            .enumerate()
-            .map(|(i, t)| tool(i, t))
-            .collect::<Result<_, _>>()?,
+            .map(raw_tool)
+            .collect::<Result<Vec<_>, _>>()?,
     };
 
     let mut reasoning_type = None;
@@ -369,12 +425,7 @@ pub(crate) fn build(conversation: &[Value], kwargs: &Kwargs) -> Result<Config, R
     let mut json_mode = false;
     let mut json_schema = None;
     if let Some(rf) = kwargs.get("response_format").filter(|v| !v.is_null()) {
-        let Value::Object(rf) = rf else {
-            return Err(py::error(format!(
-                "cannot convert dictionary update sequence element #0 to a sequence: {}",
-                py::repr(rf)
-            )));
-        };
+        let rf = dict_of(rf)?;
         match rf.get("type").and_then(Value::as_str) {
             Some("json_object") => json_mode = true,
             Some("json_schema" | "json") => {
@@ -401,88 +452,93 @@ pub(crate) fn build(conversation: &[Value], kwargs: &Kwargs) -> Result<Config, R
         json_mode = truthy(Some(jm));
     }
 
+    let (mut safety, mut citation_quality, mut skip_preamble) = (None, None, false);
+    let (mut grounding, mut platform_instruction) = (None, None);
+    match format {
+        Format::Cmd3 => {
+            safety = kwargs
+                .get("safety_mode")
+                .filter(|v| !v.is_null())
+                .map(|v| py::s(Some(v)).to_lowercase());
+            citation_quality = kwargs
+                .get("citation_quality")
+                .filter(|v| !v.is_null())
+                .map(|v| py::s(Some(v)).to_lowercase());
+            if citation_quality.is_none()
+                && let Some(mode) = citation_mode(kwargs)
+            {
+                let off = py::s(Some(mode)).to_lowercase() == "off";
+                citation_quality = Some(if off { "off" } else { "on" }.into());
+            }
+            if let Some(sp) = kwargs.get("skip_preamble") {
+                skip_preamble = truthy(Some(sp));
+            }
+        }
+        Format::Cmd4 => {
+            grounding = match kwargs.get("grounding").filter(|v| !v.is_null()) {
+                Some(gr) => Some(cmd4_grounding(gr)?),
+                None => citation_mode(kwargs).map(cmd4_grounding).transpose()?,
+            };
+            platform_instruction = kwargs
+                .get("platform_instruction")
+                .filter(|v| !v.is_null())
+                .map(|v| py::s(Some(v)));
+        }
+    }
+
+    // The format reads its settings in this order; the first bad one is reported.
+    let template_id = match raw_template_id {
+        None => None,
+        Some(v) => Some(expect_string("template_id", v)?),
+    };
+    let tools = raw_tools
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| tool(i, t))
+        .collect::<Result<_, _>>()?;
+    let reasoning_type = reasoning_type
+        .map(|rt| toggle("reasoning_type", "ReasoningType", &rt))
+        .transpose()?;
+    let safety_mode = safety
+        .map(|s| {
+            parse_enum(
+                "safety_mode",
+                "SafetyMode",
+                &s,
+                &["unknown", "none", "strict", "contextual"],
+            )
+            .map(str::to_owned)
+        })
+        .transpose()?;
+    let citation_quality = match citation_quality {
+        Some(cq) => Some(
+            parse_enum(
+                "citation_quality",
+                "CitationQuality",
+                &cq,
+                &["unknown", "off", "on"],
+            )?
+            .to_owned(),
+        ),
+        None => Some("on".into()),
+    };
     let mut config = Config {
         format,
         template_id,
         messages,
         documents,
         tools,
-        reasoning_type: None,
+        reasoning_type,
         dev_instruction,
         json_schema,
         json_mode,
-        safety_mode: None,
-        citation_quality: Some("on".into()),
-        skip_preamble: false,
-        grounding: Toggle::Enabled,
-        platform_instruction: None,
+        safety_mode,
+        citation_quality,
+        skip_preamble,
+        grounding: grounding.unwrap_or(Toggle::Enabled),
+        platform_instruction,
         extra: Map::new(),
     };
-    match format {
-        Format::Cmd3 => {
-            let safety = kwargs
-                .get("safety_mode")
-                .filter(|v| !v.is_null())
-                .map(|v| py::s(Some(v)).to_lowercase());
-            let mut cq = kwargs
-                .get("citation_quality")
-                .filter(|v| !v.is_null())
-                .map(|v| py::s(Some(v)));
-            if cq.is_none()
-                && let Some(mode) = citation_mode(kwargs)
-            {
-                cq = Some(if py::s(Some(mode)).to_lowercase() != "off" {
-                    "on".into()
-                } else {
-                    "off".into()
-                });
-            }
-            if let Some(rt) = &reasoning_type {
-                config.reasoning_type = Some(toggle("reasoning_type", "ReasoningType", rt)?);
-            }
-            if let Some(safety) = safety {
-                config.safety_mode = Some(
-                    parse_enum(
-                        "safety_mode",
-                        "SafetyMode",
-                        &safety,
-                        &["unknown", "none", "strict", "contextual"],
-                    )?
-                    .to_owned(),
-                );
-            }
-            if let Some(cq) = cq {
-                config.citation_quality = Some(
-                    parse_enum(
-                        "citation_quality",
-                        "CitationQuality",
-                        &cq.to_lowercase(),
-                        &["unknown", "off", "on"],
-                    )?
-                    .to_owned(),
-                );
-            }
-            if let Some(sp) = kwargs.get("skip_preamble") {
-                config.skip_preamble = truthy(Some(sp));
-            }
-        }
-        Format::Cmd4 => {
-            let grounding = match kwargs.get("grounding").filter(|v| !v.is_null()) {
-                Some(gr) => Some(cmd4_grounding(gr)?),
-                None => citation_mode(kwargs).map(cmd4_grounding).transpose()?,
-            };
-            config.platform_instruction = kwargs
-                .get("platform_instruction")
-                .filter(|v| !v.is_null())
-                .map(|v| py::s(Some(v)));
-            if let Some(rt) = &reasoning_type {
-                config.reasoning_type = Some(toggle("reasoning_type", "ReasoningType", rt)?);
-            }
-            if let Some(g) = grounding {
-                config.grounding = g;
-            }
-        }
-    }
     config.extra = kwargs
         .iter()
         .filter(|(k, _)| !CONSUMED.contains(k))

@@ -323,22 +323,32 @@ pub(crate) fn prompt_messages(
     let mut seen_calls: Vec<&str> = Vec::new();
     // The current run of tool messages: (call index, results) in first-seen order.
     let mut run: Vec<(usize, Vec<Value>)> = Vec::new();
+    // Where each call id's results went: the position in the run it was first seen
+    // in. The format keeps this across runs, so a later run's results for an id
+    // land at that position of the later run (or fail when it has no such entry).
+    let mut slots: Vec<(&str, usize)> = Vec::new();
     for (i, msg) in messages.iter().enumerate() {
         if msg.role == Role::Tool {
             let Some(id) = msg.tool_call_id.as_deref() else {
                 return Err(invalid(format!("tool message[{i}] missing tool_call_id")));
             };
-            let index = index_of(id);
-            let slot = match run.iter().position(|(k, _)| *k == index) {
-                Some(p) => p,
+            let slot = match slots.iter().find(|(k, _)| *k == id) {
+                Some((_, slot)) => *slot,
                 None => {
-                    run.push((index, Vec::new()));
+                    run.push((index_of(id), Vec::new()));
+                    slots.push((id, run.len() - 1));
                     run.len() - 1
                 }
             };
             for block in &msg.content {
                 let value = result_of(block)?;
-                run[slot].1.push(value);
+                let len = run.len();
+                let entry = run.get_mut(slot).ok_or_else(|| {
+                    py::error(format!(
+                        "index out of bounds: the len is {len} but the index is {slot}"
+                    ))
+                })?;
+                entry.1.push(value);
             }
             continue;
         }
