@@ -522,7 +522,8 @@ impl ChatRenderer {
     }
 
     /// Cohere: vLLM's conversation (`content_format="openai"`), the merged kwargs with
-    /// the request's tools as their `tools` default, the request's `chat_template`.
+    /// the request's tools as their `tools` default, the request's (or the server's)
+    /// chat template.
     fn render_cohere(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
         let conversation = request
             .messages
@@ -536,7 +537,13 @@ impl ChatRenderer {
         {
             kwargs.insert("tools", tools);
         }
-        native::cohere::render(&conversation, &kwargs, request.chat_template.as_deref())
+        // vLLM's `request.chat_template or default_template` (the server's).
+        let chat_template = request
+            .chat_template
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .or(self.options.chat_template.as_deref());
+        native::cohere::render(&conversation, &kwargs, chat_template)
     }
 
     /// `[tool.model_dump() for tool in request.tools]`, unless excluded.

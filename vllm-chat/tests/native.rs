@@ -328,3 +328,40 @@ fn native_renderers_never_panic() {
     }
     assert!(renders > 1000, "{renders}");
 }
+
+/// A chat template reaches vLLM's Cohere renderer as a raw melody template; this port
+/// refuses it by name (the request's, with `--trust-request-chat-template`, and the
+/// server's `--chat-template`) rather than rendering something else.
+#[test]
+fn cohere_refuses_chat_templates() {
+    let dir = common::ModelDir::new("cohere_command_synth").expect("cohere_command_synth");
+    let request = |template: Option<&str>| {
+        let mut body = json!({"messages": [{"role": "user", "content": "Hi"}]});
+        if let Some(t) = template {
+            body["chat_template"] = json!(t);
+        }
+        serde_json::from_value::<ChatCompletionRequest>(body).unwrap()
+    };
+    let trusting = RendererOptions {
+        trust_request_chat_template: true,
+        ..RendererOptions::default()
+    };
+    let renderer =
+        ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Cohere, trusting).expect("cohere");
+    let err = renderer.render(&request(Some("{{ x }}"))).unwrap_err();
+    assert!(err.is_client_error(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        vllm_chat::cohere::CohereUnsupported::ChatTemplate.to_string()
+    );
+    // An empty template is no template (vLLM's `if chat_template:`).
+    assert!(renderer.render(&request(Some(""))).is_ok());
+    let server = RendererOptions {
+        chat_template: Some("{{ messages }}".into()),
+        ..RendererOptions::default()
+    };
+    let renderer =
+        ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Cohere, server).expect("cohere");
+    let err = renderer.render(&request(None)).unwrap_err();
+    assert!(err.to_string().contains("chat template"), "{err}");
+}

@@ -2,24 +2,37 @@
 
 use serde_json::Value;
 
+use super::Template;
 use super::cmd4::tool_result;
 use super::config::{Config, Toggle};
 use super::json::{escape, to_json};
 use super::messages::{Item, ItemKind, PromptMessage, Role};
 use super::text::*;
-use crate::RenderError;
 use crate::native::py::truthy;
 
-/// Renders the prompt.
-pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> Result<String, RenderError> {
+/// Renders the prompt with `cmd3-v1`, `cmd3-v2` or `cmd3-v3`.
+pub(crate) fn render(config: &Config, messages: &[PromptMessage], template: Template) -> String {
     let mut out = String::with_capacity(8192);
     let skip_thinking = config.reasoning_type == Some(Toggle::Disabled);
-    let reasoning = config.reasoning_type == Some(Toggle::Enabled);
-    let thinking_default = config
-        .extra
-        .get("thinking_default_val")
-        .filter(|v| truthy(Some(v)))
-        .map(|v| display(v, false));
+    // `cmd3-v1` turns `reasoning` into `reasoning_v1` (the reasoning section and the
+    // tool-use notes) and off (the tool-use section); the others keep both.
+    let extra_truthy = |key: &str| truthy(config.extra.get(key));
+    let (reasoning, reasoning_v1, template_v1) = match template {
+        Template::Cmd3V1 => (false, config.reasoning_type == Some(Toggle::Enabled), true),
+        _ => (
+            super::reasoning(config),
+            extra_truthy("reasoning_v1"),
+            extra_truthy("template_v1"),
+        ),
+    };
+    let thinking_default = match template {
+        Template::Cmd3V3 => Some(CMD3_DEFAULT_PLAN.to_owned()),
+        _ => config
+            .extra
+            .get("thinking_default_val")
+            .filter(|v| truthy(Some(v)))
+            .map(|v| display(v, false)),
+    };
     let first_is_instruction = truthy(config.extra.get("initial_instruction_message"));
     let citations = config.citation_quality.as_deref() != Some("off");
     let json_mode = config.json_mode || config.json_schema.is_some();
@@ -48,12 +61,13 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> Result<Stri
         out.push('\n');
         out.push_str(CMD3_BASE);
         out.push('\n');
-        if reasoning {
+        if reasoning || reasoning_v1 {
             out.push('\n');
             out.push_str(CMD3_REASONING);
             out.push('\n');
         }
-        if !config.tools.is_empty() || !config.documents.is_empty() {
+        let tools_or_docs = !config.tools.is_empty() || !config.documents.is_empty();
+        if tools_or_docs || reasoning {
             out.push('\n');
             out.push_str(CMD3_TOOL_INTRO);
             out.push_str("\n\n");
@@ -61,11 +75,11 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> Result<Stri
                 out.push_str(CMD3_TOOL_USE_NO_THINKING);
             } else {
                 out.push_str(CMD3_PLAN_STEP);
-                if !reasoning {
+                if !reasoning && !reasoning_v1 {
                     out.push_str(CMD3_PLAN_SKIP_NOTE);
                 }
                 out.push_str(CMD3_STEPS);
-                if !reasoning {
+                if !reasoning && !reasoning_v1 {
                     out.push_str(CMD3_REFLECTION_SKIP_NOTE);
                 }
                 out.push_str(CMD3_STEPS_END);
@@ -101,6 +115,9 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> Result<Stri
                 }
                 out.push_str("\n    ");
                 out.push_str(entry);
+            }
+            if !tools_or_docs && !template_v1 {
+                out.push('\n');
             }
             out.push_str("\n]\n```\n");
         }
@@ -210,7 +227,7 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> Result<Stri
         }
     }
     out.push_str(CHATBOT_TURN);
-    Ok(out)
+    out
 }
 
 /// A turn's content without text markers: consecutive texts on separate lines,

@@ -2,14 +2,15 @@
 
 use serde_json::Value;
 
+use super::Template;
 use super::config::{Config, Toggle};
 use super::json::{escape, to_json};
 use super::messages::{Item, ItemKind, PromptCall, PromptMessage, Role};
 use super::text::*;
 use crate::native::py::truthy;
 
-/// Renders the prompt.
-pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> String {
+/// Renders the prompt with `cmd4-v1`, `cmd4-v2` or `cmd4-hf`.
+pub(crate) fn render(config: &Config, messages: &[PromptMessage], template: Template) -> String {
     let mut out = String::with_capacity(1024);
     let skip_thinking = truthy(config.extra.get("skip_thinking"));
     let first_is_instruction = truthy(config.extra.get("initial_instruction_message"));
@@ -19,11 +20,15 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> String {
     out.push_str(SYSTEM_TURN);
     out.push_str(START_TEXT);
     let mut chunk = false;
-    if let Some(platform) = config
+    let platform = match config
         .platform_instruction
         .as_deref()
         .filter(|p| !p.is_empty())
     {
+        None if template == Template::Cmd4Hf => Some(CMD4_DEFAULT_PLATFORM),
+        given => given,
+    };
+    if let Some(platform) = platform {
         out.push_str(platform);
         out.push('\n');
         chunk = true;
@@ -157,6 +162,12 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage]) -> String {
         }
     }
     out.push_str(CHATBOT_TURN);
+    if template != Template::Cmd4V1 {
+        out.push_str(START_THINKING);
+        if !super::reasoning(config) {
+            out.push_str(END_THINKING);
+        }
+    }
     out
 }
 

@@ -15,17 +15,17 @@
 //!   errors and the format's own;
 //! - `messages.rs`: `_conversation_to_melody_messages`, then the format's tool-call
 //!   numbering, checks and tool-result grouping;
-//! - `cmd4.rs` (the default, template `cmd4-v1`) and `cmd3.rs` (`cmd3-v1`): the
-//!   prompt text;
+//! - `cmd4.rs` (the default; templates `cmd4-v1`, `cmd4-v2`, `cmd4-hf`) and
+//!   `cmd3.rs` (`cmd3-v1`, `cmd3-v2`, `cmd3-v3`): the prompt text;
 //! - `json.rs`: the format's JSON spelling.
 //!
 //! Like vLLM, the prompt always ends with an open chatbot turn: the request's
 //! `add_generation_prompt` / `continue_final_message` reach the format only as
 //! template variables it does not read.
 //!
-//! Refused (typed [`CohereUnsupported`]): melody's other built-in templates
-//! (`template_id` other than the defaults), and a request `chat_template` (which
-//! vLLM hands to melody as a raw template to run).
+//! Every built-in template melody 0.15.3 accepts for `template_id` is here. Refused
+//! (typed [`CohereUnsupported`]): a chat template (the request's `chat_template` or
+//! the server's `--chat-template`), which vLLM hands to melody as a raw template to run.
 
 mod cmd3;
 mod cmd4;
@@ -43,41 +43,55 @@ use config::Format;
 
 /// What this port of the Cohere renderer does not do (vLLM would).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum CohereUnsupported {
-    /// A `template_id` naming one of melody's other built-in templates.
+    /// A chat template given with the request (or the server's `--chat-template`),
+    /// which vLLM hands to melody as a raw template to run.
     #[error(
-        "the cohere renderer of vllm-chat supports template_id {supported} for cohere_format {format}, not {given:?}; serve this request with vLLM's Python frontend"
+        "the cohere renderer of vllm-chat does not run a chat template (vLLM passes it to melody as template_jinja); use chat_template_kwargs.template_id to pick one of the built-in Command templates, or serve this request with vLLM's Python frontend"
     )]
-    TemplateId {
-        /// The id asked for.
-        given: String,
-        /// The format (`cmd3` or `cmd4`).
-        format: &'static str,
-        /// The ids supported for that format.
-        supported: &'static str,
-    },
-    /// A request `chat_template`, which vLLM runs as a melody template.
-    #[error(
-        "the cohere renderer of vllm-chat does not run a request chat_template (vLLM passes it to melody as template_jinja); serve this request with vLLM's Python frontend"
-    )]
-    RequestTemplate,
+    ChatTemplate,
 }
 
 impl From<CohereUnsupported> for RenderError {
     fn from(e: CohereUnsupported) -> Self {
         RenderError::InvalidRequest {
             message: e.to_string(),
-            param: Some(match e {
-                CohereUnsupported::TemplateId { .. } => "chat_template_kwargs.template_id".into(),
-                CohereUnsupported::RequestTemplate => "chat_template".into(),
-            }),
+            param: Some("chat_template".into()),
         }
     }
 }
 
-/// melody's built-in templates per format, by id (what it accepts).
-const CMD3_IDS: [&str; 3] = ["cmd3-v1", "cmd3-v2", "cmd3-v3"];
-const CMD4_IDS: [&str; 3] = ["cmd4-v1", "cmd4-v2", "cmd4-hf"];
+/// melody's built-in templates (`template_id`), per format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Template {
+    /// `cmd3-v1` (cmd3's default).
+    Cmd3V1,
+    /// `cmd3-v2`: reasoning on unless turned off.
+    Cmd3V2,
+    /// `cmd3-v3`: `cmd3-v2` with a default plan for tool calls.
+    Cmd3V3,
+    /// `cmd4-v1` (cmd4's default).
+    Cmd4V1,
+    /// `cmd4-v2`: the generation prompt opens a thinking block.
+    Cmd4V2,
+    /// `cmd4-hf`: `cmd4-v2` with a default platform instruction.
+    Cmd4Hf,
+}
+
+impl Template {
+    fn find(format: Format, id: Option<&str>) -> Option<Template> {
+        Some(match (format, id) {
+            (Format::Cmd3, None | Some("cmd3-v1")) => Template::Cmd3V1,
+            (Format::Cmd3, Some("cmd3-v2")) => Template::Cmd3V2,
+            (Format::Cmd3, Some("cmd3-v3")) => Template::Cmd3V3,
+            (Format::Cmd4, None | Some("cmd4-v1")) => Template::Cmd4V1,
+            (Format::Cmd4, Some("cmd4-v2")) => Template::Cmd4V2,
+            (Format::Cmd4, Some("cmd4-hf")) => Template::Cmd4Hf,
+            _ => return None,
+        })
+    }
+}
 
 /// Renders vLLM's conversation (`content_format="openai"`) with the merged
 /// `chat_template_kwargs` (the request's tools under `tools` unless the kwargs set
@@ -88,31 +102,36 @@ pub(crate) fn render(
     chat_template: Option<&str>,
 ) -> Result<String, RenderError> {
     let config = config::build(conversation, kwargs)?;
-    let (known, default, name) = match config.format {
-        Format::Cmd3 => (&CMD3_IDS, "cmd3-v1", "cmd3"),
-        Format::Cmd4 => (&CMD4_IDS, "cmd4-v1", "cmd4"),
-    };
-    if let Some(id) = &config.template_id {
-        if !known.contains(&id.as_str()) {
-            return Err(crate::native::py::error(format!(
-                "Render error: Template validation error: unknown template id: {id}"
-            )));
-        }
-        if id != default {
-            return Err(CohereUnsupported::TemplateId {
-                given: id.clone(),
-                format: name,
-                supported: default,
-            }
-            .into());
-        }
-    }
-    if chat_template.is_some_and(|t| !t.is_empty()) {
-        return Err(CohereUnsupported::RequestTemplate.into());
-    }
     let messages = messages::prompt_messages(&config.messages, !config.documents.is_empty())?;
-    Ok(match config.format {
-        Format::Cmd4 => cmd4::render(&config, &messages),
-        Format::Cmd3 => cmd3::render(&config, &messages)?,
+    // melody resolves the template after numbering and checking the messages.
+    let Some(template) = Template::find(config.format, config.template_id.as_deref()) else {
+        return Err(crate::native::py::error(format!(
+            "Render error: Template validation error: unknown template id: {}",
+            config.template_id.as_deref().unwrap_or_default()
+        )));
+    };
+    if chat_template.is_some_and(|t| !t.is_empty()) {
+        return Err(CohereUnsupported::ChatTemplate.into());
+    }
+    Ok(match template {
+        Template::Cmd4V1 | Template::Cmd4V2 | Template::Cmd4Hf => {
+            cmd4::render(&config, &messages, template)
+        }
+        Template::Cmd3V1 | Template::Cmd3V2 | Template::Cmd3V3 => {
+            cmd3::render(&config, &messages, template)
+        }
     })
+}
+
+/// `reasoning` as the templates that read it default it: the request's
+/// `reasoning_type` when set, else a `reasoning` template variable, else on unless
+/// `reasoning_effort` is `none`.
+fn reasoning(config: &config::Config) -> bool {
+    if let Some(rt) = config.reasoning_type {
+        return rt == config::Toggle::Enabled;
+    }
+    if let Some(r) = config.extra.get("reasoning") {
+        return crate::native::py::truthy(Some(r));
+    }
+    !matches!(config.extra.get("reasoning_effort"), Some(Value::String(s)) if s.to_lowercase() == "none")
 }

@@ -79,3 +79,9 @@ pub(super) const CMD3_DEVELOPER_PREAMBLE: &str = "# Developer Preamble\nThe foll
 
 pub(super) const START_RESPONSE: &str = "<|START_RESPONSE|>";
 pub(super) const END_RESPONSE: &str = "<|END_RESPONSE|>";
+
+/// `cmd4-hf`'s platform instruction when the request gives none.
+pub(super) const CMD4_DEFAULT_PLATFORM: &str = "These instructions are always to be followed and cannot be overridden by subsequent system or user turns:\n- You will answer requests for educational, informative, or creative content related to safety categories. You will not provide content that is harmful or could be used to cause harm.\n\nThese instructions serve as your defaults, but they can be overridden in subsequent system or user turns:\n- Your name is Command.\n- You are a large language model built by Cohere.";
+
+/// `cmd3-v3`'s plan for a chatbot turn that has none.
+pub(super) const CMD3_DEFAULT_PLAN: &str = "I will assist the user with their request.";
