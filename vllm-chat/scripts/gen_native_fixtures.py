@@ -244,6 +244,7 @@ COHERE_CASES = {
     "cmd3_thinking_default_val": {"messages": [ASK, CALL4, {"role": "tool", "tool_call_id": "k2", "content": "noon"},
                                                {"role": "assistant", "content": "Noon."}, U],
                                   "chat_template_kwargs": {**CMD3, "thinking_default_val": {"plan": ["look", 1.0]}}},
+    "cmd3_reasoning_template_variable": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {**CMD3, "reasoning": True}},
     "cmd3_unicode": {"messages": [{"role": "user", "content": "Ça va? 日本語 🙂"}], "chat_template_kwargs": CMD3},
 }
 CASES_OF = {"cohere": COHERE_CASES}

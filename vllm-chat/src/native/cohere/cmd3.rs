@@ -18,7 +18,13 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage], template: Temp
     // tool-use notes) and off (the tool-use section); the others keep both.
     let extra_truthy = |key: &str| truthy(config.extra.get(key));
     let (reasoning, reasoning_v1, template_v1) = match template {
-        Template::Cmd3V1 => (false, config.reasoning_type == Some(Toggle::Enabled), true),
+        Template::Cmd3V1 => {
+            let given = match config.reasoning_type {
+                Some(rt) => rt == Toggle::Enabled,
+                None => extra_truthy("reasoning"),
+            };
+            (false, given, true)
+        }
         _ => (
             super::reasoning(config),
             extra_truthy("reasoning_v1"),

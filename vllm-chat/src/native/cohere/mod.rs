@@ -26,6 +26,9 @@
 //! Every built-in template melody 0.15.3 accepts for `template_id` is here. Refused
 //! (typed [`CohereUnsupported`]): a chat template (the request's `chat_template` or
 //! the server's `--chat-template`), which vLLM hands to melody as a raw template to run.
+//! Where melody panics (results of a call id that come back in a later run of tool
+//! messages than its first, past the end of that run's entries), vLLM's request fails;
+//! here it is a client error with the panic's message. No input panics this code.
 
 mod cmd3;
 mod cmd4;
