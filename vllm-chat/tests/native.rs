@@ -365,3 +365,22 @@ fn cohere_refuses_chat_templates() {
     let err = renderer.render(&request(None)).unwrap_err();
     assert!(err.to_string().contains("chat template"), "{err}");
 }
+
+/// The pipeline's model takes the same path: `--tokenizer-mode cohere` loads the
+/// Cohere renderer, and chats render as `ChatRenderer` renders them.
+#[cfg(feature = "pipeline")]
+#[test]
+fn pipeline_model_loads_cohere_mode() {
+    use vllm_chat::pipeline::Model;
+    let fixtures = fixtures();
+    let case = &fixtures["modes"]["cohere"]["cases"]["tool_calls_results"];
+    let dir = common::ModelDir::new("cohere_command_synth").expect("cohere_command_synth");
+    let model = Model::load_with_mode(&dir.0, TokenizerMode::Cohere, RendererOptions::default())
+        .expect("cohere model");
+    assert_eq!(model.renderer.renderer_kind(), RendererKind::Cohere);
+    let request: ChatCompletionRequest = serde_json::from_value(case["request"].clone()).unwrap();
+    let prompt = model.renderer.render(&request).unwrap();
+    assert_eq!(Some(prompt.text.as_str()), case["text"].as_str());
+    let ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+    assert_eq!(prompt.token_ids, ids);
+}
