@@ -3,7 +3,8 @@
 (`vllm/renderers/{deepseek_v32,deepseek_v4,kimi_k3,inkling,cohere}.py`, with the
 tokenizers of `vllm/tokenizers/deepseek_v32.py`, `deepseek_v4.py`, `deepseek_v41.py`)
 produce for the same cases, as text (where the renderer has a text form) and token ids,
-or the error message vLLM raises. Cohere is recorded under "pending" (not ported yet).
+or the error message vLLM raises. Cohere has its own cases (COHERE_CASES): it reads
+`chat_template_kwargs` rather than the request's fields.
 
 Each case is a chat request body. It goes through the steps of
 `OnlineRenderer.render_chat` / `preprocess_chat` (vllm/renderers/online_renderer.py):
@@ -55,12 +56,12 @@ MODES = {
     # under "construct_errors"); inkling_full is it with every one of
     # SPECIAL_TOKEN_SPELLINGS added as a special token (made by inkling_full()).
     "inkling": (InklingRenderer, CachedHfTokenizer, "inkling_full", "qwen3"),
+    # Never auto-detected (`--tokenizer-mode cohere`); its own cases (COHERE_CASES).
+    "cohere": (CohereRenderer, CachedHfTokenizer, "cohere_command_synth", "qwen3"),
 }
 # Renderers vllm-chat does not have yet: their vLLM outputs are recorded under
 # "pending" (not replayed by tests/native.rs; there for the port).
-PENDING = {
-    "cohere": (CohereRenderer, CachedHfTokenizer, "cohere_command_synth", "qwen3"),
-}
+PENDING = {}
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
@@ -143,6 +144,112 @@ CASES = {
 }
 
 
+DOC_A = {"title": "Paris", "text": "Paris is the capital of France."}
+DOC_B = {"id": "doc-b", "data": {"title": "Lyon", "snippet": "Lyon is in France.", "rank": 2}}
+CMD3 = {"cohere_format": "cmd3"}
+ASK_DOCS = {"role": "user", "content": "What do the documents say?"}
+CALL3 = {"role": "assistant", "content": "I will look it up.", "tool_calls": [call("k1", "get_weather", "{\"city\": \"Oslo\"}")]}
+CALL4 = {"role": "assistant", "content": None, "tool_calls": [call("k2", "get_time", "{}")]}
+
+# The Cohere renderer reads chat_template_kwargs rather than the request's fields
+# (cohere_format, documents, thinking, response_format, grounding, …): its own cases.
+COHERE_BASE = {k: CASES[k] for k in (
+    "single_user", "system_user", "multi_turn", "multi_turn_no_gen", "thinking_on", "reasoning_effort_low",
+    "reasoning_effort_none", "history_reasoning", "tools", "tools_system", "tool_calls_results",
+    "tool_calls_results_thinking", "tool_results_swapped", "tool_results_then_answer", "tool_call_args_types",
+    "tool_result_unknown_id", "tool_without_call", "content_parts", "content_parts_system", "developer",
+    "developer_last", "developer_empty", "continue_final", "continue_final_thinking", "unicode", "special_text",
+    "empty_user", "none_content_assistant", "response_format_kwarg", "system_only", "system_middle",
+    "add_special_tokens", "tool_result_named", "refusal_part")}
+COHERE_CASES = {
+    **COHERE_BASE,
+    "documents_request": {"messages": [ASK_DOCS], "documents": [{"title": "A", "text": "alpha"}, {"title": "B", "text": "beta"}]},
+    "documents_kwarg": {"messages": [SYS, ASK_DOCS, {"role": "assistant", "content": "Paris."}, {"role": "user", "content": "More?"}],
+                        "chat_template_kwargs": {"documents": [DOC_A, DOC_B, "plain string doc"]}},
+    "documents_and_tools": {"messages": [ASK_DOCS], "tools": [WEATHER], "chat_template_kwargs": {"documents": [DOC_A]}},
+    "documents_tool_calls": {"messages": [ASK_DOCS, CALL3, {"role": "tool", "tool_call_id": "k1", "content": "cold"}],
+                             "tools": [WEATHER], "chat_template_kwargs": {"documents": [DOC_B]}},
+    "documents_no_user": {"messages": [SYS], "chat_template_kwargs": {"documents": [DOC_A]}},
+    "documents_bad_type": {"messages": [U], "chat_template_kwargs": {"documents": [3]}},
+    "tool_calls_several_rounds": {"messages": [ASK, CALLS, *RESULTS, CALL3, {"role": "tool", "tool_call_id": "k1", "content": "{\"temp\": -3}"},
+                                              CALL4, {"role": "tool", "tool_call_id": "k2", "content": ""}], "tools": [WEATHER, TIME]},
+    "tool_results_repeated_id": {"messages": [ASK, CALLS, RESULTS[0], {"role": "tool", "tool_call_id": "c1", "content": "21C"}, RESULTS[1]],
+                                 "tools": [WEATHER, TIME]},
+    "tool_call_duplicate_id": {"messages": [ASK, {"role": "assistant", "content": "", "tool_calls": [call("d", "get_time", "{}"), call("d", "get_time", "{}")]}]},
+    "tool_call_empty_id": {"messages": [ASK, {"role": "assistant", "content": "", "tool_calls": [call("", "get_time", "{}")]}]},
+    "tool_call_bad_args": {"messages": [ASK, {"role": "assistant", "content": "x", "tool_calls": [call("b1", "get_time", "not json")]}]},
+    "available_tools_flat": {"messages": [ASK], "chat_template_kwargs": {"available_tools": [
+        {"name": "lookup", "description": "Look \"things\" up\n", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]}},
+    "available_tools_bad_name": {"messages": [ASK], "chat_template_kwargs": {"available_tools": [{"name": None}]}},
+    "dev_instruction": {"messages": [SYS, U], "chat_template_kwargs": {"dev_instruction": "Developer says hi."}},
+    "platform_instruction": {"messages": [U], "tools": [TIME], "chat_template_kwargs": {"platform_instruction": "Platform rules."}},
+    "grounding_off": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {"grounding": "disabled"}},
+    "grounding_unknown": {"messages": [ASK], "chat_template_kwargs": {"grounding": "UNKNOWN", "documents": [DOC_A]}},
+    "grounding_bad": {"messages": [U], "chat_template_kwargs": {"grounding": "sometimes"}},
+    "citation_options_off": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {"citation_options": {"mode": "OFF"}}},
+    "citation_options_fast": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {"citation_options": {"mode": "FAST"}}},
+    "json_object": {"messages": [U], "chat_template_kwargs": {"response_format": {"type": "json_object"}}},
+    "json_schema": {"messages": [SYS, U], "chat_template_kwargs": {"response_format": {"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {"città": {"type": "string"}}}}}}},
+    "json_schema_kwarg_string": {"messages": [U], "tools": [TIME], "chat_template_kwargs": {"json_schema": "{\"type\":\"object\"}", "json_mode": False}},
+    "json_mode_only": {"messages": [U], "chat_template_kwargs": {"json_mode": 1}},
+    "thinking_enabled_dict": {"messages": [U], "chat_template_kwargs": {"thinking": {"type": "enabled"}}},
+    "reasoning_type_bad": {"messages": [U], "chat_template_kwargs": {"reasoning_type": "sometimes"}},
+    "reasoning_type_enabled_upper": {"messages": [U], "chat_template_kwargs": {"reasoning_type": "ENABLED"}},
+    "skip_thinking_extra": {"messages": [U, {"role": "assistant", "content": "Hi.", "reasoning": "r"}, ASK, CALLS, *RESULTS],
+                            "chat_template_kwargs": {"skip_thinking": True, "documents": [DOC_A]}},
+    "initial_instruction_message_extra": {"messages": [SYS, U], "chat_template_kwargs": {"initial_instruction_message": True}},
+    "assistant_plan_and_reasoning": {"messages": [ASK, {**CALLS, "content": "plan text", "reasoning": "deep thought"}, *RESULTS]},
+    "cohere_format_bad": {"messages": [U], "chat_template_kwargs": {"cohere_format": "cmd5"}},
+    "template_jinja_rejected": {"messages": [U], "chat_template_kwargs": {"template_jinja": "{{ x }}"}},
+    "template_rejected": {"messages": [U], "chat_template_kwargs": {"template": "x"}},
+    "template_id_default": {"messages": [U], "chat_template_kwargs": {"template_id": "cmd4-v1"}},
+    "template_id_cmd4_v2": {"messages": [SYS, ASK, CALLS, *RESULTS], "tools": [WEATHER, TIME], "chat_template_kwargs": {"template_id": "cmd4-v2"}},
+    "template_id_cmd4_v2_effort_none": {"messages": [U], "reasoning_effort": "none", "chat_template_kwargs": {"template_id": "cmd4-v2"}},
+    "template_id_cmd4_v2_reasoning_off": {"messages": [U], "chat_template_kwargs": {"template_id": "cmd4-v2", "thinking": {"type": "disabled"}}},
+    "template_id_cmd4_hf": {"messages": [U, {"role": "assistant", "content": "Hi.", "reasoning": "r"}, U], "chat_template_kwargs": {"template_id": "cmd4-hf"}},
+    "template_id_cmd4_hf_platform": {"messages": [U], "tools": [TIME], "chat_template_kwargs": {"template_id": "cmd4-hf", "platform_instruction": "Mine."}},
+    "template_id_cmd3_v2": {"messages": [SYS, U], "chat_template_kwargs": {**CMD3, "template_id": "cmd3-v2"}},
+    "template_id_cmd3_v2_effort_none": {"messages": [ASK], "tools": [WEATHER], "reasoning_effort": "none",
+                                        "chat_template_kwargs": {**CMD3, "template_id": "cmd3-v2"}},
+    "template_id_cmd3_v3": {"messages": [ASK, CALL4, {"role": "tool", "tool_call_id": "k2", "content": "noon"}, {"role": "assistant", "content": "Noon."}],
+                            "tools": [TIME], "chat_template_kwargs": {**CMD3, "template_id": "cmd3-v3"}},
+    "template_id_other_format": {"messages": [U], "chat_template_kwargs": {"template_id": "cmd3-v1"}},
+    "template_id_pinned": {"messages": [U], "chat_template_kwargs": {"template_id": "cmd4-v1@1"}},
+    "template_id_unknown": {"messages": [U], "chat_template_kwargs": {"template_id": "cmd9"}},
+    "custom_role": {"messages": [U, {"role": "narrator", "content": "Meanwhile"}]},
+    "cmd3_single_user": {"messages": [U], "chat_template_kwargs": CMD3},
+    "cmd3_system_multi_turn": {"messages": [SYS, U, {"role": "assistant", "content": "Hi."}, {"role": "user", "content": "Again"}], "chat_template_kwargs": CMD3},
+    "cmd3_tools_results": {"messages": [ASK, CALLS, *RESULTS, {"role": "assistant", "content": "Sunny."}, {"role": "user", "content": "ok"}],
+                           "tools": [WEATHER, TIME], "chat_template_kwargs": CMD3},
+    "cmd3_documents": {"messages": [ASK_DOCS], "chat_template_kwargs": {**CMD3, "documents": [DOC_A, DOC_B]}},
+    "cmd3_safety_strict": {"messages": [U], "chat_template_kwargs": {**CMD3, "safety_mode": "STRICT"}},
+    "cmd3_safety_none": {"messages": [SYS, U], "chat_template_kwargs": {**CMD3, "safety_mode": "NONE"}},
+    "cmd3_safety_bad": {"messages": [U], "chat_template_kwargs": {**CMD3, "safety_mode": "loose"}},
+    "cmd3_citations_off": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {**CMD3, "citation_options": {"mode": "OFF"}}},
+    "cmd3_reasoning_disabled": {"messages": [ASK, {**CALLS, "reasoning": "plan"}, *RESULTS], "tools": [WEATHER, TIME],
+                                "chat_template_kwargs": {**CMD3, "reasoning_type": "disabled"}},
+    "cmd3_reasoning_enabled": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {**CMD3, "thinking": {"type": "enabled"}}},
+    "cmd3_json_schema": {"messages": [SYS, U], "chat_template_kwargs": {**CMD3, "json_schema": {"type": "object"}, "dev_instruction": "Be exact."}},
+    "cmd3_skip_preamble": {"messages": [U], "chat_template_kwargs": {**CMD3, "skip_preamble": True, "dev_instruction": "Only this."}},
+    "cmd3_reasoning_effort": {"messages": [U], "chat_template_kwargs": {**CMD3, "reasoning_effort": "none"}},
+    # A call id whose results come back in a later run of tool messages: melody files
+    # them under the earlier run's position (misattributed, or a Rust panic).
+    "tool_result_id_reused_later": {"messages": [ASK, CALLS, RESULTS[0], {"role": "user", "content": "and?"}, RESULTS[0]]},
+    "tool_result_id_misattributed": {"messages": [ASK, CALLS, RESULTS[0], {"role": "user", "content": "and?"}, CALL3,
+                                                  {"role": "tool", "tool_call_id": "k1", "content": "cold"}, RESULTS[0]]},
+    "response_format_pairs": {"messages": [U], "chat_template_kwargs": {"response_format": [["type", "json_object"]]}},
+    "response_format_string": {"messages": [U], "chat_template_kwargs": {"response_format": "json"}},
+    "documents_string_kwarg": {"messages": [U], "chat_template_kwargs": {"documents": "ab"}},
+    "cmd3_thinking_default_val": {"messages": [ASK, CALL4, {"role": "tool", "tool_call_id": "k2", "content": "noon"},
+                                               {"role": "assistant", "content": "Noon."}, U],
+                                  "chat_template_kwargs": {**CMD3, "thinking_default_val": {"plan": ["look", 1.0]}}},
+    "cmd3_reasoning_template_variable": {"messages": [ASK], "tools": [WEATHER], "chat_template_kwargs": {**CMD3, "reasoning": True}},
+    "cmd3_unicode": {"messages": [{"role": "user", "content": "Ça va? 日本語 🙂"}], "chat_template_kwargs": CMD3},
+}
+CASES_OF = {"cohere": COHERE_CASES}
+
+
 def write_gz(path, obj):
     """JSON, gzip-compressed with no timestamp (a re-run writes the same bytes)."""
     data = json.dumps(obj, ensure_ascii=False, indent=0).encode("utf-8")
@@ -203,7 +310,10 @@ def render(renderer, tok, body):
         text = prompt["prompt"]
         ids = tok(text, add_special_tokens=req.add_special_tokens)["input_ids"]
         return {"text": text, "ids": list(ids)}
-    except Exception as e:  # vLLM rejects the request: its message
+    except BaseException as e:  # vLLM rejects the request: its message
+        # (melody's Rust panics are pyo3 PanicExceptions, not Exceptions)
+        if isinstance(e, (KeyboardInterrupt, SystemExit)):
+            raise
         return {"error": f"{type(e).__name__}: {e}"}
 
 
@@ -235,7 +345,7 @@ def main():
         dir_name = model if base is None else model
         result["modes"][mode] = {
             "model": dir_name,
-            "cases": {name: {"request": body, **render(renderer, tok, body)} for name, body in CASES.items()},
+            "cases": {name: {"request": body, **render(renderer, tok, body)} for name, body in CASES_OF.get(mode, CASES).items()},
         }
         if base is not None:
             overlay(model, base)

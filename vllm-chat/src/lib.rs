@@ -41,7 +41,7 @@ pub mod tokenizer;
 pub use error::RenderError;
 pub use model::{ChatTemplates, ModelFiles};
 pub use native::{ParseTokenizerModeError, RendererKind, ResolvedMode, TokenizerMode};
-pub use native::{harmony, mistral};
+pub use native::{cohere, harmony, mistral};
 pub use renderer::{ChatRenderer, RenderedPrompt, RendererOptions};
 pub use template::{Clock, ContentFormat, FastPathStats, Limits};
 

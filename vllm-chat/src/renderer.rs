@@ -425,6 +425,7 @@ impl ChatRenderer {
             RendererKind::DeepseekV32 | RendererKind::DeepseekV4 | RendererKind::DeepseekV41 => {
                 self.render_native(request)
             }
+            RendererKind::Cohere => self.render_cohere(request),
             // Inkling has no text form: the text of its token ids.
             RendererKind::Inkling => self.decode(&self.render_inkling(request)?),
             _ => self.render_template(request),
@@ -532,6 +533,31 @@ impl ChatRenderer {
             }
             _ => native::deepseek_v4::render(conversation, tools.as_ref(), &kwargs),
         }
+    }
+
+    /// Cohere: vLLM's conversation (`content_format="openai"`), the merged kwargs with
+    /// the request's tools as their `tools` default, the request's (or the server's)
+    /// chat template.
+    fn render_cohere(&self, request: &ChatCompletionRequest) -> Result<String, RenderError> {
+        let conversation = request
+            .messages
+            .iter()
+            .enumerate()
+            .map(|(i, m)| preprocess::convert_message(i, m, ContentFormat::OpenAi))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut kwargs = self.template_kwargs(request);
+        if !kwargs.contains_key("tools")
+            && let Some(tools) = self.request_tools(request)
+        {
+            kwargs.insert("tools", tools);
+        }
+        // vLLM's `request.chat_template or default_template` (the server's).
+        let chat_template = request
+            .chat_template
+            .as_deref()
+            .filter(|t| !t.is_empty())
+            .or(self.options.chat_template.as_deref());
+        native::cohere::render(&conversation, &kwargs, chat_template)
     }
 
     /// `[tool.model_dump() for tool in request.tools]`, unless excluded.

@@ -1,7 +1,7 @@
 //! vLLM's native renderers against vLLM itself: every case of
 //! `tests/fixtures/native.json.gz` (written by `scripts/gen_native_fixtures.py`
 //! from vLLM 0.33.0's `DeepseekV32Renderer`, `DeepseekV4Renderer`,
-//! `DeepseekV41Renderer` and `KimiK3Renderer`) rendered through `ChatRenderer::from_dir_with_mode` must give
+//! `DeepseekV41Renderer`, `KimiK3Renderer`, `InklingRenderer` and `CohereRenderer`) rendered through `ChatRenderer::from_dir_with_mode` must give
 //! the same token ids (and prompt text, where the renderer has one) or the same
 //! error message. Also: how `--tokenizer-mode` resolves.
 
@@ -228,11 +228,18 @@ fn unported_renderers_are_refused_by_name() {
         harmony.render(&request).unwrap().token_ids
     );
     let dir = common::ModelDir::new("qwen3").expect("testdata/models/qwen3");
-    for mode in [TokenizerMode::Cohere, TokenizerMode::Mistral] {
-        let err =
-            ChatRenderer::from_dir_with_mode(&dir.0, mode, RendererOptions::default()).unwrap_err();
-        assert!(err.to_string().contains(mode.as_str()), "{err}");
-    }
+    let err = ChatRenderer::from_dir_with_mode(
+        &dir.0,
+        TokenizerMode::Mistral,
+        RendererOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("mistral"), "{err}");
+    // `cohere` is never detected, and renders any Hugging Face tokenizer's model when asked.
+    let renderer =
+        ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Cohere, RendererOptions::default())
+            .expect("cohere");
+    assert_eq!(renderer.renderer_kind(), RendererKind::Cohere);
     // `hf` and `auto` on a template model: the template path.
     let renderer =
         ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Auto, RendererOptions::default())
@@ -320,4 +327,60 @@ fn native_renderers_never_panic() {
         }
     }
     assert!(renders > 1000, "{renders}");
+}
+
+/// A chat template reaches vLLM's Cohere renderer as a raw melody template; this port
+/// refuses it by name (the request's, with `--trust-request-chat-template`, and the
+/// server's `--chat-template`) rather than rendering something else.
+#[test]
+fn cohere_refuses_chat_templates() {
+    let dir = common::ModelDir::new("cohere_command_synth").expect("cohere_command_synth");
+    let request = |template: Option<&str>| {
+        let mut body = json!({"messages": [{"role": "user", "content": "Hi"}]});
+        if let Some(t) = template {
+            body["chat_template"] = json!(t);
+        }
+        serde_json::from_value::<ChatCompletionRequest>(body).unwrap()
+    };
+    let trusting = RendererOptions {
+        trust_request_chat_template: true,
+        ..RendererOptions::default()
+    };
+    let renderer =
+        ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Cohere, trusting).expect("cohere");
+    let err = renderer.render(&request(Some("{{ x }}"))).unwrap_err();
+    assert!(err.is_client_error(), "{err}");
+    assert_eq!(
+        err.to_string(),
+        vllm_chat::cohere::CohereUnsupported::ChatTemplate.to_string()
+    );
+    // An empty template is no template (vLLM's `if chat_template:`).
+    assert!(renderer.render(&request(Some(""))).is_ok());
+    let server = RendererOptions {
+        chat_template: Some("{{ messages }}".into()),
+        ..RendererOptions::default()
+    };
+    let renderer =
+        ChatRenderer::from_dir_with_mode(&dir.0, TokenizerMode::Cohere, server).expect("cohere");
+    let err = renderer.render(&request(None)).unwrap_err();
+    assert!(err.to_string().contains("chat template"), "{err}");
+}
+
+/// The pipeline's model takes the same path: `--tokenizer-mode cohere` loads the
+/// Cohere renderer, and chats render as `ChatRenderer` renders them.
+#[cfg(feature = "pipeline")]
+#[test]
+fn pipeline_model_loads_cohere_mode() {
+    use vllm_chat::pipeline::Model;
+    let fixtures = fixtures();
+    let case = &fixtures["modes"]["cohere"]["cases"]["tool_calls_results"];
+    let dir = common::ModelDir::new("cohere_command_synth").expect("cohere_command_synth");
+    let model = Model::load_with_mode(&dir.0, TokenizerMode::Cohere, RendererOptions::default())
+        .expect("cohere model");
+    assert_eq!(model.renderer.renderer_kind(), RendererKind::Cohere);
+    let request: ChatCompletionRequest = serde_json::from_value(case["request"].clone()).unwrap();
+    let prompt = model.renderer.render(&request).unwrap();
+    assert_eq!(Some(prompt.text.as_str()), case["text"].as_str());
+    let ids: Vec<u32> = serde_json::from_value(case["ids"].clone()).unwrap();
+    assert_eq!(prompt.token_ids, ids);
 }

@@ -22,8 +22,11 @@
 //!
 //! Then, for any mode, `model_type: gpt_oss` renders chats with Harmony.
 //!
+//! `cohere` is never detected: it is chosen with `--tokenizer-mode cohere`.
+//!
 //! Each encoder lives in its own file (`deepseek_v32.rs`, `deepseek_v4.rs`,
-//! `deepseek_v41.rs`, `kimi_k3.rs`, `inkling.rs`); `py.rs` holds the Python semantics they share.
+//! `deepseek_v41.rs`, `kimi_k3.rs`, `inkling.rs`, `cohere/`); `py.rs` holds the Python
+//! semantics they share.
 
 use std::fmt;
 use std::path::Path;
@@ -40,6 +43,7 @@ mod harmony_schema;
 pub mod mistral;
 mod ranked_bpe;
 
+pub mod cohere;
 pub(crate) mod deepseek_v32;
 pub(crate) mod deepseek_v4;
 pub(crate) mod deepseek_v41;
@@ -287,6 +291,7 @@ impl RendererKind {
                 | RendererKind::DeepseekV41
                 | RendererKind::KimiK3
                 | RendererKind::Inkling
+                | RendererKind::Cohere
                 | RendererKind::Mistral
                 | RendererKind::Harmony
         )
