@@ -20,8 +20,11 @@ fn entries() -> Vec<(String, Value)> {
         .expect("tests/fixtures/serving exists")
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        // The structural-tag strings have their own test (tests/structural_tags.rs).
-        .filter(|p| !p.ends_with("structural_tags.json.gz"))
+        // The structural-tag strings have their own tests (tests/structural_tags.rs,
+        // tests/cohere_tool_grammars.rs).
+        .filter(|p| {
+            !p.ends_with("structural_tags.json.gz") && !p.ends_with("cohere_tool_grammars.json.gz")
+        })
         .collect();
     files.sort();
     let mut out = Vec::new();

@@ -9,15 +9,18 @@
 //! JSON output format or tools is refused. Otherwise a `response_format` of
 //! type `json_schema` / `json_object` becomes one `triggered_tags` tag per
 //! JSON wrapper of the architecture, and the request's tools one tag whose
-//! content is an EBNF grammar of the calls. That grammar embeds xgrammar's own
-//! JSON-schema-to-EBNF output (`xgr.Grammar.from_json_schema`, a C++
-//! converter whose text this crate does not reproduce), so a request with tools
-//! gets the tag's JSON as `None`; a request with only an output format gets the
-//! exact string (`tests/structural_tags.rs`).
+//! content is an EBNF grammar of the calls ([`super::cohere_tools_grammar`]).
+//! That grammar embeds xgrammar 0.2.8's JSON-schema-to-EBNF text per tool,
+//! which this crate reproduces for a subset of JSON Schema
+//! ([`super::json_schema_grammar`]): the tag is the exact string when every
+//! tool is inside it, `None` (the request unconstrained) otherwise, and a tool
+//! schema nested too deeply is vLLM's 400 (`tests/structural_tags.rs`,
+//! `tests/cohere_tool_grammars.rs`).
 
 use serde_json::{Map, Value, json};
 
 use super::ServingRequest;
+use super::cohere_tools::{ToolGrammarError, cohere_tools_grammar};
 use super::structural_tag::dumps_python;
 
 /// One `CohereTagRegistry`: the trigger (the tag's `begin`) and its `end`.
@@ -25,10 +28,11 @@ type TagPair = (&'static str, &'static str);
 
 const RESPONSE_TAG: TagPair = ("<|START_RESPONSE|>", "<|END_RESPONSE|>");
 const TEXT_TAG: TagPair = ("<|START_TEXT|>", "<|END_TEXT|>");
+/// `COMMAND_A_TOOLS_TAG`, every architecture's tool-call wrapper.
+const TOOLS_TAG: TagPair = ("<|START_ACTION|>", "<|END_ACTION|>");
 
 /// `MODEL_TO_TAG_STYLE`: the JSON wrappers of each architecture (every one
-/// wraps tool calls in `<|START_ACTION|>` … `<|END_ACTION|>`, a tag this crate
-/// leaves to vLLM: its grammar is xgrammar's).
+/// wraps tool calls in [`TOOLS_TAG`]).
 fn json_tags(architecture: &str) -> Option<&'static [TagPair]> {
     match architecture {
         "Cohere2ForCausalLM" => Some(&[RESPONSE_TAG]),
@@ -44,8 +48,9 @@ fn json_tags(architecture: &str) -> Option<&'static [TagPair]> {
 pub(crate) enum CohereTag {
     /// The request is left alone.
     Unchanged,
-    /// A structural tag: its exact JSON, or `None` when it holds the tools'
-    /// xgrammar grammar (or a `structured_outputs` this crate does not see).
+    /// A structural tag: its exact JSON, or `None` when it holds a tools
+    /// grammar outside the converted subset (or a `structured_outputs` this
+    /// crate does not see).
     Tag(Option<String>),
     /// vLLM's 400 message.
     Refused(String),
@@ -80,24 +85,39 @@ pub(crate) fn apply(architecture: Option<&str>, request: &ServingRequest) -> Coh
             super::py_repr(&Value::from(architecture))
         ));
     };
-    if request.has_tools() || unseen_structured_outputs {
-        // The tools' grammar is xgrammar's JSON-schema conversion.
+    if unseen_structured_outputs {
         return CohereTag::Tag(None);
     }
-    let Some(schema) = schema else {
-        return CohereTag::Unchanged;
-    };
-    let tags: Vec<Value> = wrappers
-        .iter()
-        .map(|(begin, end)| {
-            json!({
+    let mut tags: Vec<Value> = Vec::new();
+    let mut triggers: Vec<&str> = Vec::new();
+    if let Some(schema) = &schema {
+        for (begin, end) in wrappers {
+            tags.push(json!({
                 "begin": begin,
                 "content": {"type": "json_schema", "json_schema": schema},
                 "end": end,
-            })
-        })
-        .collect();
-    let triggers: Vec<&str> = wrappers.iter().map(|(begin, _)| *begin).collect();
+            }));
+            triggers.push(begin);
+        }
+    }
+    if let Some(tools) = request.tools.filter(|tools| !tools.is_empty()) {
+        match cohere_tools_grammar(tools) {
+            Ok(grammar) => {
+                tags.push(json!({
+                    "begin": TOOLS_TAG.0,
+                    "content": {"type": "grammar", "grammar": grammar},
+                    "end": TOOLS_TAG.1,
+                }));
+                triggers.push(TOOLS_TAG.0);
+            }
+            Err(ToolGrammarError::Refused(message)) => return CohereTag::Refused(message),
+            // Outside the subset converted exactly: left unconstrained.
+            Err(ToolGrammarError::Unsupported { .. }) => return CohereTag::Tag(None),
+        }
+    }
+    if tags.is_empty() {
+        return CohereTag::Unchanged;
+    }
     CohereTag::Tag(Some(dumps_python(&json!({
         "type": "structural_tag",
         "format": {"type": "triggered_tags", "triggers": triggers, "tags": tags},

@@ -42,8 +42,9 @@
 //! vLLM's Cohere Command parser class (`cohere_command3` / `cohere_command4`)
 //! builds its own tag from the model's architecture
 //! ([`ServingParsers::with_model_architecture`]): a JSON `response_format`
-//! alone gives the exact string; with tools the tag holds an EBNF grammar
-//! of xgrammar's JSON-schema conversion, which is not reproduced (`json:
+//! gives the exact string, and so do tools whose schemas are inside the
+//! subset [`json_schema_grammar`] converts exactly as xgrammar 0.2.8 prints
+//! them ([`cohere_tools_grammar`]); other tools leave the tag unbuilt (`json:
 //! None`). The grammar vLLM's `beam` parser derives from the checkpoint's
 //! response template (`vllm/parser/response_template_grammar.py`, which
 //! checks its regexes and schemas by compiling them with xgrammar) is not
@@ -99,7 +100,9 @@
 
 mod choice;
 mod cohere;
+mod cohere_tools;
 mod ids;
+pub mod json_schema_grammar;
 mod markers;
 mod required;
 mod strict;
@@ -118,6 +121,7 @@ use crate::response_template::ResponseTemplate;
 use crate::tools::Tool;
 
 pub use choice::ChoiceParser;
+pub use cohere_tools::{ToolGrammarError, cohere_tools_grammar};
 pub use ids::{random_hex, tool_call_id};
 pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Generate ``tests/fixtures/serving/cohere_tool_grammars.json.gz``: the
+structural tag vLLM 0.33.0's Cohere Command parser class puts on a chat
+request with tools (``convert_schema_to_structural_tags`` in
+``vllm/parser/cohere_command.py``, whose tools grammar embeds
+``str(xgr.Grammar.from_json_schema(...))`` of xgrammar 0.2.8 per tool), or
+the error it raises.
+
+Cases:
+
+* ``corpus/…``: every distinct tool of the parser corpora
+  (``scripts/corpus/*.json``) and of ``gen_structural_tags.TOOL_SETS``, alone,
+  plus a few hand-written realistic tools (``REALISTIC``), and each tool set of
+  ``TOOL_SETS`` together; each on every architecture of
+  ``MODEL_TO_TAG_STYLE``, with and without a JSON ``response_format``.
+* ``sweep/N``: ``SWEEP`` generated tools (seeded, deterministic) covering the
+  JSON Schema features xgrammar converts, on one architecture.
+
+``tests/cohere_tool_grammars.rs`` replays every case through
+``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
+for a tool outside the subset the crate converts, the typed unsupported error
+(``cohere_tools_grammar``) with the tag left unbuilt.
+
+Run from the crate directory with the reference environment::
+
+    HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/gen_cohere_tool_grammars.py
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import io
+import json
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gen_fixtures as gf  # noqa: E402  (pins vLLM 0.33.0, offline tokenizers)
+import gen_structural_tags as st  # noqa: E402
+
+gf.ensure_cohere_melody()
+from vllm.parser import cohere_command as cc  # noqa: E402
+
+OUT = gf.CRATE / "tests" / "fixtures" / "serving" / "cohere_tool_grammars.json.gz"
+ARCHITECTURES = list(cc.MODEL_TO_TAG_STYLE)
+SWEEP = 800
+SEED = 20260512
+JSON_FORMAT = st.JSON_SCHEMA_FORMAT
+
+
+def fn(name, parameters=None, description=None):
+    function = {"name": name}
+    if description is not None:
+        function["description"] = description
+    if parameters is not None:
+        function["parameters"] = parameters
+    return {"type": "function", "function": function}
+
+
+NULLABLE = lambda t, **kw: {"anyOf": [{"type": t, **kw}, {"type": "null"}], "default": None}  # noqa: E731
+
+REALISTIC = [
+    # Pydantic v2 style: titles, defaults, Optional fields, enums in $defs.
+    fn("create_event", {
+        "$defs": {"Priority": {"enum": ["low", "normal", "high"], "title": "Priority",
+                               "type": "string"},
+                  "Attendee": {"properties": {"email": {"title": "Email", "type": "string"},
+                                              "optional": {"default": False, "title": "Optional",
+                                                           "type": "boolean"}},
+                               "required": ["email"], "title": "Attendee", "type": "object"}},
+        "properties": {
+            "title": {"title": "Title", "type": "string"},
+            "start": {"title": "Start", "type": "string"},
+            "duration_minutes": {"default": 30, "title": "Duration Minutes", "type": "integer"},
+            "priority": {"$ref": "#/$defs/Priority", "default": "normal"},
+            "attendees": {"items": {"$ref": "#/$defs/Attendee"}, "title": "Attendees",
+                          "type": "array"},
+            "location": {**NULLABLE("string"), "title": "Location"},
+        },
+        "required": ["title", "start"], "title": "CreateEvent", "type": "object"},
+       "Create a calendar event."),
+    # OpenAI strict style.
+    fn("lookup_order", {
+        "type": "object",
+        "properties": {"order_id": {"type": "string", "description": "The order id"},
+                       "include_items": {"type": ["boolean", "null"]}},
+        "required": ["order_id", "include_items"], "additionalProperties": False}),
+    # MCP style: nested objects and arrays of objects.
+    fn("fs_write", {
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": "Absolute path"},
+            "edits": {"type": "array", "minItems": 1, "items": {
+                "type": "object",
+                "properties": {"old": {"type": "string"}, "new": {"type": "string"}},
+                "required": ["old", "new"], "additionalProperties": False}},
+            "dry_run": {"type": "boolean", "default": False},
+        },
+        "required": ["path", "edits"], "additionalProperties": False,
+        "$schema": "http://json-schema.org/draft-07/schema#"}),
+    fn("sql_query", {
+        "type": "object",
+        "properties": {"query": {"type": "string", "minLength": 1},
+                       "params": {"type": "array", "items": {
+                           "anyOf": [{"type": "string"}, {"type": "number"},
+                                     {"type": "null"}]}},
+                       "limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
+        "required": ["query"]}),
+    fn("send_email", {
+        "type": "object",
+        "properties": {"to": {"type": "array", "items": {"type": "string", "format": "email"}},
+                       "subject": {"type": "string", "maxLength": 200},
+                       "body": {"type": "string"},
+                       "cc": {"type": "array", "items": {"type": "string"}, "maxItems": 10}},
+        "required": ["to", "subject", "body"]}),
+    fn("set_thermostat", {
+        "type": "object",
+        "properties": {"mode": {"type": "string", "enum": ["heat", "cool", "auto", "off"]},
+                       "target": {"type": "number"},
+                       "zones": {"type": "array", "items": {"type": "integer"},
+                                 "uniqueItems": True}},
+        "required": ["mode"]}),
+    fn("tree_op", {
+        "type": "object",
+        "properties": {"node": {"$ref": "#/definitions/Node"}},
+        "definitions": {"Node": {"type": "object", "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/definitions/Node"}}},
+            "required": ["name"]}}}),
+    fn("tag_resources", {
+        "properties": {
+            "resource_ids": {"items": {"type": "string"}, "title": "Resource Ids", "type": "array"},
+            "tags": {"additionalProperties": {"type": "string"}, "title": "Tags", "type": "object"},
+            "overwrite": {"default": False, "title": "Overwrite", "type": "boolean"}},
+        "required": ["resource_ids", "tags"], "title": "TagResources", "type": "object"}),
+    fn("no_params_tool"),
+    fn("empty_object", {"type": "object", "properties": {}}),
+    fn("any_args", {"type": "object"}),
+]
+
+
+def corpus_tools():
+    seen = {}
+    for path in sorted(gf.CORPUS.glob("*.json")):
+        tools = json.loads(path.read_text()).get("tools") or []
+        for tool in tools:
+            seen.setdefault(json.dumps(tool, sort_keys=True), tool)
+    for tools in st.TOOL_SETS.values():
+        for tool in tools:
+            seen.setdefault(json.dumps(tool, sort_keys=True), tool)
+    for tool in REALISTIC:
+        seen.setdefault(json.dumps(tool, sort_keys=True), tool)
+    return list(seen.values())
+
+
+# ---------------------------------------------------------------- the sweep
+
+NAMES = ["a", "b", "city", "root", "basic_string", "x y", "q\"k", "é", "count", "items",
+         "root_prop_0", "tool_name", "parameters", "n1", "_", "k\\z", "a?b", "☃"]
+STRINGS = ["x", "y z", "a\"b", "c\\d", "e\nf", "é", "☃", "\u0001", "it's", "a?", "😀", "/"]
+TOOL_NAMES = ["f", "get_weather", "search-web", "a.b", "tool-", "root", "basic", "x1"]
+ANNOTATIONS = [("description", "d"), ("title", "T"), ("default", None), ("examples", ["e"])]
+
+
+def scalar(rng):
+    kind = rng.choice(["string", "integer", "number", "boolean", "null"])
+    schema = {"type": kind}
+    roll = rng.random()
+    if kind == "string":
+        if roll < 0.15:
+            schema["minLength"] = rng.choice([0, 1, 3])
+        elif roll < 0.3:
+            schema["maxLength"] = rng.choice([1, 5, 64])
+        elif roll < 0.38:
+            schema["pattern"] = rng.choice(["^[a-z]+$", "^[0-9]+$", "[A-Z]{2}"])
+        elif roll < 0.45:
+            schema["format"] = rng.choice(["date", "email", "uri", "uuid", "date-time"])
+        elif roll < 0.5:
+            schema.update(minLength=1, maxLength=rng.choice([1, 10]))
+    elif kind in ("integer", "number"):
+        if roll < 0.2:
+            schema["minimum"] = rng.choice([0, 1, -5])
+        elif roll < 0.3:
+            schema.update(minimum=rng.choice([0, 1]), maximum=rng.choice([10, 100]))
+        elif roll < 0.35:
+            schema["exclusiveMinimum"] = 0
+    if rng.random() < 0.1:
+        schema["nullable"] = True
+    return schema
+
+
+def enum_values(rng):
+    pool = STRINGS + [1, 0, -7, 2**40, True, False, None, 1.5, [1, "a"], {"k": "v"}]
+    return [rng.choice(pool) for _ in range(rng.randint(1, 4))]
+
+
+def schema(rng, depth, defs):
+    roll = rng.random()
+    if depth <= 0 or roll < 0.35:
+        out = scalar(rng)
+    elif roll < 0.45:
+        out = {"enum": enum_values(rng)}
+        if rng.random() < 0.3:
+            out["type"] = "string"
+    elif roll < 0.5:
+        out = {"const": rng.choice(STRINGS + [3, True, None])}
+    elif roll < 0.65:
+        out = obj(rng, depth - 1, defs)
+    elif roll < 0.77:
+        out = {"type": "array"}
+        if rng.random() < 0.9:
+            out["items"] = schema(rng, depth - 1, defs)
+        if rng.random() < 0.3:
+            out["minItems"] = rng.choice([0, 1, 2])
+        if rng.random() < 0.3:
+            out["maxItems"] = rng.choice([1, 3, 5])
+        if rng.random() < 0.05:
+            out["uniqueItems"] = True
+    elif roll < 0.84:
+        key = rng.choice(["anyOf", "anyOf", "oneOf", "allOf"])
+        out = {key: [schema(rng, depth - 1, defs) for _ in range(rng.randint(1, 3))]}
+    elif roll < 0.9:
+        kinds = rng.sample(["string", "integer", "number", "boolean", "null", "array", "object"],
+                           rng.randint(1, 3))
+        out = {"type": kinds}
+        if "string" in kinds and rng.random() < 0.3:
+            out["maxLength"] = 8
+    elif roll < 0.96:
+        name = rng.choice(["A", "B", "Node", "my-def.x", "x"])
+        section = rng.choice(["$defs", "$defs", "definitions"])
+        if name not in defs.setdefault(section, {}):
+            defs[section][name] = None  # placeholder: recursion allowed
+            defs[section][name] = schema(rng, depth - 1, defs)
+        out = {"$ref": f"#/{section}/{name}"}
+    elif roll < 0.97:
+        out = rng.choice([{}, True, {"nullable": True}, {"type": "object"}, {"type": "array"}])
+    elif rng.random() < 0.5:
+        out = {"type": "object", "properties": {"a": {"type": "string"}},
+               "additionalProperties": rng.choice([True, {"type": "integer"}])}
+    else:
+        # A map (pydantic's ``dict[str, V]``).
+        out = {"type": "object",
+               "additionalProperties": rng.choice([True, {}, schema(rng, depth - 1, defs)])}
+    if isinstance(out, dict) and rng.random() < 0.3:
+        key, value = rng.choice(ANNOTATIONS)
+        out[key] = value
+    return out
+
+
+def obj(rng, depth, defs):
+    count = rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5])
+    names = rng.sample(NAMES, count) if rng.random() < 0.3 else [f"p{i}" for i in range(count)]
+    properties = {name: schema(rng, depth, defs) for name in names}
+    out = {"type": "object", "properties": properties}
+    if rng.random() < 0.1:
+        del out["type"]
+    if names and rng.random() < 0.7:
+        out["required"] = [n for n in names if rng.random() < 0.5]
+        if rng.random() < 0.1:
+            out["required"].append("missing")
+    if rng.random() < 0.3:
+        out["additionalProperties"] = False
+    return out
+
+
+def sweep_tools(rng):
+    tools = []
+    for _ in range(SWEEP):
+        defs = {}
+        params = obj(rng, rng.randint(0, 3), defs)
+        for section, entries in defs.items():
+            params[section] = {k: (v if v is not None else {"type": "string"})
+                               for k, v in entries.items()}
+        name = rng.choice(TOOL_NAMES) if rng.random() < 0.3 else "tool"
+        tools.append(fn(name, params))
+    return tools
+
+
+# ---------------------------------------------------------------- recording
+
+def vllm_tag(tools, architecture, schema):
+    try:
+        tag = cc.convert_schema_to_structural_tags(
+            schema=schema, tools=copy.deepcopy(tools), model_architecture=architecture)
+    except Exception as e:  # noqa: BLE001  (xgrammar's and vLLM's errors alike)
+        return {"error": f"{type(e).__name__}: {e}"}
+    return {"structural_tag": tag}
+
+
+def main() -> int:
+    results = []
+    response_schema = JSON_FORMAT["json_schema"]["schema"]
+    groups = [(f"corpus/{t['function']['name']}", [t]) for t in corpus_tools()]
+    groups += [(f"set/{name}", tools) for name, tools in st.TOOL_SETS.items()]
+    for case, tools in groups:
+        for architecture in ARCHITECTURES:
+            for with_format in (False, True):
+                results.append({
+                    "case": case, "realistic": True, "architecture": architecture,
+                    "tools": tools, "response_format": JSON_FORMAT if with_format else None,
+                    **vllm_tag(tools, architecture,
+                               copy.deepcopy(response_schema) if with_format else None)})
+    rng = random.Random(SEED)
+    for i, tool in enumerate(sweep_tools(rng)):
+        architecture = ARCHITECTURES[i % len(ARCHITECTURES)]
+        results.append({"case": f"sweep/{i}", "realistic": False,
+                        "architecture": architecture, "tools": [tool],
+                        "response_format": None, **vllm_tag([tool], architecture, None)})
+    header = {"generated_by": "scripts/gen_cohere_tool_grammars.py",
+              "vllm_version": gf.VLLM_VERSION}
+    raw = gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0)
+    with io.TextIOWrapper(raw, encoding="utf-8") as f:
+        f.write(json.dumps(header, ensure_ascii=False) + "\n")
+        for r in results:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    errors = sum(1 for r in results if "error" in r)
+    print(f"{len(results)} cases ({errors} errors)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,627 @@
+//! JSON schema to rules, the way xgrammar 0.2.8's converter names and orders
+//! them.
+//!
+//! A sub-schema that is only a `type` (annotations aside) is the matching
+//! `basic_*` rule; any other one gets a rule named after where it sits
+//! (`…_prop_N` for a property, `…_part_N` for the rest of an object after
+//! property `N`, `…_additional` / `…_items` for array items, `…_case_N` for
+//! `anyOf` / `oneOf`, `…_type_N` for a list of types, `defs_NAME` /
+//! `definitions_NAME` for a `$ref`), made before the rules of its own parts.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::escape::json_value;
+use super::grammar::{Body, Grammar, Item, WS};
+use super::{MAX_DEPTH, Unsupported};
+
+/// Keys xgrammar ignores entirely (they leave a `{"type": …}` basic).
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "default",
+    "description",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+    "$schema",
+];
+
+/// Keys with no effect on the grammar but that make a schema non-basic
+/// (checked against xgrammar 0.2.8 one by one).
+const IGNORED: &[&str] = &[
+    "nullable",
+    "strict",
+    "example",
+    "$id",
+    "$anchor",
+    "contentEncoding",
+];
+
+/// The one `pattern` converted: vLLM's for `tool_call_id` (xgrammar keeps it
+/// as a regex).
+const TOOL_CALL_ID: &str = "^[0-9]+$";
+
+/// The JSON types.
+const TYPES: &[&str] = &[
+    "string", "integer", "number", "boolean", "null", "array", "object",
+];
+
+/// The key xgrammar finds a schema's rule by: the schema without annotations
+/// (at any depth), its keys sorted.
+fn cache_key(schema: &Value) -> Result<String, Unsupported> {
+    fn write(out: &mut String, value: &Value, depth: usize) -> Result<(), Unsupported> {
+        if depth > MAX_DEPTH {
+            return Err(Unsupported::TooDeep);
+        }
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map
+                    .iter()
+                    .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+                    .collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (key, item)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::String(key.clone()).to_string());
+                    out.push(':');
+                    write(out, item, depth + 1)?;
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write(out, item, depth + 1)?;
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+        Ok(())
+    }
+    let mut out = String::new();
+    write(&mut out, schema, 0)?;
+    Ok(out)
+}
+
+/// The most bytes of [`cache_key`]s one conversion computes (a bound on the
+/// work a schema can ask for, e.g. type lists nested in type lists).
+const MAX_KEY_BYTES: usize = 64 << 20;
+
+/// The schema's keys that matter (annotations left out).
+fn keys(schema: &Map<String, Value>) -> Vec<&str> {
+    schema
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !ANNOTATIONS.contains(k))
+        .collect()
+}
+
+/// Builds the rules of one schema document.
+pub(super) struct Converter<'a> {
+    document: &'a Map<String, Value>,
+    grammar: Grammar,
+    /// `$ref` → its rule's name.
+    refs: HashMap<String, String>,
+    /// [`cache_key`] → rule: the `basic_*` ones, then each `$ref`'s rule (the
+    /// latest for a key wins), found again for any schema with that key.
+    cache: HashMap<String, String>,
+    depth: usize,
+    /// Bytes of cache keys computed so far.
+    key_bytes: usize,
+}
+
+impl<'a> Converter<'a> {
+    /// A converter for `document` (the root schema, where `$ref`s resolve).
+    pub(super) fn new(document: &'a Map<String, Value>) -> Self {
+        Self {
+            document,
+            grammar: Grammar::new(),
+            refs: HashMap::new(),
+            cache: [
+                ("{}", "basic_any"),
+                ("{\"type\":\"string\"}", "basic_string"),
+                ("{\"type\":\"integer\"}", "basic_integer"),
+                ("{\"type\":\"number\"}", "basic_number"),
+                ("{\"type\":\"boolean\"}", "basic_boolean"),
+                ("{\"type\":\"null\"}", "basic_null"),
+                ("{\"type\":\"array\"}", "basic_array"),
+                ("{\"type\":\"object\"}", "basic_object"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+            depth: 0,
+            key_bytes: 0,
+        }
+    }
+
+    /// The grammar of the whole document, as xgrammar prints it.
+    pub(super) fn convert(mut self) -> Result<String, Unsupported> {
+        // `$defs` / `definitions` at the top are where `$ref`s point.
+        let mut top = self.document.clone();
+        top.remove("$defs");
+        top.remove("definitions");
+        let document = Value::Object(top);
+        let root = self.grammar.add("root".to_owned())?;
+        let key = self.key(&document)?;
+        let body = match self.cache.get(&key) {
+            Some(rule) => Body::Choice(vec![vec![Item::Ref(rule.clone())]]),
+            None => self.body(&document, "root")?,
+        };
+        self.grammar.rules[root].body = body;
+        self.grammar.print()
+    }
+
+    /// `schema`'s [`cache_key`], counted against [`MAX_KEY_BYTES`].
+    fn key(&mut self, schema: &Value) -> Result<String, Unsupported> {
+        let key = cache_key(schema)?;
+        self.key_bytes += key.len();
+        if self.key_bytes > MAX_KEY_BYTES {
+            return Err(Unsupported::TooLarge);
+        }
+        Ok(key)
+    }
+
+    /// A reference to the rule for `schema`: a `basic_*` one, or a new rule
+    /// named `name`.
+    fn rule_for(&mut self, schema: &Value, name: String) -> Result<Item, Unsupported> {
+        let key = self.key(schema)?;
+        if let Some(rule) = self.cache.get(&key) {
+            return Ok(Item::Ref(rule.clone()));
+        }
+        let index = self.grammar.add(name.clone())?;
+        let body = self.body(schema, &name)?;
+        self.grammar.rules[index].body = body;
+        Ok(Item::Ref(name))
+    }
+
+    /// The body of rule `name` for `schema`.
+    fn body(&mut self, schema: &Value, name: &str) -> Result<Body, Unsupported> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Unsupported::TooDeep);
+        }
+        let body = self.body_inner(schema, name);
+        self.depth -= 1;
+        body
+    }
+
+    fn body_inner(&mut self, schema: &Value, name: &str) -> Result<Body, Unsupported> {
+        let map = match schema {
+            Value::Bool(true) => return Ok(any()),
+            Value::Object(map) => map,
+            _ => {
+                return Err(Unsupported::Keyword(
+                    "a schema that is not an object".into(),
+                ));
+            }
+        };
+        let keys: Vec<&str> = keys(map)
+            .into_iter()
+            .filter(|k| !IGNORED.contains(k))
+            .collect();
+        let only = |allowed: &[&str]| keys.iter().all(|k| allowed.contains(k));
+        if keys.contains(&"$ref") {
+            if !only(&["$ref"]) {
+                return Err(Unsupported::Keyword("$ref with other keywords".into()));
+            }
+            return self.reference(&map["$ref"]);
+        }
+        if keys.contains(&"const") {
+            if !only(&["const", "type"]) {
+                return Err(Unsupported::Keyword("const with other keywords".into()));
+            }
+            return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
+                &map["const"],
+            )?)]]));
+        }
+        if keys.contains(&"enum") {
+            if !only(&["enum", "type"]) {
+                return Err(Unsupported::Keyword("enum with other keywords".into()));
+            }
+            let values = map["enum"]
+                .as_array()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| Unsupported::Keyword("an empty or non-array enum".into()))?;
+            let alternatives = values
+                .iter()
+                .map(|v| Ok(vec![Item::Lit(json_value(v)?)]))
+                .collect::<Result<_, Unsupported>>()?;
+            return Ok(Body::Choice(alternatives));
+        }
+        for keyword in ["anyOf", "oneOf"] {
+            if keys.contains(&keyword) {
+                if !only(&[keyword]) {
+                    return Err(Unsupported::Keyword(format!(
+                        "{keyword} with other keywords"
+                    )));
+                }
+                let options = map[keyword]
+                    .as_array()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| Unsupported::Keyword(format!("an empty {keyword}")))?;
+                let mut alternatives = Vec::new();
+                for (i, option) in options.iter().enumerate() {
+                    alternatives.push(vec![self.rule_for(option, format!("{name}_case_{i}"))?]);
+                }
+                return Ok(Body::Choice(alternatives));
+            }
+        }
+        let kind = match map.get("type") {
+            Some(Value::String(kind)) => Some(kind.as_str()),
+            Some(Value::Array(kinds)) => return self.type_list(map, kinds, name),
+            Some(_) => return Err(Unsupported::Keyword("a non-string type".into())),
+            None => None,
+        };
+        match kind {
+            Some("string")
+                if only(&["type", "pattern"])
+                    && map.get("pattern").and_then(Value::as_str) == Some(TOOL_CALL_ID) =>
+            {
+                Ok(Body::Choice(vec![vec![
+                    Item::Lit("\"".into()),
+                    Item::Regex(TOOL_CALL_ID),
+                    Item::Lit("\"".into()),
+                ]]))
+            }
+            Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
+            Some("integer") if only(&["type"]) => Ok(integer()),
+            Some("number") if only(&["type"]) => self.number(name),
+            Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
+                vec![Item::Lit("true".into())],
+                vec![Item::Lit("false".into())],
+            ])),
+            Some("null") if only(&["type"]) => {
+                Ok(Body::Choice(vec![vec![Item::Lit("null".into())]]))
+            }
+            Some("array") if only(&["type", "items", "minItems", "maxItems", "uniqueItems"]) => {
+                self.array(map, name)
+            }
+            Some("object") | None
+                if only(&["type", "properties", "required", "additionalProperties"]) =>
+            {
+                if kind.is_none() && keys.is_empty() {
+                    return Ok(any());
+                }
+                self.object(map, name)
+            }
+            _ => Err(Unsupported::Keyword(format!(
+                "keywords {keys:?} with type {kind:?}"
+            ))),
+        }
+    }
+
+    /// `"type": [...]`: one alternative per type, the schema with that type.
+    fn type_list(
+        &mut self,
+        map: &Map<String, Value>,
+        kinds: &[Value],
+        name: &str,
+    ) -> Result<Body, Unsupported> {
+        if kinds.is_empty() {
+            return Err(Unsupported::Keyword("an empty type list".into()));
+        }
+        let mut alternatives = Vec::new();
+        for (i, kind) in kinds.iter().enumerate() {
+            if !kind.as_str().is_some_and(|k| TYPES.contains(&k)) {
+                return Err(Unsupported::Keyword("an unknown type".into()));
+            }
+            let mut single = map.clone();
+            single.insert("type".into(), kind.clone());
+            alternatives.push(vec![
+                self.rule_for(&Value::Object(single), format!("{name}_type_{i}"))?,
+            ]);
+        }
+        Ok(Body::Choice(alternatives))
+    }
+
+    /// A `$ref` to `#/$defs/NAME` or `#/definitions/NAME` of the document.
+    fn reference(&mut self, target: &Value) -> Result<Body, Unsupported> {
+        let target = target
+            .as_str()
+            .ok_or_else(|| Unsupported::Keyword("a non-string $ref".into()))?;
+        if let Some(rule) = self.refs.get(target) {
+            return Ok(Body::Choice(vec![vec![Item::Ref(rule.clone())]]));
+        }
+        let (section, prefix, def) = if let Some(def) = target.strip_prefix("#/$defs/") {
+            ("$defs", "defs", def)
+        } else if let Some(def) = target.strip_prefix("#/definitions/") {
+            ("definitions", "definitions", def)
+        } else {
+            return Err(Unsupported::Keyword(format!("$ref {target:?}")));
+        };
+        if def.is_empty()
+            || !def
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+        {
+            return Err(Unsupported::Keyword(format!("$ref {target:?}")));
+        }
+        let schema = self
+            .document
+            .get(section)
+            .and_then(|defs| defs.get(def))
+            .ok_or_else(|| Unsupported::Keyword(format!("unresolved $ref {target:?}")))?;
+        let rule = format!("{prefix}_{def}");
+        self.refs.insert(target.to_owned(), rule.clone());
+        let index = self.grammar.add(rule.clone())?;
+        let body = self.body(schema, &rule)?;
+        self.grammar.rules[index].body = body;
+        let key = self.key(schema)?;
+        self.cache.insert(key, rule.clone());
+        Ok(Body::Choice(vec![vec![Item::Ref(rule)]]))
+    }
+
+    fn string(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
+        let min = count(map, "minLength")?.unwrap_or(0);
+        let max = count(map, "maxLength")?;
+        if min == 0 && max.is_none() {
+            return Ok(Body::Choice(vec![vec![
+                Item::Lit("\"".into()),
+                Item::Ref("basic_string_sub".into()),
+            ]]));
+        }
+        if max.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword("minLength above maxLength".into()));
+        }
+        const CHARACTER: &str = "[^\\\"\\\\\\r\\n]";
+        let quote = || Item::Lit("\"".into());
+        // xgrammar writes `{0, 0}`, `{0, 1}` and `{1, 1}` out.
+        let middle = match (min, max) {
+            (_, Some(0)) => vec![],
+            (0, Some(1)) => vec![Item::Nested(vec![vec![], vec![Item::Raw(CHARACTER)]])],
+            (1, Some(1)) => vec![Item::Raw(CHARACTER)],
+            _ => {
+                let characters = format!("{name}_characters");
+                let index = self.grammar.add(characters.clone())?;
+                self.grammar.rules[index].body = Body::Choice(vec![vec![Item::Raw(CHARACTER)]]);
+                vec![Item::Repeat(characters, min, max.map_or(-1, |m| m as i64))]
+            }
+        };
+        let mut sequence = vec![quote()];
+        sequence.extend(middle);
+        sequence.push(quote());
+        Ok(Body::Choice(vec![sequence]))
+    }
+
+    fn number(&mut self, name: &str) -> Result<Body, Unsupported> {
+        let digits = format!("{name}_digits");
+        let index = self.grammar.add(digits.clone())?;
+        self.grammar.rules[index].body = Body::Choice(vec![vec![Item::Raw("[0-9]")]]);
+        let optional = |sequence: Vec<Item>| Item::Nested(vec![vec![], sequence]);
+        Ok(Body::Choice(vec![vec![
+            optional(vec![Item::Lit("-".into())]),
+            Item::Nested(vec![
+                vec![Item::Lit("0".into())],
+                vec![Item::Raw("[1-9]"), Item::Raw("[0-9]*")],
+            ]),
+            optional(vec![
+                Item::Lit(".".into()),
+                Item::Repeat(digits.clone(), 1, -1),
+            ]),
+            optional(vec![
+                Item::Raw("[eE]"),
+                optional(vec![Item::Raw("[+\\-]")]),
+                Item::Repeat(digits, 1, -1),
+            ]),
+        ]]))
+    }
+
+    fn array(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
+        let min = count(map, "minItems")?.unwrap_or(0);
+        let max = count(map, "maxItems")?;
+        if max.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword("minItems above maxItems".into()));
+        }
+        let open = || vec![Item::Lit("[".into()), Item::Raw(WS), Item::Lit("]".into())];
+        let Some(items) = map.get("items") else {
+            if min > 0 {
+                return Err(Unsupported::Keyword("minItems without items".into()));
+            }
+            return Ok(Body::Choice(vec![open()]));
+        };
+        if max == Some(0) {
+            let key = self.key(items)?;
+            if !self.cache.contains_key(&key) {
+                return Err(Unsupported::Keyword("maxItems 0 with items".into()));
+            }
+            return Ok(Body::Choice(vec![open()]));
+        }
+        let item = self.rule_for(items, format!("{name}_additional"))?;
+        let mut sequence = vec![Item::Lit("[".into()), Item::Raw(WS), item.clone()];
+        let more_min = min.saturating_sub(1);
+        let more_max = max.map_or(-1, |m| m as i64 - 1);
+        let more_item = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
+        // xgrammar writes `{0, 1}` and `{1, 1}` out.
+        match (more_min, more_max) {
+            (_, 0) => {}
+            (0, 1) => sequence.push(Item::Nested(vec![vec![], more_item])),
+            (1, 1) => sequence.extend(more_item),
+            _ => {
+                let more = format!("{name}_items");
+                let index = self.grammar.add(more.clone())?;
+                self.grammar.rules[index].body = Body::Choice(vec![more_item]);
+                sequence.push(Item::Repeat(more, more_min, more_max));
+            }
+        }
+        sequence.extend([Item::Raw(WS), Item::Lit("]".into())]);
+        let mut alternatives = vec![sequence];
+        if min == 0 {
+            alternatives.push(open());
+        }
+        Ok(Body::Choice(alternatives))
+    }
+
+    fn object(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
+        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
+        let properties: Vec<(&String, &Value)> = match map.get("properties") {
+            None => Vec::new(),
+            Some(Value::Object(properties)) => properties.iter().collect(),
+            Some(_) => return Err(Unsupported::Keyword("non-object properties".into())),
+        };
+        match map.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => {}
+            Some(additional) if properties.is_empty() => {
+                return self.map_object(additional, name);
+            }
+            Some(_) => {
+                return Err(Unsupported::Keyword(
+                    "additionalProperties other than false beside properties".into(),
+                ));
+            }
+        }
+        let required: HashSet<&str> = match map.get("required") {
+            None => HashSet::new(),
+            Some(Value::Array(names)) => names
+                .iter()
+                .map(|n| n.as_str().ok_or(()))
+                .collect::<Result<_, ()>>()
+                .map_err(|()| Unsupported::Keyword("a non-string required name".into()))?,
+            Some(_) => return Err(Unsupported::Keyword("a non-array required".into())),
+        };
+        let n = properties.len();
+        if n == 0 {
+            return Ok(Body::Choice(vec![empty()]));
+        }
+        let mut values = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
+        for (i, (key, schema)) in properties.iter().enumerate() {
+            if matches!(schema, Value::Bool(false)) {
+                return Err(Unsupported::Keyword("a false property schema".into()));
+            }
+            keys.push(json_value(&Value::String((*key).clone()))?);
+            values.push(self.rule_for(schema, format!("{name}_prop_{i}"))?);
+        }
+        let is_required: Vec<bool> = properties
+            .iter()
+            .map(|(key, _)| required.contains(key.as_str()))
+            .collect();
+        let part = |i: usize| format!("{name}_part_{i}");
+        // The property and its value (and the rest after it, if any).
+        let entry = |i: usize| {
+            let mut sequence = vec![
+                Item::Lit(keys[i].clone()),
+                Item::Raw(WS),
+                Item::Lit(":".into()),
+                Item::Raw(WS),
+                values[i].clone(),
+            ];
+            if i + 1 < n {
+                sequence.push(Item::Ref(part(i)));
+            }
+            sequence
+        };
+        for i in (0..n - 1).rev() {
+            let index = self.grammar.add(part(i))?;
+            let mut sequence = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
+            sequence.extend(entry(i + 1));
+            let alternatives = if is_required[i + 1] {
+                vec![sequence]
+            } else if i + 2 < n {
+                vec![vec![Item::Ref(part(i + 1))], sequence]
+            } else {
+                vec![vec![], sequence]
+            };
+            self.grammar.rules[index].body = Body::Choice(alternatives);
+        }
+        let first_required = is_required.iter().position(|r| *r);
+        let last_start = first_required.unwrap_or(n - 1);
+        let mut starts: Vec<Vec<Item>> = (0..=last_start).map(entry).collect();
+        let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
+        if starts.len() == 1 {
+            sequence.append(&mut starts[0]);
+        } else {
+            sequence.push(Item::Nested(starts));
+        }
+        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
+        let mut alternatives = vec![sequence];
+        // Required names that are not properties still rule the empty object out.
+        if required.is_empty() {
+            alternatives.push(empty());
+        }
+        Ok(Body::Choice(alternatives))
+    }
+}
+
+impl Converter<'_> {
+    /// An object of any keys whose values are `additional` (no `properties`).
+    fn map_object(&mut self, additional: &Value, name: &str) -> Result<Body, Unsupported> {
+        let value = self.rule_for(additional, format!("{name}_addl"))?;
+        let more = format!("{name}_properties");
+        let index = self.grammar.add(more.clone())?;
+        let entry = |value: Item| {
+            vec![
+                Item::Ref("basic_string".into()),
+                Item::Raw(WS),
+                Item::Lit(":".into()),
+                Item::Raw(WS),
+                value,
+            ]
+        };
+        let mut rest = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
+        rest.extend(entry(value.clone()));
+        self.grammar.rules[index].body = Body::Choice(vec![rest]);
+        let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
+        sequence.extend(entry(value));
+        sequence.extend([
+            Item::Repeat(more, 0, -1),
+            Item::Raw(WS),
+            Item::Lit("}".into()),
+        ]);
+        Ok(Body::Choice(vec![
+            sequence,
+            vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())],
+        ]))
+    }
+}
+
+/// A non-negative integer keyword (`minLength`, `maxItems`, …).
+fn count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, Unsupported> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .filter(|v| *v <= i32::MAX as u64)
+            .map(Some)
+            .ok_or_else(|| Unsupported::Keyword(format!("{key} {value}"))),
+    }
+}
+
+/// Any JSON value, as a rule of its own.
+fn any() -> Body {
+    Body::Choice(
+        [
+            "basic_number",
+            "basic_string",
+            "basic_boolean",
+            "basic_null",
+            "basic_array",
+            "basic_object",
+        ]
+        .iter()
+        .map(|rule| vec![Item::Ref((*rule).to_owned())])
+        .collect(),
+    )
+}
+
+/// An integer, as a rule of its own.
+fn integer() -> Body {
+    Body::Choice(vec![
+        vec![Item::Lit("0".into())],
+        vec![
+            Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
+            Item::Raw("[1-9]"),
+            Item::Raw("[0-9]*"),
+        ],
+    ])
+}

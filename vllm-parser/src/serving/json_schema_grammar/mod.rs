@@ -1,0 +1,149 @@
+//! JSON schema to the EBNF text of xgrammar 0.2.8's
+//! `str(xgr.Grammar.from_json_schema(schema))` (default options: any
+//! whitespace, strict mode), for a subset of JSON Schema.
+//!
+//! This is this crate's own implementation, written from the grammars
+//! xgrammar 0.2.8 prints and checked against them
+//! (`scripts/gen_cohere_tool_grammars.py`, `tests/cohere_tool_grammars.rs`);
+//! vLLM 0.33.0 embeds that text in the Cohere Command tools structural tag.
+//! Anything outside the subset is an [`Unsupported`] error, never a guess.
+//!
+//! The subset: `true`; `{}`; `type` a JSON type or a list of them;
+//! strings with `minLength` / `maxLength` (no `pattern`, no `format`);
+//! integers and numbers without bounds; booleans; `null`; arrays with
+//! `items`, `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
+//! `properties`, `required` and `additionalProperties: false` (or absent),
+//! or without `properties` and any `additionalProperties` (a map);
+//! `enum` / `const` of strings, integers, booleans, `null` and arrays /
+//! objects of them; `anyOf` / `oneOf` (xgrammar writes both as a choice);
+//! `$ref` to `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of
+//! ASCII letters, digits, `_`, `-`, `.`), recursion included. Annotations
+//! (`title`, `description`, `default`, `examples`, …) and `nullable`,
+//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted.
+
+mod convert;
+mod escape;
+mod grammar;
+
+use serde_json::Value;
+
+/// The deepest schema nesting converted (deeper is [`Unsupported::TooDeep`]).
+pub(crate) const MAX_DEPTH: usize = 128;
+
+/// Why a schema is outside the subset this crate converts exactly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// A keyword (or value) the converter does not reproduce.
+    #[error("unsupported JSON schema: {0}")]
+    Keyword(String),
+    /// Nested deeper than this converter follows.
+    #[error("JSON schema nested too deeply to convert")]
+    TooDeep,
+    /// More rules than this converter makes.
+    #[error("JSON schema grammar too large")]
+    TooLarge,
+    /// Two rules would get the same name (xgrammar's renaming is not reproduced).
+    #[error("grammar rule name {0:?} made twice")]
+    RuleNameClash(String),
+}
+
+/// `str(xgr.Grammar.from_json_schema(json.dumps(schema)))` for a schema
+/// document (an object; its top-level `$defs` / `definitions` are where its
+/// `$ref`s point), or why it is outside the subset.
+pub fn from_json_schema(schema: &Value) -> Result<String, Unsupported> {
+    match schema {
+        Value::Object(document) => convert::Converter::new(document).convert(),
+        _ => Err(Unsupported::Keyword(
+            "a document that is not an object".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The rules after the fixed `basic_*` ones and before their lifted ones.
+    fn own_rules(grammar: &str) -> Vec<&str> {
+        grammar
+            .lines()
+            .filter(|l| !l.starts_with("basic_"))
+            .collect()
+    }
+
+    #[test]
+    fn rules_are_named_and_ordered_as_xgrammar_prints_them() {
+        let grammar = from_json_schema(&json!({
+            "type": "object",
+            "properties": {
+                "a": {"type": "string", "description": "ignored"},
+                "b": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+                "c": {"type": "integer", "nullable": true},
+            },
+            "required": ["b"],
+        }))
+        .unwrap();
+        assert_eq!(
+            own_rules(&grammar),
+            [
+                r#"root ::= (("{" [ \n\r\t]* root_1 [ \n\r\t]* "}"))"#,
+                r#"root_prop_1 ::= (("[" [ \n\r\t]* basic_integer root_prop_1_items{0, 2} [ \n\r\t]* "]"))"#,
+                r#"root_prop_1_items ::= (([ \n\r\t]* "," [ \n\r\t]* basic_integer))"#,
+                r#"root_prop_2 ::= (("0") | (root_prop_2_1 [1-9] [0-9]*))"#,
+                r#"root_part_1 ::= ("" | ([ \n\r\t]* "," [ \n\r\t]* "\"c\"" [ \n\r\t]* ":" [ \n\r\t]* root_prop_2))"#,
+                r#"root_part_0 ::= (([ \n\r\t]* "," [ \n\r\t]* "\"b\"" [ \n\r\t]* ":" [ \n\r\t]* root_prop_1 root_part_1))"#,
+                r#"root_1 ::= (("\"a\"" [ \n\r\t]* ":" [ \n\r\t]* basic_string root_part_0) | ("\"b\"" [ \n\r\t]* ":" [ \n\r\t]* root_prop_1 root_part_1))"#,
+                r#"root_prop_2_1 ::= ("" | ("-"))"#,
+            ]
+        );
+    }
+
+    #[test]
+    fn a_ref_rule_is_found_again_by_its_schema() {
+        let grammar = from_json_schema(&json!({
+            "type": "object",
+            "properties": {
+                "a": {"$ref": "#/$defs/S"},
+                "b": {"type": "string", "title": "same once annotations go"},
+            },
+            "required": ["a", "b"],
+            "$defs": {"S": {"type": "string"}},
+        }))
+        .unwrap();
+        assert!(
+            grammar
+                .contains("root_prop_0 ::= ((defs_S))\ndefs_S ::= ((\"\\\"\" basic_string_sub))\n")
+        );
+        assert!(grammar.contains("\"\\\"b\\\"\" [ \\n\\r\\t]* \":\" [ \\n\\r\\t]* defs_S))"));
+    }
+
+    #[test]
+    fn hostile_schemas_are_refused_not_expanded() {
+        // A type list repeating a type doubles the rules at every level.
+        let mut schema = json!({"type": "string"});
+        for _ in 0..30 {
+            schema = json!({"type": ["object", "object"], "properties": {"a": schema}});
+        }
+        assert_eq!(from_json_schema(&schema), Err(Unsupported::TooLarge));
+        let mut deep = json!({"type": "string"});
+        for _ in 0..200 {
+            deep = json!({"type": "array", "items": deep});
+        }
+        assert_eq!(from_json_schema(&deep), Err(Unsupported::TooDeep));
+        for odd in [
+            json!(null),
+            json!({"type": "object", "properties": {"a": 3}}),
+            json!({"type": "object", "properties": {"a": false}}),
+            json!({"type": "array", "items": {"type": "string"}, "maxItems": -1}),
+            json!({"type": "string", "minLength": 3, "maxLength": 1}),
+            json!({"$ref": "#/$defs/missing"}),
+            json!({"enum": []}),
+            json!({"enum": [1.5]}),
+            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}),
+        ] {
+            assert!(from_json_schema(&odd).is_err(), "{odd}");
+        }
+    }
+}

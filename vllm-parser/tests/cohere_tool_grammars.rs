@@ -1,0 +1,171 @@
+//! The structural tag vLLM 0.33.0's Cohere Command parser class puts on a
+//! request with tools (`scripts/gen_cohere_tool_grammars.py`,
+//! `tests/fixtures/serving/cohere_tool_grammars.json.gz`): its grammar embeds
+//! xgrammar 0.2.8's JSON-schema conversion of every tool. For each case the
+//! crate either gives vLLM's string byte for byte, or says the tools are
+//! outside the subset it converts ([`ToolGrammarError::Unsupported`]) and
+//! leaves the tag unbuilt; a supported case that differs fails.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+use vllm_parser::Tool;
+use vllm_parser::serving::{
+    ServingParsers, ServingRequest, StructuredOutputs, ToolGrammarError, cohere_tools_grammar,
+};
+
+fn entries() -> Vec<Value> {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/serving/cohere_tool_grammars.json.gz");
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    text.lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The first line where the two tags' grammars differ.
+fn first_difference(label: &str, ours: &str, vllm: &str) -> String {
+    let grammar = |tag: &str| -> String {
+        let tag: Value = serde_json::from_str(tag).unwrap();
+        tag["format"]["tags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["content"]["grammar"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let (ours, vllm) = (grammar(ours), grammar(vllm));
+    for (i, (a, b)) in ours.lines().zip(vllm.lines()).enumerate() {
+        if a != b {
+            return format!("{label}: line {i}\n  ours {a}\n  vLLM {b}");
+        }
+    }
+    format!(
+        "{label}: {} lines, vLLM {}",
+        ours.lines().count(),
+        vllm.lines().count()
+    )
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    cases: usize,
+    exact: usize,
+    unsupported: usize,
+    refused: usize,
+}
+
+#[test]
+fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
+    let kwargs = Map::new();
+    let mut failures = Vec::new();
+    let mut realistic = Tally::default();
+    let mut sweep = Tally::default();
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+    for entry in entries() {
+        let label = entry["case"].as_str().unwrap().to_owned();
+        let tally = if entry["realistic"] == true {
+            &mut realistic
+        } else {
+            &mut sweep
+        };
+        tally.cases += 1;
+        let tools: Vec<Tool> = entry["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Tool::from_openai)
+            .collect();
+        let parsers = ServingParsers::new(
+            Some("cohere_command3"),
+            Some("cohere_command3"),
+            true,
+            None,
+            |_| Some(u32::MAX),
+        )
+        .unwrap()
+        .with_model_architecture(entry["architecture"].as_str().unwrap());
+        let response_format = entry.get("response_format").filter(|f| !f.is_null());
+        let request = ServingRequest {
+            tools: Some(&tools),
+            tool_choice: None,
+            parallel_tool_calls: None,
+            include_reasoning: true,
+            chat_template_kwargs: &kwargs,
+            skip_special_tokens: None,
+            response_format_set: response_format.is_some(),
+            tools_strict: &[],
+            response_format,
+        };
+        let converted = cohere_tools_grammar(&tools);
+        let ours = parsers.adjust_request(&request);
+        let expected = entry["structural_tag"].as_str();
+        let vllm_error = entry["error"].as_str();
+        match (&converted, vllm_error) {
+            (Err(ToolGrammarError::Refused(message)), Some(error)) => {
+                match &ours {
+                    Err(e) if &e.message == message && error.ends_with(message.as_str()) => {
+                        tally.refused += 1;
+                    }
+                    other => failures.push(format!("{label}: ours {other:?}, vLLM {error}")),
+                }
+                continue;
+            }
+            (Err(ToolGrammarError::Unsupported { reason, .. }), _) => {
+                let kind = format!("{reason}");
+                let kind = kind.split(':').take(2).collect::<Vec<_>>().join(":");
+                let realistic = if entry["realistic"] == true {
+                    "realistic"
+                } else {
+                    "sweep"
+                };
+                *reasons.entry(format!("{realistic} {kind}")).or_default() += 1;
+                match ours.as_ref().map(|a| &a.structured_outputs) {
+                    Ok(Some(StructuredOutputs::StructuralTag { json: None, .. })) => {
+                        tally.unsupported += 1;
+                    }
+                    other => failures.push(format!("{label}: unsupported but {other:?}")),
+                }
+                continue;
+            }
+            (_, Some(error)) => {
+                failures.push(format!("{label}: converted, vLLM refused: {error}"));
+                continue;
+            }
+            (Ok(_), None) | (Err(ToolGrammarError::Refused(_)), None) => {}
+        }
+        match (ours.as_ref().map(|a| &a.structured_outputs), expected) {
+            (
+                Ok(Some(StructuredOutputs::StructuralTag {
+                    json: Some(json), ..
+                })),
+                Some(tag),
+            ) if json == tag => tally.exact += 1,
+            (
+                Ok(Some(StructuredOutputs::StructuralTag {
+                    json: Some(json), ..
+                })),
+                Some(tag),
+            ) => failures.push(first_difference(&label, json, tag)),
+            (other, _) => failures.push(format!("{label}: ours {other:?}, vLLM {expected:?}")),
+        }
+    }
+    eprintln!("realistic tools: {realistic:?}");
+    eprintln!("generated sweep: {sweep:?}");
+    eprintln!("unsupported: {reasons:#?}");
+    assert!(
+        failures.is_empty(),
+        "{} Cohere tool grammars differ from vLLM:\n{}",
+        failures.len(),
+        failures[..failures.len().min(8)].join("\n")
+    );
+    // Floors, so that a converter change that loses cases is noticed.
+    assert!(realistic.exact >= 306, "{realistic:?}");
+    assert!(sweep.exact >= 522, "{sweep:?}");
+}
