@@ -1,11 +1,14 @@
 //! `serve --tokenizer-mode`: chat, render and `/tokenize` go through the mode's
 //! renderer, with the token ids vLLM's own renderer produced for the same request
 //! (`vllm-chat/tests/fixtures/native.json.gz`, `mistral.json.gz`); a Mistral model
-//! directory (tekken vocabulary, no `tokenizer.json`) is served with `auto`.
+//! directory (tekken vocabulary, no `tokenizer.json`) is served with `auto`; Cohere with
+//! `--tokenizer-mode cohere`.
 
 mod common;
+/// vllm-chat's vendored model directories (tokenizer overlays applied).
+#[path = "../../vllm-chat/tests/common/mod.rs"]
+mod vendored;
 
-use std::io::Read;
 use std::path::PathBuf;
 
 use common::*;
@@ -20,11 +23,7 @@ fn repo() -> PathBuf {
 
 /// A gzipped file of the repository.
 fn gunzip(path: &str) -> Vec<u8> {
-    let mut out = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(repo().join(path)).expect(path))
-        .read_to_end(&mut out)
-        .expect("gunzip");
-    out
+    vendored::gunzip(&repo().join(path))
 }
 
 fn fixture(mode: &str, case: &str) -> Value {
@@ -35,19 +34,55 @@ fn fixture(mode: &str, case: &str) -> Value {
 
 #[test]
 fn deepseek_v32_mode_serves_vllms_token_ids() {
+    serves_vllms_token_ids(
+        "deepseek_v32",
+        TokenizerMode::DeepseekV32,
+        "deepseek_v3",
+        &["tool_calls_results_thinking", "multi_turn", "unicode"],
+        "developer_empty",
+    );
+}
+
+#[test]
+fn cohere_mode_serves_vllms_token_ids() {
+    serves_vllms_token_ids(
+        "cohere",
+        TokenizerMode::Cohere,
+        "cohere_command_synth",
+        &[
+            "tool_calls_results",
+            "documents_request",
+            "thinking_on",
+            "unicode",
+        ],
+        "grounding_bad",
+    );
+}
+
+/// `serve --tokenizer-mode MODE` on `testdata/models/MODEL`: `/tokenize`, render and
+/// chat give the ids vLLM's renderer gave for each of `cases`, and the request vLLM
+/// refused (`refused`) is a 400 with its message.
+fn serves_vllms_token_ids(
+    mode_name: &str,
+    mode: TokenizerMode,
+    model: &str,
+    cases: &[&str],
+    refused: &str,
+) {
+    let dir = vendored::ModelDir::new(model).expect("vendored model");
     let server = start(ServeConfig {
-        model_dir: repo().join("testdata/models/deepseek_v3"),
-        served_model_name: "ds".into(),
-        tokenizer_mode: TokenizerMode::DeepseekV32,
+        model_dir: dir.0.clone(),
+        served_model_name: "m".into(),
+        tokenizer_mode: mode,
         ..config("Hi.")
     });
     let addr = server.addr;
     run(async move {
-        for case in ["tool_calls_results_thinking", "multi_turn", "unicode"] {
-            let case = fixture("deepseek_v32", case);
+        for case in cases {
+            let case = fixture(mode_name, case);
             let want: Vec<u64> = serde_json::from_value(case["ids"].clone()).expect("ids");
             let mut body = case["request"].clone();
-            body["model"] = json!("ds");
+            body["model"] = json!("m");
 
             let (status, tokenized) = post(addr, "/tokenize", body.clone()).await;
             assert_eq!(status, StatusCode::OK, "{tokenized}");
@@ -67,9 +102,9 @@ fn deepseek_v32_mode_serves_vllms_token_ids() {
             assert_eq!(answer["usage"]["prompt_tokens"], json!(want.len()));
         }
         // vLLM's encoder errors are 400s with its message.
-        let case = fixture("deepseek_v32", "developer_empty");
+        let case = fixture(mode_name, refused);
         let mut body = case["request"].clone();
-        body["model"] = json!("ds");
+        body["model"] = json!("m");
         let (status, error) = post(addr, "/v1/chat/completions", body).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{error}");
         let want = case["error"].as_str().expect("error");

@@ -59,9 +59,6 @@ MODES = {
     # Never auto-detected (`--tokenizer-mode cohere`); its own cases (COHERE_CASES).
     "cohere": (CohereRenderer, CachedHfTokenizer, "cohere_command_synth", "qwen3"),
 }
-# Renderers vllm-chat does not have yet: their vLLM outputs are recorded under
-# "pending" (not replayed by tests/native.rs; there for the port).
-PENDING = {}
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather for a city",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
@@ -284,7 +281,7 @@ INKLING_FULL = inkling_full()
 
 
 def build(mode):
-    cls, tok_cls, model, _ = {**MODES, **PENDING}[mode]
+    cls, tok_cls, model, _ = MODES[mode]
     tok = tok_cls.from_pretrained(model_dir(model))
     renderer = object.__new__(cls)
     renderer.config = None
@@ -350,15 +347,6 @@ def main():
         if base is not None:
             overlay(model, base)
         print(mode, sum("error" in c for c in result["modes"][mode]["cases"].values()), "errors", file=sys.stderr)
-    result["pending"] = {}
-    for mode, (_, _, model, base) in PENDING.items():
-        overlay(model, base)
-        renderer, tok = build(mode)
-        result["pending"][mode] = {
-            "model": model,
-            "cases": {name: {"request": body, **render(renderer, tok, body)} for name, body in CASES.items()},
-        }
-        print(mode, "(pending)", sum("error" in c for c in result["pending"][mode]["cases"].values()), "errors", file=sys.stderr)
     write_gz(os.path.join(FIXTURES, "native.json.gz"), _strip(result))
 
 

@@ -62,17 +62,6 @@ pub enum RenderError {
         /// What is wrong with it.
         message: String,
     },
-    /// The model's tokenizer mode selects a renderer this build does not have
-    /// (vLLM renders such models with code that is not ported here yet).
-    #[error(
-        "the {renderer} renderer (tokenizer mode {mode}) is not available in this build of vllm-chat; serve this model with vLLM's Python frontend, or pass another --tokenizer-mode"
-    )]
-    RendererUnavailable {
-        /// The renderer the mode selects.
-        renderer: crate::RendererKind,
-        /// The resolved tokenizer mode.
-        mode: crate::TokenizerMode,
-    },
     /// The tokenizer failed (load or encode).
     #[error("tokenizer: {0}")]
     Tokenizer(String),

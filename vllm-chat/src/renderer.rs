@@ -142,8 +142,7 @@ impl ChatRenderer {
 
     /// Loads a model directory with a `--tokenizer-mode`: the mode is resolved as
     /// vLLM resolves it ([`TokenizerMode::resolve`]) and chat requests go through the
-    /// renderer it selects. A renderer this build does not have is refused with
-    /// [`RenderError::RendererUnavailable`].
+    /// renderer it selects.
     pub fn from_dir_with_mode(
         dir: impl AsRef<Path>,
         mode: TokenizerMode,
@@ -179,17 +178,6 @@ impl ChatRenderer {
         options: RendererOptions,
         kind: RendererKind,
     ) -> Result<Self, RenderError> {
-        if !kind.is_available() {
-            let mode = match kind {
-                RendererKind::Mistral => TokenizerMode::Mistral,
-                RendererKind::Cohere => TokenizerMode::Cohere,
-                _ => TokenizerMode::Auto,
-            };
-            return Err(RenderError::RendererUnavailable {
-                renderer: kind,
-                mode,
-            });
-        }
         let tokenizer = match &files.tokenizer_json {
             Some(bytes) => Some(
                 Tokenizer::from_bytes(bytes).map_err(|e| RenderError::Tokenizer(e.to_string()))?,

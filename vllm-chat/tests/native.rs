@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use serde_json::{Value, json};
 use vllm_chat::openai::ChatCompletionRequest;
-use vllm_chat::{ChatRenderer, RenderError, RendererKind, RendererOptions, TokenizerMode};
+use vllm_chat::{ChatRenderer, RendererKind, RendererOptions, TokenizerMode};
 
 mod common;
 
@@ -89,25 +89,6 @@ fn renderers_refuse_tokenizers_as_vllm_does() {
             .expect_err("vLLM refuses this tokenizer");
         let want = message_of(case["error"].as_str().expect("error"));
         assert!(err.to_string().ends_with(want), "{err}\n  want {want}");
-    }
-}
-
-/// vLLM renderers not ported yet: their corpus is recorded under `pending`, and
-/// building one is refused by name (never a silent fallback to the template).
-#[test]
-fn pending_renderers_are_refused() {
-    let fixtures = fixtures();
-    let pending = fixtures["pending"].as_object().expect("pending");
-    for (mode_name, data) in pending {
-        let model = data["model"].as_str().expect("model");
-        let dir = common::ModelDir::new(model).unwrap_or_else(|| panic!("testdata/models/{model}"));
-        let mode = TokenizerMode::from_str(mode_name).expect("mode");
-        let err = ChatRenderer::from_dir_with_mode(&dir.0, mode, RendererOptions::default())
-            .expect_err("not in this build");
-        assert!(
-            matches!(err, RenderError::RendererUnavailable { mode: m, .. } if m == mode),
-            "{mode_name}: {err}"
-        );
     }
 }
 

@@ -280,22 +280,6 @@ impl RendererKind {
             RendererKind::Harmony => "harmony",
         }
     }
-
-    /// True when this build of the crate has the renderer.
-    pub fn is_available(self) -> bool {
-        matches!(
-            self,
-            RendererKind::Template
-                | RendererKind::DeepseekV32
-                | RendererKind::DeepseekV4
-                | RendererKind::DeepseekV41
-                | RendererKind::KimiK3
-                | RendererKind::Inkling
-                | RendererKind::Cohere
-                | RendererKind::Mistral
-                | RendererKind::Harmony
-        )
-    }
 }
 
 impl fmt::Display for RendererKind {

@@ -97,8 +97,7 @@ impl Model {
 
     /// Loads `dir` with a `--tokenizer-mode`, resolved as vLLM resolves it
     /// ([`TokenizerMode::resolve`]): chat requests, render mode and `/tokenize` go
-    /// through the renderer it selects. A renderer this build lacks is refused with
-    /// [`RenderError::RendererUnavailable`].
+    /// through the renderer it selects.
     pub fn load_with_mode(
         dir: &Path,
         mode: TokenizerMode,
@@ -118,10 +117,6 @@ impl Model {
     ) -> Result<Self, ModelError> {
         if kind == RendererKind::Mistral {
             return Self::load_mistral(dir, options);
-        }
-        if !kind.is_available() {
-            // Before the tokenizer check: a Mistral directory has no tokenizer.json.
-            ChatRenderer::with_renderer(ModelFiles::default(), options.clone(), kind)?;
         }
         let mut files = ModelFiles::from_dir(dir).map_err(|source| ModelError::Files {
             dir: dir.to_owned(),
