@@ -288,6 +288,21 @@ fn pipeline_model_loads_mistral_directories() {
     assert_eq!(model.vocab_size, 131_072);
     let ids = model.encode("Hello, world").unwrap();
     assert_eq!(model.tokenizer.decode(&ids, true).unwrap(), "Hello, world");
+    // vLLM parses a pre-v11 vocabulary's calls as a JSON array, a path vllm-parser
+    // does not have: refused by name rather than parsed with the v11 grammar.
+    let refused = model
+        .serving_parsers(None, Some("mistral"), true)
+        .expect_err("pre-v11 tool parser");
+    assert!(
+        matches!(&refused, vllm_parser::ParserError::MistralPreV11(why) if why.contains("v3")),
+        "{refused}"
+    );
+    assert!(model.serving_parsers(Some("mistral"), None, false).is_ok());
+    // The same vocabulary declared v11 takes the parser.
+    let base: Value = serde_json::from_slice(&tekken_v3()).unwrap();
+    std::fs::write(dir.join("tekken.json"), synthetic_tekken(&base, "v11")).unwrap();
+    let model =
+        Model::load_with_mode(&dir, TokenizerMode::Auto, RendererOptions::default()).unwrap();
     let parsers = model.serving_parsers(None, Some("mistral"), true);
     assert!(parsers.is_ok(), "{:?}", parsers.err());
     std::fs::remove_dir_all(&dir).ok();

@@ -178,6 +178,15 @@ impl Model {
     ) -> Result<ServingParsers, vllm_parser::ParserError> {
         let tokenizer = self.renderer.tokenizer();
         let mistral = self.renderer.mistral();
+        // vLLM's `_is_pre_v11_tokeniser` for a mistral-common vocabulary: by version.
+        if let Some(mistral) = mistral.filter(|m| m.version().number() < 11)
+            && tool == Some("mistral")
+        {
+            return Err(vllm_parser::ParserError::MistralPreV11(format!(
+                "a mistral-common vocabulary of version v{}",
+                mistral.version().number()
+            )));
+        }
         let parsers = ServingParsers::new(
             reasoning,
             tool,

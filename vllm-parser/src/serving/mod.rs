@@ -356,6 +356,12 @@ impl ServingParsers {
             }
         }
         registry::check_tokens(reasoning, active_tool, |t| token_id(t).is_some())?;
+        // vLLM's `_is_pre_v11_tokeniser` for a tokenizers-format vocabulary.
+        if configured_tool == Some("mistral") && token_id("[ARGS]").is_none() {
+            return Err(ParserError::MistralPreV11(
+                "the tokenizer has no [ARGS] token".into(),
+            ));
+        }
         let markers = markers::PROMPT_MARKERS
             .iter()
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
@@ -945,6 +951,14 @@ mod tests {
             ServingParsers::new(Some("deepseek_r1"), None, false, None, |_| None),
             Err(ParserError::MissingToken { .. })
         ));
+        // A tokenizer without `[ARGS]` is pre-v11 for vLLM: not parsed with v11's grammar.
+        let pre_v11 = |t: &str| (t != "[ARGS]").then_some(1);
+        assert!(matches!(
+            ServingParsers::new(None, Some("mistral"), true, None, pre_v11),
+            Err(ParserError::MistralPreV11(_))
+        ));
+        assert!(ServingParsers::new(Some("mistral"), None, false, None, pre_v11).is_ok());
+        assert!(ServingParsers::new(None, Some("mistral"), true, None, any_token).is_ok());
     }
 
     #[test]

@@ -41,6 +41,18 @@ impl InstructVersion {
             _ => return None,
         })
     }
+
+    /// The version's number (`config.version` of a tekken file; `V11` is 11).
+    pub fn number(self) -> u32 {
+        match self {
+            InstructVersion::V1 => 1,
+            InstructVersion::V2 => 2,
+            InstructVersion::V3 => 3,
+            InstructVersion::V7 => 7,
+            InstructVersion::V11 => 11,
+            InstructVersion::V13 => 13,
+        }
+    }
 }
 
 /// The special token ids an instruct tokenizer uses.
