@@ -87,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         Some(model)
             if args.tokenizer_mode.resolve(model)?.mode == vllm_chat::TokenizerMode::Mistral =>
         {
-            Some(Vocabulary::mistral(model)?)
+            Some(Vocabulary::mistral(model, tool.as_deref())?)
         }
         Some(model) => Some(Vocabulary::read(model)?),
         None => None,
@@ -308,9 +308,11 @@ struct Vocabulary {
 
 impl Vocabulary {
     /// A mistral-common vocabulary (`tekken.json`, `tokenizer.model.v*`): its
-    /// control tokens, which are what the parsers look up.
-    fn mistral(dir: &Path) -> anyhow::Result<Self> {
+    /// control tokens, which are what the parsers look up; refused for the `mistral`
+    /// tool parser before v11, as `serve` refuses it.
+    fn mistral(dir: &Path, tool: Option<&str>) -> anyhow::Result<Self> {
         let renderer = vllm_chat::mistral::MistralRenderer::from_dir(dir, Default::default())?;
+        vllm_chat::pipeline::check_mistral_tool_parser(&renderer, tool)?;
         let names = [
             "<s>",
             "</s>",

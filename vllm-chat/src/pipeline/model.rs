@@ -178,14 +178,8 @@ impl Model {
     ) -> Result<ServingParsers, vllm_parser::ParserError> {
         let tokenizer = self.renderer.tokenizer();
         let mistral = self.renderer.mistral();
-        // vLLM's `_is_pre_v11_tokeniser` for a mistral-common vocabulary: by version.
-        if let Some(mistral) = mistral.filter(|m| m.version().number() < 11)
-            && tool == Some("mistral")
-        {
-            return Err(vllm_parser::ParserError::MistralPreV11(format!(
-                "a mistral-common vocabulary of version v{}",
-                mistral.version().number()
-            )));
+        if let Some(mistral) = mistral {
+            check_mistral_tool_parser(mistral, tool)?;
         }
         let parsers = ServingParsers::new(
             reasoning,
@@ -345,4 +339,22 @@ fn extra_eos_token_ids(renderer: &ChatRenderer, eos_token_id: Option<u32>) -> Ve
         .into_iter()
         .filter(|id| Some(*id) != eos_token_id)
         .collect()
+}
+
+/// vLLM's `_is_pre_v11_tokeniser` for a mistral-common vocabulary (by its version,
+/// whatever tokens it has): the `mistral` tool parser on one before v11 is refused
+/// with [`vllm_parser::ParserError::MistralPreV11`], as `ServingParsers::new` refuses it
+/// on a tokenizers-format vocabulary without `[ARGS]` (vLLM's legacy JSON-array path
+/// there is not ported).
+pub fn check_mistral_tool_parser(
+    vocabulary: &crate::mistral::MistralRenderer,
+    tool: Option<&str>,
+) -> Result<(), vllm_parser::ParserError> {
+    let version = vocabulary.version().number();
+    if tool == Some("mistral") && version < 11 {
+        return Err(vllm_parser::ParserError::MistralPreV11(format!(
+            "a mistral-common vocabulary of version v{version}"
+        )));
+    }
+    Ok(())
 }
