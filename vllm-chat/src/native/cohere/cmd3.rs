@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use super::Template;
-use super::cmd4::tool_result;
+use super::cmd4::results_turn;
 use super::config::{Config, Toggle};
 use super::json::{escape, to_json};
 use super::messages::{Item, ItemKind, PromptMessage, Role};
@@ -211,24 +211,7 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage], template: Temp
                 role: Role::Tool, ..
             } => {}
             PromptMessage::Results { index, results } => {
-                if seen.contains(index) {
-                    continue;
-                }
-                out.push_str(SYSTEM_TURN);
-                out.push_str(START_TOOL_RESULT);
-                out.push_str("[\n    ");
-                tool_result(&mut out, *index, results);
-                for follower in &messages[i + 1..] {
-                    let PromptMessage::Results { index, results } = follower else {
-                        break;
-                    };
-                    out.push_str(",\n    ");
-                    tool_result(&mut out, *index, results);
-                    seen.push(*index);
-                }
-                out.push_str("\n]");
-                out.push_str(END_TOOL_RESULT);
-                out.push_str(END_TURN);
+                results_turn(&mut out, (*index, results), &messages[i + 1..], &mut seen);
             }
         }
     }

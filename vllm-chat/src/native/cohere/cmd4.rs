@@ -140,24 +140,7 @@ pub(crate) fn render(config: &Config, messages: &[PromptMessage], template: Temp
                 role: Role::Tool, ..
             } => {}
             PromptMessage::Results { index, results } => {
-                if seen.contains(index) {
-                    continue;
-                }
-                out.push_str(SYSTEM_TURN);
-                out.push_str(START_TOOL_RESULT);
-                out.push_str("[\n    ");
-                tool_result(&mut out, *index, results);
-                for follower in &messages[i + 1..] {
-                    let PromptMessage::Results { index, results } = follower else {
-                        break;
-                    };
-                    out.push_str(",\n    ");
-                    tool_result(&mut out, *index, results);
-                    seen.push(*index);
-                }
-                out.push_str("\n]");
-                out.push_str(END_TOOL_RESULT);
-                out.push_str(END_TURN);
+                results_turn(&mut out, (*index, results), &messages[i + 1..], &mut seen);
             }
         }
     }
@@ -221,8 +204,37 @@ pub(super) fn action(out: &mut String, tool_calls: &[PromptCall]) {
     out.push_str(END_TURN);
 }
 
+/// A run of tool results in one system turn: `first` and the `Results` right after
+/// it in `followers` (both formats write results this way; a result already written
+/// in an earlier run is skipped, as the templates track `tool_ids_seen`).
+pub(super) fn results_turn(
+    out: &mut String,
+    first: (usize, &[Value]),
+    followers: &[PromptMessage],
+    seen: &mut Vec<usize>,
+) {
+    if seen.contains(&first.0) {
+        return;
+    }
+    out.push_str(SYSTEM_TURN);
+    out.push_str(START_TOOL_RESULT);
+    out.push_str("[\n    ");
+    tool_result(out, first.0, first.1);
+    for follower in followers {
+        let PromptMessage::Results { index, results } = follower else {
+            break;
+        };
+        out.push_str(",\n    ");
+        tool_result(out, *index, results);
+        seen.push(*index);
+    }
+    out.push_str("\n]");
+    out.push_str(END_TOOL_RESULT);
+    out.push_str(END_TURN);
+}
+
 /// One tool call's results.
-pub(super) fn tool_result(out: &mut String, index: usize, results: &[Value]) {
+fn tool_result(out: &mut String, index: usize, results: &[Value]) {
     out.push_str(&format!(
         "{{\n        \"tool_call_id\": \"{index}\",\n        \"results\": {{"
     ));
