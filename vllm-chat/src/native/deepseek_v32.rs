@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::py::{self, get, is, or_empty, repr, s, to_json, truthy};
+use super::py::{self, get, is, or_empty, repr, s, to_json, truthy, type_name};
 use crate::RenderError;
 use crate::kwargs::Kwargs;
 
@@ -88,18 +88,6 @@ pub(super) fn tools_from_openai_format(tools: &Value) -> Result<Vec<Value>, Rend
                 .ok_or_else(|| py::key_error("function"))
         })
         .collect()
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
 }
 
 /// A tool call's `(name, arguments)` from its OpenAI form.

@@ -12,7 +12,7 @@
 
 use serde_json::{Value, json};
 
-use super::py::{self, get, truthy};
+use super::py::{self, get, truthy, type_name};
 use crate::RenderError;
 use crate::kwargs::Kwargs;
 use crate::openai::{ChatMessage, ContentPart, MessageContent};
@@ -417,16 +417,4 @@ fn tool_call_name_and_args(call: &Value) -> Result<(String, Value), RenderError>
         ));
     }
     Ok((name.clone(), args))
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
 }

@@ -7,6 +7,19 @@ use serde_json::Value;
 use crate::RenderError;
 use crate::python;
 
+/// Python's `type(x).__name__` of a JSON value.
+pub(crate) fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "NoneType",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
 /// `msg.get(key)`: `None` when absent or `null`.
 pub(crate) fn get<'a>(msg: &'a Value, key: &str) -> Option<&'a Value> {
     msg.get(key).filter(|v| !v.is_null())

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use super::messages::{self, Message};
 use crate::RenderError;
 use crate::kwargs::Kwargs;
-use crate::native::py::{self, truthy};
+use crate::native::py::{self, truthy, type_name};
 
 /// The two prompt formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,19 +86,6 @@ const CONSUMED: [&str; 23] = [
     "_position_to_source",
     "_tool_message_v2_content",
 ];
-
-/// Python's `type(x).__name__`.
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "NoneType",
-        Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_f64() => "float",
-        Value::Number(_) => "int",
-        Value::String(_) => "str",
-        Value::Array(_) => "list",
-        Value::Object(_) => "dict",
-    }
-}
 
 /// serde's "invalid type" wording for a JSON value.
 fn unexpected(v: &Value) -> String {
