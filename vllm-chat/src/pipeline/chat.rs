@@ -109,9 +109,10 @@ fn input_size(request: &ChatCompletionRequest) -> usize {
         .iter()
         .map(|m| m.content.as_ref().map_or(0, content))
         .sum();
-    // A request's own template can burn its whole fuel budget whatever its size: it
-    // always goes off the async workers.
-    if request.chat_template.is_some() {
+    // A request's own template can burn its whole fuel budget whatever its size, and
+    // tools are rendered as JSON and may be converted to grammars: both always go off
+    // the async workers.
+    if request.chat_template.is_some() || request.tools.as_ref().is_some_and(|t| !t.is_empty()) {
         return usize::MAX;
     }
     messages
@@ -160,33 +161,39 @@ impl Pipeline {
             request.model = None;
         }
         let parsers = &self.config.parsers;
-        // vLLM's request checks and the parsers' `adjust_request`, before rendering.
-        let tools = RequestTools::of(&request);
-        let mut kwargs = self
-            .model
-            .renderer
-            .options()
-            .default_chat_template_kwargs
-            .clone();
-        kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
-        let adjustments = parsers
-            .adjust_request(&tools.serving(&request, &kwargs))
-            .map_err(serving_error)?;
-        if let Some(skip) = adjustments.skip_special_tokens {
-            request.skip_special_tokens = Some(skip);
-        }
-        if let Some(spaces) = adjustments.spaces_between_special_tokens {
-            request.spaces_between_special_tokens = spaces;
-        }
+        // vLLM's request checks and the parsers' `adjust_request`, then the render,
+        // off the async workers: with tools, `adjust_request` may convert every tool's
+        // JSON schema into a grammar (Cohere's structural tag), which is CPU work of its
+        // own whatever the messages' size.
         let model = self.model.clone();
-        let (request, rendered) = self
+        let serving = parsers.clone();
+        let (request, tools, prepared) = self
             .config
             .offload
             .run(input_size(&request), move || {
-                let rendered = model.renderer.render_chat(&request);
-                (request, rendered)
+                let tools = RequestTools::of(&request);
+                let mut kwargs = model
+                    .renderer
+                    .options()
+                    .default_chat_template_kwargs
+                    .clone();
+                kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
+                let prepared = serving
+                    .adjust_request(&tools.serving(&request, &kwargs))
+                    .map(|adjustments| {
+                        if let Some(skip) = adjustments.skip_special_tokens {
+                            request.skip_special_tokens = Some(skip);
+                        }
+                        if let Some(spaces) = adjustments.spaces_between_special_tokens {
+                            request.spaces_between_special_tokens = spaces;
+                        }
+                        let rendered = model.renderer.render_chat(&request);
+                        (adjustments, rendered)
+                    });
+                (request, tools, prepared)
             })
             .await?;
+        let (adjustments, rendered) = prepared.map_err(serving_error)?;
         let mut generate = rendered?;
         let model = &self.model;
         // The parsers' constraint replaces the request's own (`response_format` was
