@@ -143,6 +143,7 @@ fn main() -> anyhow::Result<()> {
         response_format_set: false,
         tools_strict: &[],
         response_format: None,
+        structured_outputs: None,
     };
     let adjustments = parsers.adjust_request(&request)?;
     eprintln!("request adjustments: {adjustments:?}");

@@ -204,3 +204,83 @@ fn mistral_directory_serves_mistral_commons_token_ids() {
     });
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `--tokenizer-mode mistral` with the Mistral parsers on a tekken v13 vocabulary: the
+/// engine request carries mistral-common's Lark grammar for the whole reply, as vLLM's
+/// `MistralParser.adjust_request` builds it (`vllm-parser/tests/fixtures/mistral_grammars.json.gz`),
+/// with `reasoning_ended: true` (the grammar covers the reasoning) and the reasoning
+/// parser's kwargs.
+#[tokio::test]
+async fn mistral_parsers_constrain_with_mistral_commons_grammar() {
+    use std::sync::Arc;
+    use std::time::Duration;
+    use vllm_chat::RendererOptions;
+    use vllm_chat::openai::ChatCompletionRequest;
+    use vllm_chat::pipeline::{Accepted, Model, Pipeline, PipelineConfig, Routing};
+    use vllm_client::mock::{MockConfig, MockEngine};
+    use vllm_client::{ClientConfig, EngineCoreClient};
+
+    let fixture: Value = serde_json::from_slice(&gunzip(
+        "vllm-parser/tests/fixtures/mistral_grammars.json.gz",
+    ))
+    .expect("json");
+    let case = fixture["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| {
+            c["tokenizer"] == "tekken_v13"
+                && c["tool_parser"] == "mistral"
+                && c["reasoning_parser"] == "mistral"
+                && c["name"] == "tools_named"
+        })
+        .expect("case")
+        .clone();
+    let dir = std::env::temp_dir().join(format!("mistral-grammar-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let base: Value = serde_json::from_slice(&vendored::tekken_v3()).expect("tekken");
+    std::fs::write(
+        dir.join("tekken.json"),
+        vendored::synthetic_tekken(&base, "v13"),
+    )
+    .unwrap();
+    let model = Model::load_with_mode(&dir, TokenizerMode::Mistral, RendererOptions::default())
+        .expect("model loads");
+    std::fs::remove_dir_all(&dir).ok();
+    let parsers = model
+        .serving_parsers(Some("mistral"), Some("mistral"), true)
+        .expect("parsers");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config =
+        ClientConfig::handshake("127.0.0.1", port, 1).with_ready_timeout(Duration::from_secs(60));
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, MockConfig::default());
+    let client = connecting.await.unwrap().expect("engine registers");
+    let pipeline = Pipeline::new(Arc::new(model), client, PipelineConfig::new("m", parsers));
+
+    let request: ChatCompletionRequest =
+        serde_json::from_value(case["request"].clone()).expect("request");
+    let accepted = pipeline
+        .chat(request, Routing::default())
+        .await
+        .expect("accepted");
+    accepted.response().await.expect("answered");
+    let added = engine.added_requests();
+    let sent = added.first().expect("the engine got the request");
+    let grammar = sent
+        .sampling_params
+        .as_ref()
+        .and_then(|p| p.structured_outputs.as_ref())
+        .and_then(|s| s.grammar.clone());
+    assert_eq!(
+        grammar.as_deref(),
+        case["adjusted"]["structured_outputs"]["grammar"].as_str()
+    );
+    assert_eq!(sent.reasoning_ended, Some(true));
+    assert!(sent.reasoning_parser_kwargs.is_some());
+}

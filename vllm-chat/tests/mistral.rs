@@ -32,58 +32,8 @@ fn ids(value: &Value) -> Vec<u32> {
         .collect()
 }
 
-/// The vendored `tekken_240911.json` (v3).
-fn tekken_v3() -> Vec<u8> {
-    common::gunzip(
-        &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../testdata/models/mistral_tekken/tekken.json.gz"),
-    )
-}
-
-/// The generator's `synthetic_tekken`: the same ranks, another `config.version`, and
-/// the special-token list written out.
-fn synthetic_tekken(base: &Value, version: &str) -> Vec<u8> {
-    const SPECIALS: [&str; 24] = [
-        "<unk>",
-        "<s>",
-        "</s>",
-        "[INST]",
-        "[/INST]",
-        "[AVAILABLE_TOOLS]",
-        "[/AVAILABLE_TOOLS]",
-        "[TOOL_RESULTS]",
-        "[/TOOL_RESULTS]",
-        "[TOOL_CALLS]",
-        "[IMG]",
-        "<pad>",
-        "[IMG_BREAK]",
-        "[IMG_END]",
-        "[PREFIX]",
-        "[MIDDLE]",
-        "[SUFFIX]",
-        "[SYSTEM_PROMPT]",
-        "[/SYSTEM_PROMPT]",
-        "[TOOL_CONTENT]",
-        "[ARGS]",
-        "[CALL_ID]",
-        "[THINK]",
-        "[/THINK]",
-    ];
-    let mut data = base.clone();
-    data["config"]["version"] = json!(version);
-    data["special_tokens"] = SPECIALS
-        .iter()
-        .enumerate()
-        .map(|(rank, token)| json!({"rank": rank, "token_str": token, "is_control": true}))
-        .collect();
-    if let Some(map) = data.as_object_mut() {
-        map.remove("image");
-    }
-    serde_json::to_vec(&data).unwrap()
-}
-
 fn renderers(options: &MistralOptions) -> HashMap<String, MistralRenderer> {
-    let v3 = tekken_v3();
+    let v3 = common::tekken_v3();
     let base: Value = serde_json::from_slice(&v3).unwrap();
     let mut out = HashMap::new();
     out.insert(
@@ -91,7 +41,7 @@ fn renderers(options: &MistralOptions) -> HashMap<String, MistralRenderer> {
         MistralRenderer::from_tekken_bytes(&v3, options.clone()).unwrap(),
     );
     for version in ["v7", "v11", "v13"] {
-        let bytes = synthetic_tekken(&base, version);
+        let bytes = common::synthetic_tekken(&base, version);
         out.insert(
             format!("tekken_{version}"),
             MistralRenderer::from_tekken_bytes(&bytes, options.clone()).unwrap(),
@@ -226,7 +176,7 @@ fn directories_load_by_vocabulary() {
     assert!(vllm_chat::mistral::is_mistral_dir(&dir));
     let renderer = MistralRenderer::from_dir(&dir, MistralOptions::default()).unwrap();
     assert_eq!(renderer.version(), InstructVersion::V3);
-    std::fs::write(dir.join("tekken.json"), tekken_v3()).unwrap();
+    std::fs::write(dir.join("tekken.json"), common::tekken_v3()).unwrap();
     let renderer = MistralRenderer::from_dir(&dir, MistralOptions::default()).unwrap();
     assert_eq!(renderer.encode("Hello", true).unwrap()[0], 1);
     std::fs::write(dir.join("tokenizer.json"), b"{}").unwrap();
@@ -241,7 +191,8 @@ fn tekken_encodes_as_mistral_common() {
     let expected = fixture["tekken"].as_array().unwrap();
     assert!(strings.len() > 400);
     let renderer =
-        MistralRenderer::from_tekken_bytes(&tekken_v3(), MistralOptions::default()).unwrap();
+        MistralRenderer::from_tekken_bytes(&common::tekken_v3(), MistralOptions::default())
+            .unwrap();
     for (text, want) in strings.iter().zip(expected) {
         let text = text.as_str().unwrap();
         assert_eq!(renderer.encode(text, false).unwrap(), ids(want), "{text:?}");
@@ -253,7 +204,7 @@ fn chat_renderer_renders_mistral_directories() {
     use vllm_chat::{ChatRenderer, RendererKind, RendererOptions, TokenizerMode};
     let dir = std::env::temp_dir().join(format!("vllm-chat-mistral-mode-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("tekken.json"), tekken_v3()).unwrap();
+    std::fs::write(dir.join("tekken.json"), common::tekken_v3()).unwrap();
     let renderer =
         ChatRenderer::from_dir_with_mode(&dir, TokenizerMode::Auto, RendererOptions::default())
             .unwrap();
@@ -281,7 +232,7 @@ fn pipeline_model_loads_mistral_directories() {
     use vllm_chat::{RendererOptions, TokenizerMode};
     let dir = std::env::temp_dir().join(format!("vllm-chat-mistral-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("tekken.json"), tekken_v3()).unwrap();
+    std::fs::write(dir.join("tekken.json"), common::tekken_v3()).unwrap();
     let model =
         Model::load_with_mode(&dir, TokenizerMode::Auto, RendererOptions::default()).unwrap();
     assert_eq!(model.eos_token_id, Some(2));
@@ -299,8 +250,12 @@ fn pipeline_model_loads_mistral_directories() {
     );
     assert!(model.serving_parsers(Some("mistral"), None, false).is_ok());
     // The same vocabulary declared v11 takes the parser.
-    let base: Value = serde_json::from_slice(&tekken_v3()).unwrap();
-    std::fs::write(dir.join("tekken.json"), synthetic_tekken(&base, "v11")).unwrap();
+    let base: Value = serde_json::from_slice(&common::tekken_v3()).unwrap();
+    std::fs::write(
+        dir.join("tekken.json"),
+        common::synthetic_tekken(&base, "v11"),
+    )
+    .unwrap();
     let model =
         Model::load_with_mode(&dir, TokenizerMode::Auto, RendererOptions::default()).unwrap();
     let parsers = model.serving_parsers(None, Some("mistral"), true);

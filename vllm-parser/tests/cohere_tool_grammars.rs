@@ -102,6 +102,7 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
             response_format_set: response_format.is_some(),
             tools_strict: &[],
             response_format,
+            structured_outputs: None,
         };
         let converted = cohere_tools_grammar(&tools);
         let ours = parsers.adjust_request(&request);

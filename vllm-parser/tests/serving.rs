@@ -243,6 +243,7 @@ fn serving_corpus_matches_vllm() {
             response_format_set: false,
             tools_strict: &[],
             response_format: None,
+            structured_outputs: None,
         };
         let got = parsers.adjust_request(&request);
         match (adjusted.get("error"), &got) {

@@ -87,6 +87,7 @@ fn structural_tags_are_vllms_byte_for_byte() {
             response_format_set: response_format.is_some_and(|f| f["type"] != "text"),
             tools_strict: &strict,
             response_format,
+            structured_outputs: None,
         };
         let ours = match (
             parsers.adjust_request(&request),

@@ -215,6 +215,12 @@ impl Pipeline {
                     ..StructuredOutputsParams::default()
                 });
             }
+            Some(StructuredOutputs::Grammar(grammar)) => {
+                generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
+                    grammar: Some(grammar),
+                    ..StructuredOutputsParams::default()
+                });
+            }
             // A tag vLLM would not build either leaves the request as it is.
             Some(StructuredOutputs::StructuralTag { json: None, .. }) | None => {}
         }
@@ -241,6 +247,18 @@ impl Pipeline {
             .as_ref()
             .map(|c| c.chat_template_kwargs.clone())
             .unwrap_or_default();
+        // vLLM's `resolve_reasoning_ended` and `reasoning_parser_kwargs`: the engine
+        // constrains structured outputs from the first token when reasoning is hidden or
+        // the parser's grammar covers it; otherwise (`None`) its own reasoning parser,
+        // built with the same kwargs, reads the prompt as the server's parser would.
+        if !request.include_reasoning || adjustments.grammar_from_parser {
+            engine_request.reasoning_ended = Some(true);
+        }
+        if parsers.reasoning().is_some() {
+            engine_request.reasoning_parser_kwargs = Some(sampling::json_to_wire(
+                &serde_json::json!({ "chat_template_kwargs": kwargs }),
+            ));
+        }
         let streaming = request.stream == Some(true);
         let n = usize::try_from(engine_request.sampling_params.as_ref().map_or(1, |p| p.n))
             .unwrap_or(1)

@@ -199,8 +199,19 @@ impl Model {
             .config
             .as_ref()
             .and_then(|c| c.get("architectures")?.get(0)?.as_str().map(str::to_owned));
-        Ok(match architecture {
+        let parsers = match architecture {
             Some(architecture) => parsers.with_model_architecture(&architecture),
+            None => parsers,
+        };
+        // vLLM's Mistral parser constrains requests with mistral-common's grammar
+        // when the tokenizer is mistral-common's and supports it.
+        Ok(match mistral {
+            Some(mistral) => {
+                parsers.with_mistral_tokenizer(vllm_parser::serving::MistralTokenizer {
+                    version: mistral.version().number(),
+                    tekken: mistral.is_tekken(),
+                })
+            }
             None => parsers,
         })
     }

@@ -61,6 +61,7 @@ impl RequestTools {
                 || request.structured_outputs.is_some(),
             tools_strict: &self.strict,
             response_format: request.response_format.as_ref(),
+            structured_outputs: request.structured_outputs.as_ref(),
         }
     }
 }

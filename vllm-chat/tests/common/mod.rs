@@ -3,6 +3,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use serde_json::{Value, json};
+
 /// Decompresses a gzip file.
 pub fn gunzip(path: &Path) -> Vec<u8> {
     let mut out = Vec::new();
@@ -70,4 +72,56 @@ impl Drop for ModelDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// The vendored `tekken_240911.json` (v3).
+#[allow(dead_code)] // not every test binary reads Mistral vocabularies
+pub fn tekken_v3() -> Vec<u8> {
+    gunzip(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/models/mistral_tekken/tekken.json.gz"),
+    )
+}
+
+/// The generator's `synthetic_tekken`: the same ranks, another `config.version`, and
+/// the special-token list written out.
+#[allow(dead_code)]
+pub fn synthetic_tekken(base: &Value, version: &str) -> Vec<u8> {
+    const SPECIALS: [&str; 24] = [
+        "<unk>",
+        "<s>",
+        "</s>",
+        "[INST]",
+        "[/INST]",
+        "[AVAILABLE_TOOLS]",
+        "[/AVAILABLE_TOOLS]",
+        "[TOOL_RESULTS]",
+        "[/TOOL_RESULTS]",
+        "[TOOL_CALLS]",
+        "[IMG]",
+        "<pad>",
+        "[IMG_BREAK]",
+        "[IMG_END]",
+        "[PREFIX]",
+        "[MIDDLE]",
+        "[SUFFIX]",
+        "[SYSTEM_PROMPT]",
+        "[/SYSTEM_PROMPT]",
+        "[TOOL_CONTENT]",
+        "[ARGS]",
+        "[CALL_ID]",
+        "[THINK]",
+        "[/THINK]",
+    ];
+    let mut data = base.clone();
+    data["config"]["version"] = json!(version);
+    data["special_tokens"] = SPECIALS
+        .iter()
+        .enumerate()
+        .map(|(rank, token)| json!({"rank": rank, "token_str": token, "is_control": true}))
+        .collect();
+    if let Some(map) = data.as_object_mut() {
+        map.remove("image");
+    }
+    serde_json::to_vec(&data).unwrap()
 }

@@ -90,8 +90,9 @@ pub(crate) struct Engine {
     /// `PrefixCacheStats` since the last scheduler stats: requests, queried tokens,
     /// hit tokens.
     prefix_stats: (u64, u64, u64),
-    /// What the emulated KV connector freed, shared with the handle.
-    freed: super::FreedLog,
+    /// What the emulated KV connector freed and the requests added, shared with
+    /// the handle.
+    observed: super::ObservedLog,
 }
 
 impl Engine {
@@ -99,7 +100,7 @@ impl Engine {
         config: MockConfig,
         rank: u16,
         outputs: Vec<PushSocket>,
-        freed: super::FreedLog,
+        observed: super::ObservedLog,
     ) -> Self {
         let text: Arc<[u32]> = match &config.output {
             OutputMode::FixedText(tokens) => tokens.as_slice().into(),
@@ -128,7 +129,7 @@ impl Engine {
             kv: None,
             kv_publisher: None,
             prefix_stats: (0, 0, 0),
-            freed,
+            observed,
         }
     }
 
@@ -190,7 +191,7 @@ impl Engine {
         config: MockConfig,
         rank: u16,
         mut commands: mpsc::UnboundedReceiver<Command>,
-        freed: super::FreedLog,
+        observed: super::ObservedLog,
     ) -> Result<(), MockError> {
         let Connections {
             inputs,
@@ -205,7 +206,7 @@ impl Engine {
         drop(input_tx);
         let _abort_readers = AbortOnDrop(readers);
 
-        let mut engine = Engine::new(config, rank, outputs, freed);
+        let mut engine = Engine::new(config, rank, outputs, observed);
         engine.start_kv_events().await?;
         let interval = engine.config.step_interval();
         let mut next_step = Instant::now();
@@ -313,6 +314,13 @@ impl Engine {
     }
 
     async fn add(&mut self, request: EngineCoreRequest) -> Result<(), MockError> {
+        {
+            let mut observed = super::observed(&self.observed);
+            if observed.added.len() == super::ADDED_KEPT {
+                observed.added.pop_front();
+            }
+            observed.added.push_back(request.clone());
+        }
         let client = self.client(request.client_index);
         if request.sampling_params.is_none() {
             // Pooling requests: the mock only generates, so this is a request error.
@@ -406,9 +414,8 @@ impl Engine {
             kv_transfer_params = ?params,
             "KV connector: request finished before its remote prefill was pulled; freeing the remote blocks"
         );
-        self.freed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        super::observed(&self.observed)
+            .freed
             .push(super::FreedRemotePrefill {
                 request_id: seq.request_id.clone(),
                 kv_transfer_params: params.clone(),

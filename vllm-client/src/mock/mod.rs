@@ -46,6 +46,7 @@ mod startup;
 mod utility;
 mod worker;
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -68,8 +69,25 @@ pub struct FreedRemotePrefill {
     pub kv_transfer_params: crate::Value,
 }
 
-/// The list of [`FreedRemotePrefill`]s an engine shares with its handle.
-type FreedLog = Arc<Mutex<Vec<FreedRemotePrefill>>>;
+/// What an engine shares with its handle for tests to read.
+#[derive(Debug, Default)]
+struct Observed {
+    /// The [`FreedRemotePrefill`]s, oldest first.
+    freed: Vec<FreedRemotePrefill>,
+    /// The last [`ADDED_KEPT`] requests added, oldest first.
+    added: VecDeque<crate::protocol::EngineCoreRequest>,
+}
+
+/// How many added requests [`MockEngineHandle::added_requests`] keeps.
+const ADDED_KEPT: usize = 256;
+
+type ObservedLog = Arc<Mutex<Observed>>;
+
+/// Locks the log, whatever panicked while holding it.
+fn observed(log: &ObservedLog) -> std::sync::MutexGuard<'_, Observed> {
+    log.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 use crate::protocol::{EngineCoreReadyResponse, EngineZmqAddresses, VLLM_VERSION};
 use engine::{Command, Engine};
@@ -109,14 +127,14 @@ impl MockEngine {
         config: MockConfig,
     ) -> MockEngineHandle {
         let address = handshake_address.into();
-        MockEngineHandle::start(move |mut commands, freed| async move {
+        MockEngineHandle::start(move |mut commands, observed| async move {
             let timeout = config.handshake_timeout;
             let handshake = startup::handshake(&address, rank, timeout, |a| {
                 ready_response(&config, rank, a)
             });
             match starting(&mut commands, handshake).await? {
                 Some((connections, _)) => {
-                    Engine::run(connections, config, rank, commands, freed).await
+                    Engine::run(connections, config, rank, commands, observed).await
                 }
                 None => Ok(()),
             }
@@ -130,10 +148,12 @@ impl MockEngine {
         rank: u16,
         config: MockConfig,
     ) -> MockEngineHandle {
-        MockEngineHandle::start(move |mut commands, freed| async move {
+        MockEngineHandle::start(move |mut commands, observed| async move {
             let ready = ready_response(&config, rank, &addresses);
             match starting(&mut commands, startup::connect(&addresses, rank, &ready)).await? {
-                Some(connections) => Engine::run(connections, config, rank, commands, freed).await,
+                Some(connections) => {
+                    Engine::run(connections, config, rank, commands, observed).await
+                }
                 None => Ok(()),
             }
         })
@@ -163,22 +183,22 @@ async fn starting<T>(
 pub struct MockEngineHandle {
     commands: mpsc::UnboundedSender<Command>,
     task: JoinHandle<Result<(), MockError>>,
-    freed: FreedLog,
+    observed: ObservedLog,
 }
 
 impl MockEngineHandle {
     fn start<F, Fut>(run: F) -> Self
     where
-        F: FnOnce(mpsc::UnboundedReceiver<Command>, FreedLog) -> Fut,
+        F: FnOnce(mpsc::UnboundedReceiver<Command>, ObservedLog) -> Fut,
         Fut: Future<Output = Result<(), MockError>> + Send + 'static,
     {
         let (commands, receiver) = mpsc::unbounded_channel();
-        let freed = FreedLog::default();
-        let task = tokio::spawn(run(receiver, freed.clone()));
+        let observed = ObservedLog::default();
+        let task = tokio::spawn(run(receiver, observed.clone()));
         Self {
             commands,
             task,
-            freed,
+            observed,
         }
     }
 
@@ -188,10 +208,14 @@ impl MockEngineHandle {
     /// ([`EngineCoreRequest::kv_transfer_rejected`](crate::protocol::EngineCoreRequest::kv_transfer_rejected)).
     /// Always empty without [`MockConfig::kv_connector`].
     pub fn freed_remote_prefills(&self) -> Vec<FreedRemotePrefill> {
-        self.freed
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        observed(&self.observed).freed.clone()
+    }
+
+    /// The requests the engine was asked to add, as it decoded them (the last 256,
+    /// oldest first): what a frontend put on the wire, for tests of its request
+    /// building.
+    pub fn added_requests(&self) -> Vec<crate::protocol::EngineCoreRequest> {
+        observed(&self.observed).added.iter().cloned().collect()
     }
 
     /// Makes the engine die: it sends `ENGINE_CORE_DEAD` to every frontend and stops.

@@ -168,6 +168,7 @@ mod tests {
             response_format_set: true,
             tools_strict: &[],
             response_format: Some(&format),
+            structured_outputs: None,
         };
         assert_eq!(apply(None, &request), CohereTag::Unchanged);
         let CohereTag::Refused(message) = apply(Some("LlamaForCausalLM"), &request) else {

@@ -78,6 +78,7 @@
 //!     response_format_set: false,
 //!     tools_strict: &[],
 //!     response_format: None,
+//!     structured_outputs: None,
 //! };
 //! // Before rendering: hermes keeps special tokens when tools may be called.
 //! let adjusted = parsers.adjust_request(&request)?;
@@ -104,6 +105,7 @@ mod cohere_tools;
 mod ids;
 pub mod json_schema_grammar;
 mod markers;
+mod mistral_grammar;
 mod required;
 mod strict;
 mod structural_tag;
@@ -188,6 +190,9 @@ pub struct ServingRequest<'a> {
     /// a `tool_choice: auto` structural tag is `or`ed with its `json_schema` /
     /// `json_object` output format, as vLLM does.
     pub response_format: Option<&'a Value>,
+    /// `request.structured_outputs` as the client gave it (`None` when
+    /// absent): the Mistral grammar reads its `json` / `json_object`.
+    pub structured_outputs: Option<&'a Value>,
 }
 
 impl ServingRequest<'_> {
@@ -242,6 +247,10 @@ pub enum StructuredOutputs {
         /// unconstrained, as before.
         json: Option<String>,
     },
+    /// `structured_outputs.grammar`: the Lark grammar vLLM's Mistral parser
+    /// builds with mistral-common's `GrammarFactory` (see
+    /// [`ServingParsers::with_mistral_tokenizer`]).
+    Grammar(String),
 }
 
 /// What the parsers' `adjust_request` changed, to apply before sampling
@@ -256,6 +265,10 @@ pub struct RequestAdjustments {
     /// The new structured-outputs constraint; when set, vLLM clears the
     /// request's `response_format`.
     pub structured_outputs: Option<StructuredOutputs>,
+    /// The constraint covers the reply from its first token, reasoning
+    /// included (vLLM's `_grammar_from_parser`, set by the Mistral grammar):
+    /// the engine request's `reasoning_ended` is then `true`.
+    pub grammar_from_parser: bool,
 }
 
 /// A request vLLM answers with 400 Bad Request: the exact message, and the
@@ -275,6 +288,24 @@ impl ServingError {
             message: message.into(),
             param: param.map(str::to_owned),
         }
+    }
+}
+
+/// A mistral-common tokenizer (`--tokenizer-mode mistral`) as vLLM's Mistral
+/// parser sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MistralTokenizer {
+    /// The instruct version (`3` for `v3`, `13` for `v13`, …).
+    pub version: u32,
+    /// Whether it is a tekken (`tekken.json`) rather than a SentencePiece
+    /// tokenizer.
+    pub tekken: bool,
+}
+
+impl MistralTokenizer {
+    /// mistral-common's `GrammarFactory.is_supported`: tekken, version 11 or later.
+    pub fn supports_grammar(&self) -> bool {
+        self.tekken && self.version >= 11
     }
 }
 
@@ -298,6 +329,13 @@ pub struct ServingParsers {
     tool_strict_level: Option<ToolStrictLevel>,
     /// `model_config.architecture` (Cohere's structural tags need it).
     model_architecture: Option<String>,
+    /// The Mistral parser's control tokens, and (once
+    /// [`ServingParsers::with_mistral_tokenizer`] says the tokenizer supports
+    /// grammars) the tokenizer's version: requests then get its Lark grammar.
+    mistral_grammar: Option<mistral_grammar::GrammarTokens>,
+    /// Whether [`ServingParsers::with_mistral_tokenizer`] set a tokenizer that
+    /// supports mistral-common grammars.
+    mistral_grammars: bool,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -367,6 +405,13 @@ impl ServingParsers {
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
             .collect();
         let token_suffix = token_id("<tool_calls>").map(|_| String::new());
+        let mistral_grammar = (reasoning == Some("mistral") || active_tool == Some("mistral"))
+            .then(|| mistral_grammar::GrammarTokens {
+                version: 0,
+                tool_calls: token_id("[TOOL_CALLS]"),
+                args: token_id("[ARGS]"),
+                think: token_id("[THINK]").zip(token_id("[/THINK]")),
+            });
         Ok(Self {
             reasoning,
             active_tool_name: active_tool,
@@ -377,7 +422,26 @@ impl ServingParsers {
             token_suffix,
             tool_strict_level: None,
             model_architecture: None,
+            mistral_grammar,
+            mistral_grammars: false,
         })
+    }
+
+    /// Say the model's tokenizer is mistral-common's (`--tokenizer-mode
+    /// mistral`). With a tekken tokenizer of version 11 or later, vLLM's
+    /// Mistral parser (`mistral` as either parser) then constrains every
+    /// request it adjusts with mistral-common's Lark grammar for the whole
+    /// reply ([`StructuredOutputs::Grammar`], covering reasoning, so
+    /// [`RequestAdjustments::grammar_from_parser`]) instead of the rules of a
+    /// `tokenizers` vocabulary; requests with a `regex` / `choice` / `grammar`
+    /// / `structural_tag` constraint or a `structural_tag` `response_format`
+    /// keep those rules.
+    pub fn with_mistral_tokenizer(mut self, tokenizer: MistralTokenizer) -> Self {
+        if let Some(tokens) = &mut self.mistral_grammar {
+            tokens.version = tokenizer.version;
+            self.mistral_grammars = tokenizer.supports_grammar();
+        }
+        self
     }
 
     /// Set the model's architecture, vLLM's `model_config.architecture` (the
@@ -484,6 +548,18 @@ impl ServingParsers {
             .iter()
             .any(|n| matches!(n, Some("hf" | "beam")));
         if self.reasoning.is_none() && choice == ToolChoice::None && !template {
+            return Ok(out);
+        }
+        // MistralParser.adjust_request with a grammar-capable mistral-common
+        // tokenizer: the grammar replaces every other rule.
+        if let Some(tokens) = self.mistral_grammar.filter(|_| self.mistral_grammars)
+            && !mistral_grammar::keeps_legacy_rules(request)
+        {
+            let grammar = mistral_grammar::grammar(tokens, request).map_err(|token| {
+                ServingError::new(format!("Unknown special token: {token}"), None)
+            })?;
+            out.structured_outputs = Some(StructuredOutputs::Grammar(grammar));
+            out.grammar_from_parser = true;
             return Ok(out);
         }
         let no_skip = |out: &mut RequestAdjustments| out.skip_special_tokens = Some(false);
@@ -791,8 +867,18 @@ fn unsupported_template_guarantee(
 }
 
 /// `MistralParser._build_guided_schema_pre_v11`: Mistral's bare JSON array of
-/// `{"name", "arguments"}` for `required` / named choices.
+/// `{"name", "arguments"}` for `required` / named choices, unless the request
+/// brings its own `structured_outputs` or a `structural_tag` `response_format`.
 fn mistral_forced_schema(request: &ServingRequest) -> Option<Value> {
+    let overridable = request.response_format.is_none_or(|f| {
+        matches!(
+            f.get("type").and_then(Value::as_str),
+            Some("text" | "json_object" | "json_schema")
+        )
+    });
+    if request.structured_outputs.is_some() || !overridable {
+        return None;
+    }
     let tools = request.tools.filter(|t| !t.is_empty())?;
     let (applicable, single): (Vec<&Tool>, bool) = match request.tool_choice.as_ref()? {
         ToolChoice::Required => (tools.iter().collect(), false),
@@ -930,6 +1016,7 @@ mod tests {
             response_format_set: false,
             tools_strict: &[],
             response_format: None,
+            structured_outputs: None,
         }
     }
 

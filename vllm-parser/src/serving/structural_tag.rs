@@ -984,6 +984,11 @@ pub(crate) fn dumps_python(value: &Value) -> String {
     dumps_ascii(&to_py(value))
 }
 
+/// `json.dumps(value, ensure_ascii=False)`.
+pub(crate) fn dumps_unicode(value: &Value) -> String {
+    crate::json::dumps(&to_py(value))
+}
+
 pub(crate) fn dump_tag(format: Value) -> String {
     dumps_ascii(&to_py(&json!({"type": "structural_tag", "format": format})))
 }

@@ -51,6 +51,11 @@ enum EncoderKind {
 }
 
 impl TextEncoder {
+    /// Whether the vocabulary is tekken's (else SentencePiece's).
+    pub(crate) fn is_tekken(&self) -> bool {
+        matches!(self.kind, EncoderKind::Tekken(_))
+    }
+
     pub(crate) fn tekken(encoder: TekkenEncoder) -> Self {
         TextEncoder {
             kind: EncoderKind::Tekken(encoder),

@@ -286,6 +286,12 @@ impl MistralRenderer {
         self.vocab.version
     }
 
+    /// Whether the vocabulary is a `tekken.json` one (mistral-common's grammars need
+    /// tekken, version 11 or later).
+    pub fn is_tekken(&self) -> bool {
+        self.vocab.encoder.is_tekken()
+    }
+
     /// vllm-detok's decoder of this vocabulary (for streaming the model's output).
     pub fn tokenizer(&self) -> Arc<dyn Tokenizer> {
         self.vocab.tokenizer.clone()
