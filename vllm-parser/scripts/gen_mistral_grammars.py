@@ -59,6 +59,7 @@ from gen_mistral_harmony_fixtures import SYNTHETIC_SPECIALS, synthetic_tekken  #
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
 from vllm.tokenizers.mistral import MistralTokenizer  # noqa: E402
+from vllm.utils.mistral import is_mistral_tokenizer, is_mistral_tool_parser  # noqa: E402
 
 if mistral_common.__version__ != MISTRAL_COMMON:
     sys.exit(f"mistral_common {mistral_common.__version__} imported, fixtures pin {MISTRAL_COMMON}")
@@ -158,7 +159,7 @@ def tokenizer(version, specials, tmp):
 
 
 def adjusted(parser_cls, tok, body):
-    """OnlineRenderer's adjust_request on a fresh request (``should_adjust_request``)."""
+    """OnlineRenderer's adjust_request on a fresh request (its ``should_adjust_request``)."""
     try:
         request = ChatCompletionRequest.model_validate(copy.deepcopy(body))
     except Exception as e:  # noqa: BLE001
@@ -166,8 +167,12 @@ def adjusted(parser_cls, tok, body):
     if parser_cls.tool_parser_cls is None and request.tool_choice not in (None, "none"):
         return {"skipped": "tool_choice without a tool parser"}
     parser = parser_cls(tok, request.tools, chat_template_kwargs={})
+    # OnlineRenderer: grammar-capable Mistral tokenizers always adjust with the
+    # Mistral tool parser, even for tool_choice "none".
+    grammar_eligible = (is_mistral_tool_parser(parser_cls.tool_parser_cls)
+                        and is_mistral_tokenizer(tok) and tok.supports_grammar)
     should = (parser_cls.always_adjust_request or parser_cls.reasoning_parser_cls is not None
-              or request.tool_choice != "none")
+              or request.tool_choice != "none" or grammar_eligible)
     if not should:
         return {"not_adjusted": True}
     original = copy.deepcopy(request.structured_outputs)

@@ -543,11 +543,13 @@ impl ServingParsers {
         if !self.is_active() {
             return Ok(out);
         }
-        // `should_adjust_request`: a reasoning parser, or a tool choice.
+        // `should_adjust_request`: a reasoning parser, a tool choice, or the
+        // Mistral tool parser on a grammar-capable tokenizer.
         let template = [self.reasoning, self.active_tool_name]
             .iter()
             .any(|n| matches!(n, Some("hf" | "beam")));
-        if self.reasoning.is_none() && choice == ToolChoice::None && !template {
+        let mistral_grammar = self.mistral_grammars && self.active_tool_name == Some("mistral");
+        if self.reasoning.is_none() && choice == ToolChoice::None && !template && !mistral_grammar {
             return Ok(out);
         }
         // MistralParser.adjust_request with a grammar-capable mistral-common
