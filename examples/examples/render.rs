@@ -61,14 +61,17 @@ struct Args {
     /// Override the context length from config.json.
     #[arg(long)]
     max_model_len: Option<u64>,
-    /// Tool-call parser (accepted for compatibility; rendering does not depend on it).
+    /// Tool-call parser (`none`: no tool parser): its `adjust_request` applies to
+    /// rendered chat requests (e.g. a forced tool choice's structured outputs), as the
+    /// tool parser of a server with `--enable-auto-tool-choice`.
     #[arg(long)]
     tool_call_parser: Option<String>,
-    /// vLLM's `--tool-strict-level` (auto, function, parameter): checked as vLLM
-    /// checks it, otherwise accepted for compatibility (rendering does not depend on it).
+    /// vLLM's `--tool-strict-level` (auto, function, parameter): the floor of the tool
+    /// parser's structural tags.
     #[arg(long, value_parser = vllm_parser::serving::ToolStrictLevel::from_name)]
     tool_strict_level: Option<vllm_parser::serving::ToolStrictLevel>,
-    /// Reasoning parser (accepted for compatibility; `reasoning_parser_kwargs` stays null).
+    /// Reasoning parser (`none`: no reasoning parser): its `adjust_request` applies and
+    /// rendered chat requests carry `reasoning_parser_kwargs`.
     #[arg(long)]
     reasoning_parser: Option<String>,
 }
@@ -79,21 +82,6 @@ async fn main() -> anyhow::Result<()> {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let args = Args::parse();
-    if let Some(p) = args
-        .reasoning_parser
-        .as_deref()
-        .filter(|p| !matches!(*p, "none" | ""))
-    {
-        tracing::warn!(
-            "--reasoning-parser {p}: accepted, but reasoning_parser_kwargs/reasoning_ended are not resolved"
-        );
-    }
-    if let Some(p) = &args.tool_call_parser {
-        tracing::info!("--tool-call-parser {p}: rendering does not depend on it");
-    }
-    if let Some(level) = args.tool_strict_level {
-        tracing::info!("--tool-strict-level {level}: rendering does not depend on it");
-    }
     let model_root = args.model_dir.display().to_string();
     let served_model_name = args.served_model_name.clone().unwrap_or(model_root.clone());
     let default_chat_template_kwargs = match &args.default_chat_template_kwargs {
@@ -119,7 +107,14 @@ async fn main() -> anyhow::Result<()> {
         args.tokenizer_mode,
         options,
     )?);
-    let api = ModelApi::new(model, &served_model_name, &model_root);
+    let named = |name: &Option<String>| name.clone().filter(|n| !matches!(n.as_str(), "none" | ""));
+    let (reasoning, tool) = (named(&args.reasoning_parser), named(&args.tool_call_parser));
+    let mut parsers =
+        model.serving_parsers(reasoning.as_deref(), tool.as_deref(), tool.is_some())?;
+    if let Some(level) = args.tool_strict_level {
+        parsers = parsers.with_tool_strict_level(level);
+    }
+    let api = ModelApi::new(model, &served_model_name, &model_root).with_parsers(parsers);
     let addr: SocketAddr = format!("{}:{}", args.host, args.port)
         .parse()
         .context("--host/--port")?;

@@ -37,7 +37,7 @@ async fn pipeline(engines: u16) -> (Pipeline, Vec<vllm_client::mock::MockEngineH
         .map(|rank| MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), rank, mock.clone()))
         .collect();
     let client = connecting.await.unwrap().expect("engines register");
-    let parsers = ServingParsers::new(None, None, false, None, |_| None).unwrap();
+    let parsers = ServingParsers::none();
     let config = PipelineConfig::new("qwen3", parsers);
     (Pipeline::new(Arc::new(model), client, config), handles)
 }

@@ -641,7 +641,7 @@ fn tool_choice_required_reads_the_json_array() {
         assert_eq!(calls[0]["function"]["name"], "get_weather");
         assert_eq!(calls[0]["function"]["arguments"], "{\"city\": \"Paris\"}");
 
-        let mut streamed = request;
+        let mut streamed = request.clone();
         streamed["stream"] = json!(true);
         let events = stream_all(addr, "/v1/chat/completions", streamed).await;
         let calls: Vec<Value> = events
@@ -667,6 +667,23 @@ fn tool_choice_required_reads_the_json_array() {
             .collect();
         assert_eq!(arguments, "{\"city\": \"Paris\"}");
         assert_eq!(final_choice(&events)["finish_reason"], "tool_calls");
+
+        // The render endpoint applies the same parser rules: the forced choice's JSON
+        // schema (vLLM's `get_json_schema_from_tools`) in the sampling parameters.
+        let mut render = request;
+        render["include_reasoning"] = json!(false);
+        let (status, rendered) = post(addr, "/v1/chat/completions/render", render).await;
+        assert_eq!(status, StatusCode::OK, "{rendered}");
+        let schema = &rendered["sampling_params"]["structured_outputs"]["json"];
+        assert_eq!(schema["type"], "array", "{rendered}");
+        assert_eq!(schema["minItems"], 1);
+        assert_eq!(
+            schema["items"]["anyOf"][0]["properties"]["name"]["enum"],
+            json!(["get_weather"])
+        );
+        assert_eq!(rendered["reasoning_ended"], true);
+        // No reasoning parser: no kwargs for one.
+        assert!(rendered["reasoning_parser_kwargs"].is_null());
     });
 }
 

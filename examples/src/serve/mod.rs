@@ -329,6 +329,7 @@ impl Server {
                 config.served_model_name.clone(),
                 config.lora.allowed_prefixes.clone(),
             )),
+            parsers: parsers.clone(),
         });
         for module in &config.lora.modules {
             api.loras

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::FromRef;
 use vllm_chat::pipeline::lora::LoraRegistry;
-use vllm_chat::pipeline::{Model, Offload, Pipeline};
+use vllm_chat::pipeline::{Model, Offload, Pipeline, ServingParsers};
 
 /// The model as the API presents it: what the engine-free endpoints need
 /// (`/tokenize`, `/detokenize`, `/v1/models`, the render endpoints). A render-only
@@ -20,6 +20,8 @@ pub struct ModelApi {
     pub offload: Offload,
     /// The LoRA adapters served besides the model (`/v1/models` lists them).
     pub loras: Arc<LoraRegistry>,
+    /// The server's parsers: the render endpoint applies their `adjust_request`.
+    pub parsers: ServingParsers,
 }
 
 impl std::fmt::Debug for ModelApi {
@@ -33,7 +35,7 @@ impl std::fmt::Debug for ModelApi {
 
 impl ModelApi {
     /// The API of `model` served as `served_model_name` from `model_root`: default
-    /// offload pool, no LoRA adapters.
+    /// offload pool, no LoRA adapters, no parsers.
     pub fn new(model: Arc<Model>, served_model_name: &str, model_root: &str) -> Self {
         Self {
             model,
@@ -41,7 +43,14 @@ impl ModelApi {
             model_root: model_root.to_owned(),
             offload: Offload::default(),
             loras: Arc::new(LoraRegistry::new(served_model_name, None)),
+            parsers: ServingParsers::none(),
         }
+    }
+
+    /// The same API rendering in front of `parsers`.
+    pub fn with_parsers(mut self, parsers: ServingParsers) -> Self {
+        self.parsers = parsers;
+        self
     }
 
     /// The model's context length.

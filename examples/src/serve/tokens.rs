@@ -105,7 +105,7 @@ pub async fn render_chat(State(state): State<Arc<ModelApi>>, body: Bytes) -> Res
     json_or_error(
         offloaded(state, body, |state, body| {
             let request: ChatCompletionRequest = serde_json::from_slice(body)?;
-            Ok(state.model.renderer.render_chat(&request)?)
+            vllm_chat::pipeline::render_chat(&state.model, &state.parsers, request)
         })
         .await,
     )

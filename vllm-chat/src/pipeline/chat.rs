@@ -7,20 +7,20 @@ use std::collections::VecDeque;
 
 use vllm_client::protocol::EngineCoreRequest;
 use vllm_parser::Event;
-use vllm_parser::serving::{ChoiceParser, ServingError, StructuredOutputs};
+use vllm_parser::serving::ChoiceParser;
 
 use super::error::ApiError;
 use super::frames::ChatDeltaFrames;
 use super::generation::{Finish, PositionLogprobs, Samples, Step, weight_versions_json};
 use super::kv_transfer::KvRejection;
-use super::parse::{RequestTools, delta_message};
+use super::parse::delta_message;
+use super::render::{PreparedChat, prepare_chat, serving_error};
 use super::{Pipeline, Routing, ids, logprobs, sampling, sse};
 use crate::openai::{
     ChatChoice, ChatChunkChoice, ChatCompletionChunk, ChatCompletionRequest,
     ChatCompletionResponse, ChatLogprobs, ContentPart, DeltaMessage, Emit, FunctionCall,
     MessageContent, ResponseMessage, ToolCall, Usage,
 };
-use crate::render_mode::StructuredOutputsParams;
 
 /// A chat request accepted and sent to the engine: answer it with
 /// [`response`](super::Accepted::response) or [`into_stream`](super::Accepted::into_stream) (the request's
@@ -119,10 +119,6 @@ fn input_size(request: &ChatCompletionRequest) -> usize {
 }
 
 /// A 400 with the message of vLLM's parser rules.
-fn serving_error(error: ServingError) -> ApiError {
-    ApiError::bad_request(error.message, error.param.as_deref())
-}
-
 impl Pipeline {
     /// Accepts a chat request: checks it as vLLM does, renders it, and sends it to the
     /// engines. Errors carry vLLM's status and body.
@@ -167,63 +163,18 @@ impl Pipeline {
         // own whatever the messages' size.
         let model = self.model.clone();
         let serving = parsers.clone();
-        let (request, tools, prepared) = self
+        let PreparedChat {
+            request,
+            tools,
+            generate,
+        } = self
             .config
             .offload
             .run(input_size(&request), move || {
-                let tools = RequestTools::of(&request);
-                let mut kwargs = model
-                    .renderer
-                    .options()
-                    .default_chat_template_kwargs
-                    .clone();
-                kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
-                let prepared = serving
-                    .adjust_request(&tools.serving(&request, &kwargs))
-                    .map(|adjustments| {
-                        if let Some(skip) = adjustments.skip_special_tokens {
-                            request.skip_special_tokens = Some(skip);
-                        }
-                        if let Some(spaces) = adjustments.spaces_between_special_tokens {
-                            request.spaces_between_special_tokens = spaces;
-                        }
-                        let rendered = model.renderer.render_chat(&request);
-                        (adjustments, rendered)
-                    });
-                (request, tools, prepared)
+                prepare_chat(&model, &serving, request)
             })
-            .await?;
-        let (adjustments, rendered) = prepared.map_err(serving_error)?;
-        let mut generate = rendered?;
+            .await??;
         let model = &self.model;
-        // The parsers' constraint replaces the request's own (`response_format` was
-        // mapped by `render_chat`), as vLLM applies it after validating the request: a
-        // forced tool choice held to the tools' JSON schema, or xgrammar's structural
-        // tag in the model's own tool-call format.
-        match adjustments.structured_outputs {
-            Some(StructuredOutputs::Json(schema)) => {
-                generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
-                    json: Some(schema),
-                    ..StructuredOutputsParams::default()
-                });
-            }
-            Some(StructuredOutputs::StructuralTag {
-                json: Some(tag), ..
-            }) => {
-                generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
-                    structural_tag: Some(tag),
-                    ..StructuredOutputsParams::default()
-                });
-            }
-            Some(StructuredOutputs::Grammar(grammar)) => {
-                generate.sampling_params.structured_outputs = Some(StructuredOutputsParams {
-                    grammar: Some(grammar),
-                    ..StructuredOutputsParams::default()
-                });
-            }
-            // A tag vLLM would not build either leaves the request as it is.
-            Some(StructuredOutputs::StructuralTag { json: None, .. }) | None => {}
-        }
         let params = sampling::engine_params(
             &generate.engine_sampling_params(),
             model,
@@ -247,18 +198,11 @@ impl Pipeline {
             .as_ref()
             .map(|c| c.chat_template_kwargs.clone())
             .unwrap_or_default();
-        // vLLM's `resolve_reasoning_ended` and `reasoning_parser_kwargs`: the engine
-        // constrains structured outputs from the first token when reasoning is hidden or
-        // the parser's grammar covers it; otherwise (`None`) its own reasoning parser,
-        // built with the same kwargs, reads the prompt as the server's parser would.
-        if !request.include_reasoning || adjustments.grammar_from_parser {
-            engine_request.reasoning_ended = Some(true);
-        }
-        if parsers.reasoning().is_some() {
-            engine_request.reasoning_parser_kwargs = Some(sampling::json_to_wire(
-                &serde_json::json!({ "chat_template_kwargs": kwargs }),
-            ));
-        }
+        engine_request.reasoning_ended = generate.reasoning_ended;
+        engine_request.reasoning_parser_kwargs = generate
+            .reasoning_parser_kwargs
+            .as_ref()
+            .map(|k| sampling::json_to_wire(&serde_json::json!(k)));
         let streaming = request.stream == Some(true);
         let n = usize::try_from(engine_request.sampling_params.as_ref().map_or(1, |p| p.n))
             .unwrap_or(1)

@@ -44,6 +44,7 @@ pub mod lora;
 mod model;
 mod offload;
 mod parse;
+mod render;
 pub mod sampling;
 pub mod sse;
 pub mod tokens;
@@ -64,6 +65,7 @@ pub use generate::{
 };
 pub use model::{Model, ModelError, check_mistral_tool_parser};
 pub use offload::{Offload, defaults as offload_defaults};
+pub use render::render_chat;
 pub use sse::EventStream;
 pub use vllm_parser::serving::{ChoiceParser, ServingParsers};
 

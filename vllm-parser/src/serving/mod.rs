@@ -444,6 +444,24 @@ impl ServingParsers {
         self
     }
 
+    /// A server without parsers (vLLM's `parser_cls is None`): requests are not
+    /// adjusted and every delta is content.
+    pub fn none() -> Self {
+        Self {
+            reasoning: None,
+            active_tool_name: None,
+            tool: None,
+            enable_auto_tool_choice: false,
+            response_template: None,
+            markers: Arc::default(),
+            token_suffix: None,
+            tool_strict_level: None,
+            model_architecture: None,
+            mistral_grammar: None,
+            mistral_grammars: false,
+        }
+    }
+
     /// Set the model's architecture, vLLM's `model_config.architecture` (the
     /// first of `config.json`'s `architectures`, e.g. `Cohere2ForCausalLM`).
     /// vLLM's Cohere Command parser class (`cohere_command3` /

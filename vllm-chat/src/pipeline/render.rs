@@ -1,0 +1,116 @@
+//! A chat request rendered in front of the server's parsers, as vLLM's
+//! `OnlineRenderer.render_chat` does it for both the chat endpoint and the render
+//! endpoint (`/v1/chat/completions/render`): the parsers' `adjust_request`
+//! (`skip_special_tokens`, `spaces_between_special_tokens`, a structured-outputs
+//! constraint) applies before the render, and the rendered request carries vLLM's
+//! `reasoning_ended` / `reasoning_parser_kwargs` for the engine.
+
+use serde_json::Map;
+use vllm_parser::serving::{ServingError, ServingParsers, StructuredOutputs};
+
+use super::error::ApiError;
+use super::model::Model;
+use super::parse::RequestTools;
+use crate::openai::ChatCompletionRequest;
+use crate::render_mode::{GenerateRequest, ReasoningParserKwargs, StructuredOutputsParams};
+
+/// A chat request after the parsers' `adjust_request` and the render.
+pub(crate) struct PreparedChat {
+    /// The request as `adjust_request` left it.
+    pub request: ChatCompletionRequest,
+    /// Its function tools, as the parsers read them.
+    pub tools: RequestTools,
+    /// The rendered request: prompt ids, sampling parameters with the parsers'
+    /// constraint, `reasoning_ended`, `reasoning_parser_kwargs`.
+    pub generate: GenerateRequest,
+}
+
+/// A parser rule's refusal: vLLM's 400 with its message and parameter.
+pub(crate) fn serving_error(error: ServingError) -> ApiError {
+    ApiError::bad_request(error.message, error.param.as_deref())
+}
+
+/// vLLM's `GenerateRequest` for `request` in front of `parsers` (the render
+/// endpoint's answer): the request after the parsers' `adjust_request`, rendered, with
+/// their structured-outputs constraint, `reasoning_ended` (`true` when reasoning is
+/// hidden or the parsers' grammar covers it; otherwise `null`, which leaves the
+/// prompt to the engine's own reasoning parser) and `reasoning_parser_kwargs` (with a
+/// reasoning parser). CPU work: call it off the async workers for large requests.
+pub fn render_chat(
+    model: &Model,
+    parsers: &ServingParsers,
+    request: ChatCompletionRequest,
+) -> Result<GenerateRequest, ApiError> {
+    prepare_chat(model, parsers, request).map(|prepared| prepared.generate)
+}
+
+/// [`render_chat`], keeping the adjusted request and its tools for the parsers.
+pub(crate) fn prepare_chat(
+    model: &Model,
+    parsers: &ServingParsers,
+    mut request: ChatCompletionRequest,
+) -> Result<PreparedChat, ApiError> {
+    let tools = RequestTools::of(&request);
+    let mut kwargs: Map<_, _> = model
+        .renderer
+        .options()
+        .default_chat_template_kwargs
+        .clone();
+    kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
+    let adjustments = parsers
+        .adjust_request(&tools.serving(&request, &kwargs))
+        .map_err(serving_error)?;
+    if let Some(skip) = adjustments.skip_special_tokens {
+        request.skip_special_tokens = Some(skip);
+    }
+    if let Some(spaces) = adjustments.spaces_between_special_tokens {
+        request.spaces_between_special_tokens = spaces;
+    }
+    let mut generate = model.renderer.render_chat(&request)?;
+    // The parsers' constraint replaces the request's own (`response_format` was mapped
+    // by `render_chat`), as vLLM applies it after validating the request: a forced tool
+    // choice held to the tools' JSON schema, xgrammar's structural tag in the model's
+    // own tool-call format, or the Mistral grammar.
+    let constraint = match adjustments.structured_outputs {
+        Some(StructuredOutputs::Json(schema)) => Some(StructuredOutputsParams {
+            json: Some(schema),
+            ..StructuredOutputsParams::default()
+        }),
+        Some(StructuredOutputs::StructuralTag {
+            json: Some(tag), ..
+        }) => Some(StructuredOutputsParams {
+            structural_tag: Some(tag),
+            ..StructuredOutputsParams::default()
+        }),
+        Some(StructuredOutputs::Grammar(grammar)) => Some(StructuredOutputsParams {
+            grammar: Some(grammar),
+            ..StructuredOutputsParams::default()
+        }),
+        // A tag vLLM would not build either leaves the request as it is.
+        Some(StructuredOutputs::StructuralTag { json: None, .. }) | None => None,
+    };
+    if constraint.is_some() {
+        generate.sampling_params.structured_outputs = constraint;
+    }
+    // vLLM's `resolve_reasoning_ended`: with a reasoning parser vLLM also resolves the
+    // prompt itself (`is_reasoning_end`), which the engine's reasoning parser, built
+    // with the same kwargs, does alike from `null`.
+    if adjustments.grammar_from_parser {
+        generate.reasoning_ended = Some(true);
+    }
+    if parsers.reasoning().is_some() {
+        let chat_template_kwargs = generate
+            .parse_context
+            .as_ref()
+            .map(|c| c.chat_template_kwargs.clone())
+            .unwrap_or_default();
+        generate.reasoning_parser_kwargs = Some(ReasoningParserKwargs {
+            chat_template_kwargs,
+        });
+    }
+    Ok(PreparedChat {
+        request,
+        tools,
+        generate,
+    })
+}
