@@ -88,15 +88,16 @@ fn serves_vllms_token_ids(
             assert_eq!(status, StatusCode::OK, "{tokenized}");
             assert_eq!(tokenized["tokens"], json!(want));
 
+            if body.get("tools").is_some() {
+                // For render and chat (as in vLLM), `auto` needs a tool parser; `none`
+                // renders the same prompt.
+                body["tool_choice"] = json!("none");
+            }
             let (status, rendered) = post(addr, "/v1/chat/completions/render", body.clone()).await;
             assert_eq!(status, StatusCode::OK, "{rendered}");
             assert_eq!(rendered["token_ids"], json!(want));
 
             body["max_tokens"] = json!(4);
-            if body.get("tools").is_some() {
-                // `auto` needs a tool parser; `none` renders the same prompt.
-                body["tool_choice"] = json!("none");
-            }
             let (status, answer) = post(addr, "/v1/chat/completions", body).await;
             assert_eq!(status, StatusCode::OK, "{answer}");
             assert_eq!(answer["usage"]["prompt_tokens"], json!(want.len()));
