@@ -115,14 +115,14 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::error::ParserError;
-use crate::parser::ParserOptions;
+use crate::parser::{MistralFormat, MistralReasoning, MistralTokenizerInfo, ParserOptions};
 use crate::registry;
 use crate::response_template::ResponseTemplate;
 use crate::tools::Tool;
 
 pub use choice::ChoiceParser;
 pub use cohere_tools::{ToolGrammarError, cohere_tools_grammar};
-pub use ids::{random_hex, tool_call_id};
+pub use ids::{mistral_tool_call_id, random_hex, tool_call_id};
 pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 
 /// The request's `tool_choice`, as the client gave it.
@@ -298,6 +298,8 @@ pub struct ServingParsers {
     tool_strict_level: Option<ToolStrictLevel>,
     /// `model_config.architecture` (Cohere's structural tags need it).
     model_architecture: Option<String>,
+    /// The Mistral format the tokenizer selects (`mistral` parsers).
+    mistral: MistralFormat,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -356,12 +358,8 @@ impl ServingParsers {
             }
         }
         registry::check_tokens(reasoning, active_tool, |t| token_id(t).is_some())?;
-        // vLLM's `_is_pre_v11_tokeniser` for a tokenizers-format vocabulary.
-        if configured_tool == Some("mistral") && token_id("[ARGS]").is_none() {
-            return Err(ParserError::MistralPreV11(
-                "the tokenizer has no [ARGS] token".into(),
-            ));
-        }
+        // A tokenizers-format vocabulary's Mistral format (`MistralParser`).
+        let mistral = MistralFormat::detect(|t| token_id(t).is_some(), None);
         let markers = markers::PROMPT_MARKERS
             .iter()
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
@@ -377,7 +375,26 @@ impl ServingParsers {
             token_suffix,
             tool_strict_level: None,
             model_architecture: None,
+            mistral,
         })
+    }
+
+    /// Tell the `mistral` parsers that the tokenizer is a mistral-common one
+    /// (vLLM's `MistralTokenizer`, `--tokenizer-mode mistral`): vLLM's
+    /// `MistralParser` then reads pre-v11 calls by the tokenizer's version
+    /// rather than by `[ARGS]`, and `<think>` text reasoning when the
+    /// tokenizer supports grammars and has no `[THINK]` (see
+    /// [`MistralFormat::detect`]). [`ServingParsers::new`] alone describes a
+    /// tokenizers-format vocabulary.
+    pub fn with_mistral_tokenizer(mut self, tokenizer: MistralTokenizerInfo) -> Self {
+        let has_think = self.mistral.reasoning == MistralReasoning::SpecialToken;
+        self.mistral = MistralFormat::detect(|t| has_think && t == "[THINK]", Some(tokenizer));
+        self
+    }
+
+    /// The Mistral format the `mistral` parsers read for this tokenizer.
+    pub fn mistral_format(&self) -> MistralFormat {
+        self.mistral
     }
 
     /// Set the model's architecture, vLLM's `model_config.architecture` (the
@@ -586,7 +603,9 @@ impl ServingParsers {
         if tool == "mistral"
             && let Some(schema) = mistral_forced_schema(request)
         {
-            // MistralParser's legacy (non-`mistral` tokenizer mode) branch.
+            // MistralParser's legacy branch (tokenizers-format vocabularies and
+            // mistral-common tokenizers before v11; a mistral-common tokenizer that
+            // supports grammars gets vLLM's lark grammar instead, not built here).
             out.structured_outputs = Some(StructuredOutputs::Json(schema));
         }
         if tool == "k2_horizon" {
@@ -690,6 +709,7 @@ impl ServingParsers {
             prompt: self.prompt_markers(prompt_token_ids),
             response_template: self.response_template.clone(),
             tool_choice: request.tool_choice.clone(),
+            mistral: self.mistral,
         };
         ChoiceParser::new(self, request, options, streaming)
     }
@@ -951,13 +971,45 @@ mod tests {
             ServingParsers::new(Some("deepseek_r1"), None, false, None, |_| None),
             Err(ParserError::MissingToken { .. })
         ));
-        // A tokenizer without `[ARGS]` is pre-v11 for vLLM: not parsed with v11's grammar.
+        // A tokenizer without `[ARGS]` is pre-v11 for vLLM (JSON-array calls).
         let pre_v11 = |t: &str| (t != "[ARGS]").then_some(1);
-        assert!(matches!(
-            ServingParsers::new(None, Some("mistral"), true, None, pre_v11),
-            Err(ParserError::MistralPreV11(_))
-        ));
-        assert!(ServingParsers::new(Some("mistral"), None, false, None, pre_v11).is_ok());
+        let parsers = ServingParsers::new(None, Some("mistral"), true, None, pre_v11).unwrap();
+        assert_eq!(
+            parsers.mistral_format(),
+            MistralFormat {
+                pre_v11_calls: true,
+                reasoning: MistralReasoning::SpecialToken
+            }
+        );
+        // A mistral-common tekken v11 without [THINK]: v11 calls, <think> text.
+        let tekken_v11 = |t: &str| (t != "[THINK]").then_some(1);
+        let parsers = ServingParsers::new(None, Some("mistral"), true, None, tekken_v11)
+            .unwrap()
+            .with_mistral_tokenizer(MistralTokenizerInfo {
+                version: 11,
+                supports_grammar: true,
+            });
+        assert_eq!(
+            parsers.mistral_format(),
+            MistralFormat {
+                pre_v11_calls: false,
+                reasoning: MistralReasoning::Text
+            }
+        );
+        // mistral-common v3 decides by version whatever its vocabulary holds.
+        let parsers = ServingParsers::new(None, Some("mistral"), true, None, tekken_v11)
+            .unwrap()
+            .with_mistral_tokenizer(MistralTokenizerInfo {
+                version: 3,
+                supports_grammar: false,
+            });
+        assert_eq!(
+            parsers.mistral_format(),
+            MistralFormat {
+                pre_v11_calls: true,
+                reasoning: MistralReasoning::None
+            }
+        );
         assert!(ServingParsers::new(None, Some("mistral"), true, None, any_token).is_ok());
     }
 

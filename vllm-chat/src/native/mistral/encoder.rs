@@ -65,6 +65,11 @@ impl TextEncoder {
         }
     }
 
+    /// Whether this is a tekken vocabulary (not SentencePiece).
+    pub(crate) fn is_tekken(&self) -> bool {
+        matches!(self.kind, EncoderKind::Tekken(_))
+    }
+
     /// Empties the cache of encoded pieces and the tekken encoder's cache of merged
     /// pieces (`ranked_bpe`).
     pub(crate) fn clear_cache(&self) {

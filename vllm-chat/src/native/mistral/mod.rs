@@ -286,6 +286,14 @@ impl MistralRenderer {
         self.vocab.version
     }
 
+    /// mistral-common's `GrammarFactory.is_supported` (vLLM's
+    /// `MistralTokenizer.supports_grammar`): a tekken vocabulary of v11 or later.
+    /// vLLM's `mistral` parsers read `<think>` text reasoning from such a
+    /// vocabulary when it has no `[THINK]` token.
+    pub fn supports_grammar(&self) -> bool {
+        self.vocab.encoder.is_tekken() && self.vocab.version.number() >= 11
+    }
+
     /// vllm-detok's decoder of this vocabulary (for streaming the model's output).
     pub fn tokenizer(&self) -> Arc<dyn Tokenizer> {
         self.vocab.tokenizer.clone()
