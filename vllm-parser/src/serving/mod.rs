@@ -324,6 +324,11 @@ impl ServingParsers {
     ///
     /// Without `enable_auto_tool_choice` vLLM selects no tool parser at all
     /// (`ParserManager.get_tool_parser`): `tool` is then checked but unused.
+    ///
+    /// The vocabulary also decides the Mistral format the `mistral` parsers
+    /// read ([`MistralFormat::detect`] for a tokenizers-format vocabulary); a
+    /// mistral-common tokenizer adds what it knows with
+    /// [`ServingParsers::with_mistral_tokenizer`].
     pub fn new(
         reasoning: Option<&str>,
         tool: Option<&str>,
