@@ -32,7 +32,7 @@ use clap::Parser;
 use serde_json::{Map, Value, json};
 use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::serving::{ServingParsers, ServingRequest, ToolChoice, ToolStrictLevel};
-use vllm_parser::{Event, Tool, registry};
+use vllm_parser::{Event, MistralTokenizerInfo, Tool, registry};
 
 /// Command line.
 #[derive(Parser, Debug)]
@@ -87,7 +87,7 @@ fn main() -> anyhow::Result<()> {
         Some(model)
             if args.tokenizer_mode.resolve(model)?.mode == vllm_chat::TokenizerMode::Mistral =>
         {
-            Some(Vocabulary::mistral(model, tool.as_deref())?)
+            Some(Vocabulary::mistral(model)?)
         }
         Some(model) => Some(Vocabulary::read(model)?),
         None => None,
@@ -117,6 +117,10 @@ fn main() -> anyhow::Result<()> {
         response_template,
         token_id,
     )?;
+    let parsers = match vocabulary.as_ref().and_then(|v| v.mistral) {
+        Some(info) => parsers.with_mistral_tokenizer(info),
+        None => parsers,
+    };
     let mut parsers = match args.tool_strict_level {
         Some(level) => parsers.with_tool_strict_level(level),
         None => parsers,
@@ -305,15 +309,16 @@ fn print_delta(events: &[Event]) {
 /// `tokenizer_config.json`.
 struct Vocabulary {
     tokens: HashMap<String, u32>,
+    /// A mistral-common tokenizer's version and grammar support.
+    mistral: Option<MistralTokenizerInfo>,
 }
 
 impl Vocabulary {
     /// A mistral-common vocabulary (`tekken.json`, `tokenizer.model.v*`): its
-    /// control tokens, which are what the parsers look up; refused for the `mistral`
-    /// tool parser before v11, as `serve` refuses it.
-    fn mistral(dir: &Path, tool: Option<&str>) -> anyhow::Result<Self> {
+    /// control tokens, which are what the parsers look up, and its version and
+    /// grammar support, which pick the `mistral` parsers' format as `serve` does.
+    fn mistral(dir: &Path) -> anyhow::Result<Self> {
         let renderer = vllm_chat::mistral::MistralRenderer::from_dir(dir, Default::default())?;
-        vllm_chat::pipeline::check_mistral_tool_parser(&renderer, tool)?;
         let names = [
             "<s>",
             "</s>",
@@ -336,7 +341,10 @@ impl Vocabulary {
             .iter()
             .filter_map(|name| Some(((*name).to_owned(), renderer.token_to_id(name)?)))
             .collect();
-        Ok(Vocabulary { tokens })
+        Ok(Vocabulary {
+            tokens,
+            mistral: Some(vllm_chat::pipeline::mistral_tokenizer_info(&renderer)),
+        })
     }
 
     fn read(dir: &Path) -> anyhow::Result<Self> {
@@ -379,7 +387,10 @@ impl Vocabulary {
                 dir.display()
             );
         }
-        Ok(Self { tokens })
+        Ok(Self {
+            tokens,
+            mistral: None,
+        })
     }
 
     fn id(&self, token: &str) -> Option<u32> {

@@ -285,3 +285,77 @@ async fn mistral_parsers_constrain_with_mistral_commons_grammar() {
     assert_eq!(sent.reasoning_ended, Some(true));
     assert!(sent.reasoning_parser_kwargs.is_some());
 }
+
+/// `serve --tool-call-parser mistral --enable-auto-tool-choice` on a pre-v11 Mistral
+/// directory (tekken v3): vLLM's `MistralParser` reads its calls as the legacy
+/// `[TOOL_CALLS][{"name": …, "arguments": …}]` JSON array, whole and streamed, with
+/// Mistral's 9-alphanumeric call ids.
+#[test]
+fn pre_v11_mistral_directory_parses_json_array_tool_calls() {
+    use vllm_examples::serve::ParserChoice;
+    let dir = std::env::temp_dir().join(format!("serve-mistral-v3-tools-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tekken = gunzip("testdata/models/mistral_tekken/tekken.json.gz");
+    std::fs::write(dir.join("tekken.json"), tekken).expect("write tekken");
+
+    let reply =
+        r#"Let me check.[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}}]"#;
+    let server = start(ServeConfig {
+        model_dir: dir.clone(),
+        served_model_name: "mistral".into(),
+        tool_call_parser: ParserChoice::Named("mistral".into()),
+        enable_auto_tool_choice: true,
+        ..config(reply)
+    });
+    let addr = server.addr;
+    run(async move {
+        let body = json!({
+            "model": "mistral",
+            "messages": [{"role": "user", "content": "Weather in Paris?"}],
+            "tools": [{"type": "function", "function": {
+                "name": "get_weather",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}
+            }}],
+            "max_tokens": 64,
+        });
+        let (status, answer) = post(addr, "/v1/chat/completions", body.clone()).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        let choice = &answer["choices"][0];
+        assert_eq!(choice["finish_reason"], json!("tool_calls"), "{answer}");
+        assert_eq!(
+            choice["message"]["content"],
+            json!("Let me check."),
+            "{answer}"
+        );
+        let call = &choice["message"]["tool_calls"][0];
+        assert_eq!(call["function"]["name"], json!("get_weather"), "{answer}");
+        assert_eq!(
+            call["function"]["arguments"],
+            json!(r#"{"city": "Paris"}"#),
+            "{answer}"
+        );
+        let id = call["id"].as_str().expect("call id");
+        assert!(
+            id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()),
+            "{id}"
+        );
+        // Streamed: the content first, then the call, the same message merged.
+        let mut streamed = body;
+        streamed["stream"] = json!(true);
+        let (mut content, mut name, mut arguments) = (String::new(), String::new(), String::new());
+        for chunk in stream_all(addr, "/v1/chat/completions", streamed).await {
+            let Some(delta) = chunk["choices"][0].get("delta") else {
+                continue;
+            };
+            content += delta["content"].as_str().unwrap_or_default();
+            for call in delta["tool_calls"].as_array().into_iter().flatten() {
+                name += call["function"]["name"].as_str().unwrap_or_default();
+                arguments += call["function"]["arguments"].as_str().unwrap_or_default();
+            }
+        }
+        assert_eq!(content, "Let me check.");
+        assert_eq!(name, "get_weather");
+        assert_eq!(arguments, r#"{"city": "Paris"}"#);
+    });
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -230,6 +230,7 @@ fn chat_renderer_renders_mistral_directories() {
 fn pipeline_model_loads_mistral_directories() {
     use vllm_chat::pipeline::Model;
     use vllm_chat::{RendererOptions, TokenizerMode};
+    use vllm_parser::{MistralFormat, MistralReasoning};
     let dir = std::env::temp_dir().join(format!("vllm-chat-mistral-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("tekken.json"), common::tekken_v3()).unwrap();
@@ -239,17 +240,18 @@ fn pipeline_model_loads_mistral_directories() {
     assert_eq!(model.vocab_size, 131_072);
     let ids = model.encode("Hello, world").unwrap();
     assert_eq!(model.tokenizer.decode(&ids, true).unwrap(), "Hello, world");
-    // vLLM parses a pre-v11 vocabulary's calls as a JSON array, a path vllm-parser
-    // does not have: refused by name rather than parsed with the v11 grammar.
-    let refused = model
-        .serving_parsers(None, Some("mistral"), true)
-        .expect_err("pre-v11 tool parser");
-    assert!(
-        matches!(&refused, vllm_parser::ParserError::MistralPreV11(why) if why.contains("v3")),
-        "{refused}"
+    // vLLM parses a pre-v11 vocabulary's calls as a JSON array, whatever tokens it has,
+    // and reads no reasoning from it (no [THINK], no grammar support).
+    let parsers = model.serving_parsers(None, Some("mistral"), true).unwrap();
+    assert_eq!(
+        parsers.mistral_format(),
+        MistralFormat {
+            pre_v11_calls: true,
+            reasoning: MistralReasoning::None
+        }
     );
     assert!(model.serving_parsers(Some("mistral"), None, false).is_ok());
-    // The same vocabulary declared v11 takes the parser.
+    // The same vocabulary declared v11 (with [THINK]) takes the v11 grammar.
     let base: Value = serde_json::from_slice(&common::tekken_v3()).unwrap();
     std::fs::write(
         dir.join("tekken.json"),
@@ -258,7 +260,13 @@ fn pipeline_model_loads_mistral_directories() {
     .unwrap();
     let model =
         Model::load_with_mode(&dir, TokenizerMode::Auto, RendererOptions::default()).unwrap();
-    let parsers = model.serving_parsers(None, Some("mistral"), true);
-    assert!(parsers.is_ok(), "{:?}", parsers.err());
+    let parsers = model.serving_parsers(None, Some("mistral"), true).unwrap();
+    assert_eq!(
+        parsers.mistral_format(),
+        MistralFormat {
+            pre_v11_calls: false,
+            reasoning: MistralReasoning::SpecialToken
+        }
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

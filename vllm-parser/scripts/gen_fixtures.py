@@ -39,7 +39,12 @@ random are then part of the expected result; ``"gpt_oss"`` selects vLLM's
 "<|python_tag|>"}``) gives a model's unused reserved tokens a format's marker
 text, for markers no tokenizer in the reference env has. ``response_template`` (a
 checkpoint's ``response_template`` dict, which the ``hf`` and ``beam`` parsers read
-from ``tokenizer_config.json``) gives a copy of the tokenizer carrying it. A config may carry ``"follow"`` too, overriding the cases' choice when
+from ``tokenizer_config.json``) gives a copy of the tokenizer carrying it. ``"tokenizer_mode":
+"mistral"`` loads the model directory with vLLM's mistral-common ``MistralTokenizer``
+(as ``--tokenizer-mode mistral`` does); its control tokens (``[TOOL_CALLS]``, …) in an
+output are encoded as those tokens. A config with a ``mistral`` parser records the
+format vLLM's ``MistralParser`` picked from the tokenizer as ``mistral_format``
+(``pre_v11_calls``, ``reasoning``: ``special_token`` / ``text`` / ``none``). A config may carry ``"follow"`` too, overriding the cases' choice when
 the config itself is why vLLM's modes disagree. A case may override ``tools`` and
 restrict itself to some configs with ``"configs": [i, ...]``; ``"serving": true``
 also replays it through the serving layer (``gen_serving_corpus.py`` takes a
@@ -86,7 +91,9 @@ from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
     ChatCompletionRequest,
 )
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
+from vllm.parser.mistral import MistralParser  # noqa: E402
 from vllm.tokenizers import get_tokenizer  # noqa: E402
+from vllm.utils.mistral import is_mistral_tokenizer  # noqa: E402
 
 # vLLM's parsers log every malformed call with a traceback; the fixtures record
 # the outcome, so keep the generator's output to its own report.
@@ -123,14 +130,14 @@ _RENAMED_DIRS: list[tempfile.TemporaryDirectory] = []
 
 
 def tokenizer_for(model: str, rename_tokens: dict | None = None,
-                  response_template: dict | None = None):
+                  response_template: dict | None = None, tokenizer_mode: str = "auto"):
     """The tokenizer of ``$REF/models/<model>``; ``rename_tokens`` (old -> new
     special-token text) gives a copy whose unused reserved tokens carry a format's
     markers, for formats whose model tokenizer is not in the reference env (e.g.
     Llama 3.1's ``<|python_tag|>`` is ``<|reserved_special_token_5|>`` there);
     ``response_template`` is written into the copy's ``tokenizer_config.json``."""
     key = (model, tuple(sorted((rename_tokens or {}).items())),
-           json.dumps(response_template, sort_keys=True))
+           json.dumps(response_template, sort_keys=True), tokenizer_mode)
     if key not in _TOKENIZERS:
         path = REF / "models" / model
         if rename_tokens or response_template:
@@ -151,8 +158,37 @@ def tokenizer_for(model: str, rename_tokens: dict | None = None,
                 tokenizer_config = json.loads(config_file.read_text())
                 tokenizer_config["response_template"] = response_template
                 config_file.write_text(json.dumps(tokenizer_config))
-        _TOKENIZERS[key] = get_tokenizer(str(path))
+        _TOKENIZERS[key] = get_tokenizer(str(path), tokenizer_mode=tokenizer_mode)
     return _TOKENIZERS[key]
+
+
+# Mistral's control tokens, which a MistralTokenizer encodes as text when given
+# as text: an output's markers are encoded as the tokens the model emits.
+MISTRAL_CONTROL = ("[TOOL_CALLS]", "[ARGS]", "[CALL_ID]", "[THINK]", "[/THINK]")
+
+
+def encode(tokenizer, text: str) -> list[int]:
+    """The token ids of ``text`` as the model emits it."""
+    if not is_mistral_tokenizer(tokenizer):
+        return tokenizer.encode(text, add_special_tokens=False)
+    vocab = tokenizer.get_vocab()
+    controls = [t for t in MISTRAL_CONTROL if t in vocab]
+    ids: list[int] = []
+    for piece in re.split("(" + "|".join(map(re.escape, controls)) + ")", text):
+        if piece in controls:
+            ids.append(vocab[piece])
+        elif piece:
+            ids.extend(tokenizer.encode(piece, add_special_tokens=False))
+    return ids
+
+
+def mistral_format(tokenizer, config) -> dict | None:
+    """What vLLM's MistralParser picked from the tokenizer, for a config that
+    uses it."""
+    if "mistral" not in (config.get("tool"), config.get("reasoning")):
+        return None
+    parser = MistralParser(tokenizer, [])
+    return {"pre_v11_calls": parser._is_pre_v11, "reasoning": parser._reasoning_encoding}
 
 
 def token_chunks(tokenizer, text: str) -> list[dict]:
@@ -161,7 +197,7 @@ def token_chunks(tokenizer, text: str) -> list[dict]:
     A delta that would end in an incomplete UTF-8 character (U+FFFD) is held back
     and merged into the next one, like vLLM's detokenizer does.
     """
-    ids = tokenizer.encode(text, add_special_tokens=False)
+    ids = encode(tokenizer, text)
     chunks: list[dict] = []
     sent, pending = "", []
     for i, tid in enumerate(ids):
@@ -236,9 +272,9 @@ def make_parser(parser_cls, tokenizer, config, request):
 def run_whole(parser_cls, tokenizer, config, tools, output):
     request = make_request(tools, config["chat_template_kwargs"])
     parser = make_parser(parser_cls, tokenizer, config, request)
-    prompt_ids = tokenizer.encode(config["prompt"], add_special_tokens=False)
+    prompt_ids = encode(tokenizer, config["prompt"])
     parser.set_prompt_token_ids(prompt_ids)
-    output_ids = tokenizer.encode(output, add_special_tokens=False)
+    output_ids = encode(tokenizer, output)
     reasoning, content, tool_calls = parser.parse(
         output, request, enable_auto_tools=True, model_output_token_ids=output_ids
     )
@@ -256,7 +292,7 @@ def run_whole(parser_cls, tokenizer, config, tools, output):
 def run_streaming(parser_cls, tokenizer, config, tools, chunks):
     request = make_request(tools, config["chat_template_kwargs"])
     parser = make_parser(parser_cls, tokenizer, config, request)
-    prompt_ids = tokenizer.encode(config["prompt"], add_special_tokens=False)
+    prompt_ids = encode(tokenizer, config["prompt"])
     content, reasoning, calls = "", "", {}
     for i, chunk in enumerate(chunks):
         delta = parser.parse_delta(
@@ -291,6 +327,8 @@ def config_defaults(config: dict) -> dict:
         "model_type": config.get("model_type"),
         "rename_tokens": config.get("rename_tokens", {}),
         "response_template": config.get("response_template"),
+        # Only where set, so that other fixtures keep their bytes.
+        **({"tokenizer_mode": config["tokenizer_mode"]} if "tokenizer_mode" in config else {}),
     }
 
 
@@ -303,8 +341,11 @@ def generate(family: str) -> int:
         ensure_cohere_melody()
     for config in configs:
         tokenizer = tokenizer_for(
-            config["model"], config["rename_tokens"], config["response_template"]
+            config["model"], config["rename_tokens"], config["response_template"],
+            config.get("tokenizer_mode", "auto"),
         )
+        if (found := mistral_format(tokenizer, config)) is not None:
+            config["mistral_format"] = found
         parser_cls = ParserManager.get_parser(
             tool_parser_name=config["tool"],
             reasoning_parser_name=config["reasoning"],

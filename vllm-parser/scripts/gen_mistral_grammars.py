@@ -164,8 +164,9 @@ def adjusted(parser_cls, tok, body):
         request = ChatCompletionRequest.model_validate(copy.deepcopy(body))
     except Exception as e:  # noqa: BLE001
         return {"invalid": str(e).splitlines()[0]}
-    if parser_cls.tool_parser_cls is None and request.tool_choice not in (None, "none"):
-        return {"skipped": "tool_choice without a tool parser"}
+    # OnlineRenderer refuses a tool_choice without a tool parser, but not with a
+    # mistral-common tokenizer (every tokenizer here).
+    assert is_mistral_tokenizer(tok)
     parser = parser_cls(tok, request.tools, chat_template_kwargs={})
     # OnlineRenderer: grammar-capable Mistral tokenizers always adjust with the
     # Mistral tool parser, even for tool_choice "none".

@@ -22,6 +22,12 @@ vLLM's serving layer does:
 * the message of the streaming path (``ChatStreamProcessor.step`` token by
   token with the prompt's token ids, deltas merged as a client merges them).
 
+Entries of a ``mistral`` parser also record what ``MistralParser`` reads from
+the tokenizer: the Mistral tokens its vocabulary lacks (``absent_tokens``) and,
+for a mistral-common tokenizer (``"tokenizer_mode": "mistral"``), its version
+and ``supports_grammar`` (``mistral_tokenizer``). A corpus with ``"serving":
+false`` is skipped (its note says why).
+
 When vLLM's whole and streaming messages differ, ``expected`` follows the
 parser corpus' decision for that output (its ``follow``, as ``gen_fixtures.py``
 records it); where the corpus has none (the request variants and prompt
@@ -101,7 +107,7 @@ def render(tokenizer, config, scenario, tools):
     """Prompt token ids and the kwargs the request carries."""
     kwargs = dict(config["chat_template_kwargs"])
     if scenario is None:
-        return tokenizer.encode(config["prompt"], add_special_tokens=False), kwargs
+        return gf.encode(tokenizer, config["prompt"]), kwargs
     kwargs.update(scenario.get("kwargs", {}))
     try:
         ids = tokenizer.apply_chat_template(
@@ -192,7 +198,7 @@ def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
     request = ChatCompletionRequest.model_validate(body)
     parser = gf.make_parser(parser_cls, tokenizer, config, request)
     parser.set_prompt_token_ids(prompt_ids)
-    output_ids = tokenizer.encode(output, add_special_tokens=False)
+    output_ids = gf.encode(tokenizer, output)
     reasoning, content, calls = parser.parse(
         output, request, enable_auto_tools=auto, model_output_token_ids=output_ids)
     fields = assemble_chat_message_fields(
@@ -242,8 +248,27 @@ def marker_vocab(tokenizer) -> dict:
     return {t: i for t, i in tokenizer.get_added_vocab().items() if len(t) <= 64}
 
 
+def mistral_tokenizer_facts(tokenizer, config) -> dict | None:
+    """For a config with a ``mistral`` parser, what vLLM's ``MistralParser``
+    reads from the tokenizer besides the prompt's markers: the Mistral tokens
+    the vocabulary lacks (``absent_tokens``) and, for a mistral-common
+    tokenizer, its ``version`` and ``supports_grammar``."""
+    if "mistral" not in (config["tool"], config["reasoning"]):
+        return None
+    vocab = tokenizer.get_vocab()
+    facts = {"absent_tokens": [t for t in ("[ARGS]", "[THINK]") if t not in vocab]}
+    if gf.is_mistral_tokenizer(tokenizer):
+        facts["mistral_tokenizer"] = {"version": int(tokenizer.version),
+                                      "supports_grammar": bool(tokenizer.supports_grammar)}
+    return facts
+
+
 def generate(family: str) -> int:
     corpus = json.loads((gf.CORPUS / f"{family}.json").read_text())
+    if corpus.get("serving") is False:
+        # The corpus says why vLLM's serving path cannot replay it.
+        print(f"{family}: not replayed through the serving layer", file=sys.stderr)
+        return 0
     seen, results = set(), []
     for raw in corpus["configs"]:
         config = gf.config_defaults(raw)
@@ -255,7 +280,9 @@ def generate(family: str) -> int:
         if any(str(config[k] or "").startswith("cohere_command") for k in ("tool", "reasoning")):
             gf.ensure_cohere_melody()
         tokenizer = gf.tokenizer_for(config["model"], config["rename_tokens"],
-                                     config["response_template"])
+                                     config["response_template"],
+                                     config.get("tokenizer_mode", "auto"))
+        mistral = mistral_tokenizer_facts(tokenizer, config)
         try:
             parser_cls = ParserManager.get_parser(
                 tool_parser_name=config["tool"], reasoning_parser_name=config["reasoning"],
@@ -319,6 +346,8 @@ def generate(family: str) -> int:
                 # start-up check passed), under an id no prompt holds.
                 in_prompt = set(prompt_ids)
                 entry["vocab"] = {t: i for t, i in vocab.items() if i in in_prompt}
+                if mistral is not None:
+                    entry.update(mistral)
                 results.append(entry)
     OUT.mkdir(parents=True, exist_ok=True)
     header = {"generated_by": "scripts/gen_serving_corpus.py",

@@ -11,11 +11,17 @@ control tokens as special tokens. Corpus configs name it with ``"model"``.
 ``k2_horizon_synth`` is the ``qwen3`` tokenizer plus K2 Horizon's ``<ifm|…>``
 markers; ``kimi_k3_synth`` adds Kimi K3's XTML ``<|open|>`` / ``<|close|>`` /
 ``<|sep|>``; ``inkling_synth`` adds Inkling's block markers; ``minimax_m3_synth`` adds MiniMax M3's ``<mm:think>`` /
-``</mm:think>`` (as plain tokens).
+``</mm:think>`` (as plain tokens). ``mistral_pre_v11_synth`` (``[TOOL_CALLS]`` alone)
+and ``mistral_pre_v11_think_synth`` (with ``[THINK]``) lack ``[ARGS]``: vLLM's
+pre-v11 JSON-array calls. ``mistral_tekken_v11_synth`` is ``mistral_tekken``'s
+``tekken.json`` declared v11, with v11's control tokens and no ``[THINK]``: a
+mistral-common tokenizer that supports grammars, so vLLM reads ``<think>`` text
+reasoning.
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/synth_tokenizers.py
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -25,6 +31,10 @@ REF = Path(os.environ.get("VLLM_REFERENCE", Path.home() / ".cache/vllm-reference
 
 SYNTH = {
     "mistral_v13_synth": ("qwen3", ["[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]"]),
+    # Mistral's calls token without [ARGS]: vLLM's pre-v11 JSON-array tool
+    # calls, with no reasoning (no [THINK]) or [THINK] reasoning.
+    "mistral_pre_v11_synth": ("qwen3", ["[TOOL_CALLS]"]),
+    "mistral_pre_v11_think_synth": ("qwen3", ["[TOOL_CALLS]", "[THINK]", "[/THINK]"]),
     # K2 Horizon's reasoning and tool-call markers (k2_horizon parsers).
     "k2_horizon_synth": (
         "qwen3",
@@ -70,6 +80,29 @@ SYNTH_PLAIN = {
 }
 
 
+# mistral-common v11's control tokens (ranks 0..21), without [THINK] / [/THINK].
+TEKKEN_V11_SPECIALS = [
+    "<unk>", "<s>", "</s>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+    "[TOOL_RESULTS]", "[/TOOL_RESULTS]", "[TOOL_CALLS]", "[IMG]", "<pad>", "[IMG_BREAK]",
+    "[IMG_END]", "[PREFIX]", "[MIDDLE]", "[SUFFIX]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]",
+    "[TOOL_CONTENT]", "[ARGS]", "[CALL_ID]",
+]
+
+
+def tekken_v11() -> None:
+    tekken = json.loads((REF / "models" / "mistral_tekken" / "tekken.json").read_text())
+    tekken["config"]["version"] = "v11"
+    tekken["special_tokens"] = [
+        {"rank": rank, "token_str": token, "is_control": True}
+        for rank, token in enumerate(TEKKEN_V11_SPECIALS)
+    ]
+    tekken.pop("image", None)
+    out = REF / "models" / "mistral_tekken_v11_synth"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "tekken.json").write_text(json.dumps(tekken))
+    print(f"{out}: mistral_tekken as v11 without [THINK]")
+
+
 def main() -> None:
     for name, (base, tokens) in [*SYNTH.items(), *SYNTH_PLAIN.items()]:
         out = REF / "models" / name
@@ -81,6 +114,7 @@ def main() -> None:
         tokenizer.save_pretrained(out)
         (out / "config.json").write_text((REF / "models" / base / "config.json").read_text())
         print(f"{out}: {base} + {tokens}")
+    tekken_v11()
 
 
 if __name__ == "__main__":

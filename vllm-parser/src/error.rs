@@ -54,14 +54,6 @@ pub enum ParserError {
     /// compiled with `ResponseTemplate::from_tokenizer_config`.
     #[error("parser {0:?} needs the checkpoint's response_template (tokenizer_config.json)")]
     MissingResponseTemplate(String),
-    /// The `mistral` tool parser on a tokenizer before Mistral's v11 format (no
-    /// `[ARGS]` token, or a mistral-common vocabulary of version < 11): vLLM then
-    /// parses calls as a `[TOOL_CALLS][{"name", "arguments"}, …]` JSON array, a path
-    /// this crate does not have yet; refused rather than parsed with the v11 grammar.
-    #[error(
-        "the mistral tool parser's pre-v11 format ({0}) is not implemented in vllm-parser; serve this model without --tool-call-parser mistral, or with vLLM's Python frontend"
-    )]
-    MistralPreV11(String),
 }
 
 /// The fix an unknown-name error names: the close matches, or where the list is.

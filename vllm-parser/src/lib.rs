@@ -64,7 +64,10 @@ mod tools;
 pub use error::ParserError;
 pub use event::Event;
 pub use message::{MessageBuilder, ParsedMessage, ParsedToolCall};
-pub use parser::{ParserOptions, ReasoningParser, ToolParser, py_truthy};
+pub use parser::{
+    MistralFormat, MistralReasoning, MistralTokenizerInfo, ParserOptions, ReasoningParser,
+    ToolParser, py_truthy,
+};
 pub use pipeline::MessageParser;
 pub use tools::{Tool, find_tool};
 

@@ -98,6 +98,78 @@ pub struct ParserOptions {
     /// The request's `tool_choice` as given (`None` when absent); parsers
     /// whose vLLM counterpart reads `request.tool_choice` read it here.
     pub tool_choice: Option<crate::serving::ToolChoice>,
+    /// Which Mistral output format the `mistral` parsers read; vLLM's
+    /// `MistralParser` picks it from the tokenizer
+    /// ([`MistralFormat::detect`]). The default is the v11+ format with
+    /// `[THINK]` reasoning. Other parsers ignore it.
+    pub mistral: MistralFormat,
+}
+
+/// The Mistral output format vLLM's `MistralParser` (`vllm/parser/mistral.py`,
+/// parser name `mistral`) reads, which it decides from the tokenizer when it is
+/// built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MistralFormat {
+    /// Tool calls are the pre-v11 `[TOOL_CALLS][{"name": …, "arguments": …}]`
+    /// JSON (`_is_pre_v11_tokeniser`) rather than `[TOOL_CALLS]name[ARGS]{…}`.
+    pub pre_v11_calls: bool,
+    /// How reasoning is marked.
+    pub reasoning: MistralReasoning,
+}
+
+/// How a Mistral model marks its reasoning (`mistral_config(reasoning_encoding=…)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MistralReasoning {
+    /// `[THINK]` … `[/THINK]` special tokens (v13+; the vocabulary has `[THINK]`).
+    #[default]
+    SpecialToken,
+    /// `<think>` … `</think>` as text (a mistral-common tokenizer that supports
+    /// grammars, tekken v11+, without `[THINK]`).
+    Text,
+    /// No reasoning: everything is content.
+    None,
+}
+
+/// What a mistral-common tokenizer (vLLM's `MistralTokenizer`, `--tokenizer-mode
+/// mistral`) tells vLLM's `MistralParser` beyond its vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MistralTokenizerInfo {
+    /// The tokenizer's version (`tokenizer.version`: 3 for `v3`, 11 for `v11`).
+    pub version: u32,
+    /// `supports_grammar`: mistral-common's guidance supports it (a tekken
+    /// tokenizer of version 11 or later).
+    pub supports_grammar: bool,
+}
+
+impl MistralFormat {
+    /// vLLM's choice: `has_token` looks a token up in the tokenizer's vocabulary;
+    /// `mistral_common` describes a mistral-common tokenizer (`None` for a
+    /// tokenizers-format one, whose `supports_grammar` is false).
+    ///
+    /// Calls are pre-v11 for a mistral-common tokenizer before v11, or a
+    /// vocabulary without `[ARGS]`; reasoning uses `[THINK]` when the
+    /// vocabulary has it, else `<think>` text when the tokenizer supports
+    /// grammars, else there is none.
+    pub fn detect(
+        has_token: impl Fn(&str) -> bool,
+        mistral_common: Option<MistralTokenizerInfo>,
+    ) -> Self {
+        let pre_v11_calls = match mistral_common {
+            Some(info) => info.version < 11,
+            None => !has_token("[ARGS]"),
+        };
+        let reasoning = if has_token("[THINK]") {
+            MistralReasoning::SpecialToken
+        } else if mistral_common.is_some_and(|info| info.supports_grammar) {
+            MistralReasoning::Text
+        } else {
+            MistralReasoning::None
+        };
+        Self {
+            pre_v11_calls,
+            reasoning,
+        }
+    }
 }
 
 impl ParserOptions {

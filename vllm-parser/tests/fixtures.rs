@@ -13,7 +13,9 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use vllm_parser::response_template::ResponseTemplate;
-use vllm_parser::{ParsedMessage, ParsedToolCall, ParserOptions, Tool};
+use vllm_parser::{
+    MistralFormat, MistralReasoning, ParsedMessage, ParsedToolCall, ParserOptions, Tool,
+};
 
 #[derive(Deserialize)]
 struct Fixture {
@@ -39,6 +41,30 @@ struct Config {
     prompt: String,
     #[serde(default)]
     response_template: Option<Value>,
+    /// The Mistral format vLLM's `MistralParser` picked from the tokenizer
+    /// (configs with a `mistral` parser; the default when absent).
+    #[serde(default)]
+    mistral_format: Option<MistralFormatSpec>,
+}
+
+#[derive(Deserialize)]
+struct MistralFormatSpec {
+    pre_v11_calls: bool,
+    reasoning: String,
+}
+
+impl MistralFormatSpec {
+    fn format(&self) -> MistralFormat {
+        MistralFormat {
+            pre_v11_calls: self.pre_v11_calls,
+            reasoning: match self.reasoning.as_str() {
+                "special_token" => MistralReasoning::SpecialToken,
+                "text" => MistralReasoning::Text,
+                "none" => MistralReasoning::None,
+                other => panic!("unknown Mistral reasoning encoding {other:?}"),
+            },
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -132,6 +158,11 @@ fn options(case: &Case) -> ParserOptions {
             Arc::new(ResponseTemplate::from_json(spec).unwrap_or_else(|e| panic!("{e}")))
         }),
         tool_choice: None,
+        mistral: case
+            .config
+            .mistral_format
+            .as_ref()
+            .map_or_else(MistralFormat::default, MistralFormatSpec::format),
     }
 }
 

@@ -113,6 +113,7 @@ fn harmony_parses_token_ids_when_the_text_skips_special_tokens() {
             prompt: String::new(),
             response_template: None,
             tool_choice: None,
+            mistral: Default::default(),
         };
         let got = common::parse(
             case.config.reasoning.as_deref(),

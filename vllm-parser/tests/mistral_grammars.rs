@@ -8,11 +8,10 @@
 use std::path::Path;
 
 use serde_json::{Map, Value};
-use vllm_parser::Tool;
 use vllm_parser::serving::{
-    MistralTokenizer, RequestAdjustments, ServingParsers, ServingRequest, StructuredOutputs,
-    ToolChoice,
+    RequestAdjustments, ServingParsers, ServingRequest, StructuredOutputs, ToolChoice,
 };
+use vllm_parser::{MistralTokenizerInfo, Tool};
 
 fn cases() -> Vec<Value> {
     let file =
@@ -43,9 +42,12 @@ fn parsers(case: &Value) -> ServingParsers {
         },
     )
     .unwrap()
-    .with_mistral_tokenizer(MistralTokenizer {
-        version: case["version"].as_u64().unwrap() as u32,
-        tekken: true,
+    .with_mistral_tokenizer({
+        let version = case["version"].as_u64().unwrap() as u32;
+        MistralTokenizerInfo {
+            version,
+            supports_grammar: version >= 11,
+        }
     })
 }
 

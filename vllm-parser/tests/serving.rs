@@ -8,11 +8,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use vllm_parser::Tool;
 use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::serving::{
     ServingError, ServingParsers, ServingRequest, StructuredOutputs, ToolChoice,
 };
+use vllm_parser::{MistralTokenizerInfo, Tool};
 
 fn entries() -> Vec<(String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving");
@@ -53,7 +53,7 @@ fn normalise(message: &vllm_parser::ParsedMessage, finish_reason: &str) -> Value
         .map(|c| {
             let mut call = serde_json::json!({"name": c.name, "arguments": c.arguments});
             if let Some(id) = &c.id
-                && !id.starts_with("chatcmpl-tool-")
+                && !is_random_id(id)
             {
                 call["id"] = Value::from(id.clone());
             }
@@ -93,8 +93,10 @@ fn strip_random_ids(mut v: Value) -> Value {
     v
 }
 
+/// vLLM's random ids: `chatcmpl-tool-…`, and Mistral's 9 alphanumerics.
 fn is_random_id(id: &str) -> bool {
     id.starts_with("chatcmpl-tool-")
+        || (id.len() == 9 && id.bytes().all(|b| b.is_ascii_alphanumeric()))
 }
 
 /// Deltas: text and token ids.
@@ -210,6 +212,11 @@ fn serving_corpus_matches_vllm() {
         let template = config["response_template"]
             .as_object()
             .map(|_| Arc::new(ResponseTemplate::from_json(&config["response_template"]).unwrap()));
+        // Mistral's tokens the vocabulary lacks (recorded for `mistral` parsers).
+        let absent: Vec<&str> = entry["absent_tokens"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let parsers = match ServingParsers::new(
             config["reasoning"].as_str(),
             config["tool"].as_str(),
@@ -217,9 +224,21 @@ fn serving_corpus_matches_vllm() {
             config["tool"].is_string(),
             template,
             // Tokens the prompt does not hold exist under ids it does not hold.
-            |t| Some(vocab.get(t).copied().unwrap_or(u32::MAX)),
+            |t| {
+                if absent.contains(&t) {
+                    return None;
+                }
+                Some(vocab.get(t).copied().unwrap_or(u32::MAX))
+            },
         ) {
-            Ok(p) => p,
+            // A mistral-common tokenizer (`--tokenizer-mode mistral`).
+            Ok(p) => match entry.get("mistral_tokenizer") {
+                Some(info) => p.with_mistral_tokenizer(MistralTokenizerInfo {
+                    version: info["version"].as_u64().unwrap() as u32,
+                    supports_grammar: info["supports_grammar"].as_bool().unwrap(),
+                }),
+                None => p,
+            },
             Err(e) => {
                 failures.push(format!("{label}: start-up refused: {e}"));
                 continue;

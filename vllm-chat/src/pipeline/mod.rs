@@ -63,7 +63,7 @@ pub use generate::{
     GenerateResponse, GenerateStream, TokenLogprob, TokenLogprobEntry, TokensPrompt, TokensRequest,
     WireSamplingParams,
 };
-pub use model::{Model, ModelError, check_mistral_tool_parser};
+pub use model::{Model, ModelError, mistral_tokenizer_info};
 pub use offload::{Offload, defaults as offload_defaults};
 pub use render::render_chat;
 pub use sse::EventStream;

@@ -169,7 +169,9 @@ impl Model {
     /// The parsers named by `--reasoning-parser` / `--tool-call-parser`
     /// (`--enable-auto-tool-choice`) for this model, with vLLM's start-up checks
     /// (registered names, the tokens each parser needs, a response template for `hf`
-    /// and `beam`), told the model's architecture (`config.json`) as vLLM tells them.
+    /// and `beam`), told the model's architecture (`config.json`) and, for a
+    /// mistral-common vocabulary, its version and grammar support (which Mistral
+    /// format the `mistral` parsers read) as vLLM tells them.
     pub fn serving_parsers(
         &self,
         reasoning: Option<&str>,
@@ -178,9 +180,6 @@ impl Model {
     ) -> Result<ServingParsers, vllm_parser::ParserError> {
         let tokenizer = self.renderer.tokenizer();
         let mistral = self.renderer.mistral();
-        if let Some(mistral) = mistral {
-            check_mistral_tool_parser(mistral, tool)?;
-        }
         let parsers = ServingParsers::new(
             reasoning,
             tool,
@@ -191,6 +190,12 @@ impl Model {
                 None => tokenizer.and_then(|t| t.token_to_id(token)),
             },
         )?;
+        // A mistral-common vocabulary: vLLM's `MistralParser` reads its version and
+        // grammar support (pre-v11 JSON-array calls, `<think>` text reasoning).
+        let parsers = match mistral {
+            Some(mistral) => parsers.with_mistral_tokenizer(mistral_tokenizer_info(mistral)),
+            None => parsers,
+        };
         // vLLM's `model_config.architecture` (`config.json`'s first architecture):
         // Cohere's parsers build their structural tags by it.
         let architecture = self
@@ -203,17 +208,7 @@ impl Model {
             Some(architecture) => parsers.with_model_architecture(&architecture),
             None => parsers,
         };
-        // vLLM's Mistral parser constrains requests with mistral-common's grammar
-        // when the tokenizer is mistral-common's and supports it.
-        Ok(match mistral {
-            Some(mistral) => {
-                parsers.with_mistral_tokenizer(vllm_parser::serving::MistralTokenizer {
-                    version: mistral.version().number(),
-                    tekken: mistral.is_tekken(),
-                })
-            }
-            None => parsers,
-        })
+        Ok(parsers)
     }
 
     /// Builds the model from files already read (`files.tokenizer_json` must be set).
@@ -352,20 +347,13 @@ fn extra_eos_token_ids(renderer: &ChatRenderer, eos_token_id: Option<u32>) -> Ve
         .collect()
 }
 
-/// vLLM's `_is_pre_v11_tokeniser` for a mistral-common vocabulary (by its version,
-/// whatever tokens it has): the `mistral` tool parser on one before v11 is refused
-/// with [`vllm_parser::ParserError::MistralPreV11`], as `ServingParsers::new` refuses it
-/// on a tokenizers-format vocabulary without `[ARGS]` (vLLM's legacy JSON-array path
-/// there is not ported).
-pub fn check_mistral_tool_parser(
+/// What vLLM's `mistral` parsers read from a mistral-common tokenizer besides its
+/// vocabulary (its version, and whether mistral-common's guidance supports it).
+pub fn mistral_tokenizer_info(
     vocabulary: &crate::mistral::MistralRenderer,
-    tool: Option<&str>,
-) -> Result<(), vllm_parser::ParserError> {
-    let version = vocabulary.version().number();
-    if tool == Some("mistral") && version < 11 {
-        return Err(vllm_parser::ParserError::MistralPreV11(format!(
-            "a mistral-common vocabulary of version v{version}"
-        )));
+) -> vllm_parser::MistralTokenizerInfo {
+    vllm_parser::MistralTokenizerInfo {
+        version: vocabulary.version().number(),
+        supports_grammar: vocabulary.supports_grammar(),
     }
-    Ok(())
 }

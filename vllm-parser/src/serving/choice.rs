@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::ids::tool_call_id;
+use super::ids::{mistral_tool_call_id, tool_call_id};
 use super::required::RequiredCalls;
 use super::tables;
 use super::{ServingError, ServingParsers, ServingRequest, ToolChoice};
@@ -53,6 +53,9 @@ pub struct ChoiceParser {
     required_stream: Option<RequiredCalls>,
     required_text: String,
     call_ids: Vec<String>,
+    /// Makes the id of a call the tool parser found: vLLM's `mistral` parser
+    /// makes Mistral's 9-alphanumeric ids, the others `chatcmpl-tool-…`.
+    new_id: fn() -> String,
     scratch: Vec<Event>,
 }
 
@@ -123,6 +126,10 @@ impl ChoiceParser {
             streaming,
             required_text: String::new(),
             call_ids: Vec::new(),
+            new_id: match parsers.active_tool_name {
+                Some("mistral") => mistral_tool_call_id,
+                _ => tool_call_id,
+            },
             scratch: Vec::new(),
         })
     }
@@ -186,7 +193,7 @@ impl ChoiceParser {
                     if self.single_call && index > 0 {
                         continue;
                     }
-                    self.call_ids.push(id.unwrap_or_else(tool_call_id));
+                    self.call_ids.push(id.unwrap_or_else(self.new_id));
                     out.push(Event::ToolCallBegin {
                         index,
                         id: self.call_ids.last().cloned(),

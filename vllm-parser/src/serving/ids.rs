@@ -1,4 +1,4 @@
-//! Tool-call ids as vLLM's `make_tool_call_id` makes them.
+//! Tool-call ids as vLLM's `make_tool_call_id` makes them, and Mistral's.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +24,20 @@ pub fn tool_call_id() -> String {
     format!("chatcmpl-tool-{}", random_hex())
 }
 
+/// A Mistral tool-call id as vLLM's `MistralToolCall.generate_random_id()`
+/// makes it: 9 random ASCII letters and digits (mistral-common refuses other
+/// ids when the call comes back in a later request).
+pub fn mistral_tool_call_id() -> String {
+    const ALPHANUMERIC: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let random = random_hex();
+    (0..9)
+        .map(|i| {
+            let byte = u8::from_str_radix(&random[2 * i..2 * i + 2], 16).unwrap_or(0);
+            char::from(ALPHANUMERIC[usize::from(byte) % ALPHANUMERIC.len()])
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -33,5 +47,9 @@ mod tests {
         let hex = a.strip_prefix("chatcmpl-tool-").unwrap();
         assert_eq!(hex.len(), 32);
         assert!(hex.bytes().all(|c| c.is_ascii_hexdigit()));
+        let mistral = super::mistral_tool_call_id();
+        assert_eq!(mistral.len(), 9);
+        assert!(mistral.bytes().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(mistral, super::mistral_tool_call_id());
     }
 }

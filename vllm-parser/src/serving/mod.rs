@@ -117,14 +117,14 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::error::ParserError;
-use crate::parser::ParserOptions;
+use crate::parser::{MistralFormat, MistralReasoning, MistralTokenizerInfo, ParserOptions};
 use crate::registry;
 use crate::response_template::ResponseTemplate;
 use crate::tools::Tool;
 
 pub use choice::ChoiceParser;
 pub use cohere_tools::{ToolGrammarError, cohere_tools_grammar};
-pub use ids::{random_hex, tool_call_id};
+pub use ids::{mistral_tool_call_id, random_hex, tool_call_id};
 pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 
 /// The request's `tool_choice`, as the client gave it.
@@ -291,24 +291,6 @@ impl ServingError {
     }
 }
 
-/// A mistral-common tokenizer (`--tokenizer-mode mistral`) as vLLM's Mistral
-/// parser sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MistralTokenizer {
-    /// The instruct version (`3` for `v3`, `13` for `v13`, …).
-    pub version: u32,
-    /// Whether it is a tekken (`tekken.json`) rather than a SentencePiece
-    /// tokenizer.
-    pub tekken: bool,
-}
-
-impl MistralTokenizer {
-    /// mistral-common's `GrammarFactory.is_supported`: tekken, version 11 or later.
-    pub fn supports_grammar(&self) -> bool {
-        self.tekken && self.version >= 11
-    }
-}
-
 /// A server's parsers, built once at start-up (cheap to clone, shareable).
 #[derive(Clone)]
 pub struct ServingParsers {
@@ -329,12 +311,18 @@ pub struct ServingParsers {
     tool_strict_level: Option<ToolStrictLevel>,
     /// `model_config.architecture` (Cohere's structural tags need it).
     model_architecture: Option<String>,
-    /// The Mistral parser's control tokens, and (once
-    /// [`ServingParsers::with_mistral_tokenizer`] says the tokenizer supports
-    /// grammars) the tokenizer's version: requests then get its Lark grammar.
+    /// The Mistral format the tokenizer selects (`mistral` parsers).
+    mistral: MistralFormat,
+    /// With vLLM's Mistral parser class (`mistral` as either parser): its control
+    /// tokens, and (once [`ServingParsers::with_mistral_tokenizer`] says the
+    /// tokenizer supports grammars) the tokenizer's version: requests then get
+    /// its Lark grammar.
     mistral_grammar: Option<mistral_grammar::GrammarTokens>,
-    /// Whether [`ServingParsers::with_mistral_tokenizer`] set a tokenizer that
-    /// supports mistral-common grammars.
+    /// Whether [`ServingParsers::with_mistral_tokenizer`] set a mistral-common
+    /// tokenizer (vLLM then skips its tool-choice checks for want of a tool
+    /// parser).
+    mistral_tokenizer: bool,
+    /// Whether that tokenizer supports mistral-common grammars.
     mistral_grammars: bool,
 }
 
@@ -360,6 +348,11 @@ impl ServingParsers {
     ///
     /// Without `enable_auto_tool_choice` vLLM selects no tool parser at all
     /// (`ParserManager.get_tool_parser`): `tool` is then checked but unused.
+    ///
+    /// The vocabulary also decides the Mistral format the `mistral` parsers
+    /// read ([`MistralFormat::detect`] for a tokenizers-format vocabulary); a
+    /// mistral-common tokenizer adds what it knows with
+    /// [`ServingParsers::with_mistral_tokenizer`].
     pub fn new(
         reasoning: Option<&str>,
         tool: Option<&str>,
@@ -394,12 +387,8 @@ impl ServingParsers {
             }
         }
         registry::check_tokens(reasoning, active_tool, |t| token_id(t).is_some())?;
-        // vLLM's `_is_pre_v11_tokeniser` for a tokenizers-format vocabulary.
-        if configured_tool == Some("mistral") && token_id("[ARGS]").is_none() {
-            return Err(ParserError::MistralPreV11(
-                "the tokenizer has no [ARGS] token".into(),
-            ));
-        }
+        // A tokenizers-format vocabulary's Mistral format (`MistralParser`).
+        let mistral = MistralFormat::detect(|t| token_id(t).is_some(), None);
         let markers = markers::PROMPT_MARKERS
             .iter()
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
@@ -422,26 +411,41 @@ impl ServingParsers {
             token_suffix,
             tool_strict_level: None,
             model_architecture: None,
+            mistral,
             mistral_grammar,
+            mistral_tokenizer: false,
             mistral_grammars: false,
         })
     }
 
-    /// Say the model's tokenizer is mistral-common's (`--tokenizer-mode
-    /// mistral`). With a tekken tokenizer of version 11 or later, vLLM's
-    /// Mistral parser (`mistral` as either parser) then constrains every
-    /// request it adjusts with mistral-common's Lark grammar for the whole
-    /// reply ([`StructuredOutputs::Grammar`], covering reasoning, so
+    /// Tell the parsers that the tokenizer is a mistral-common one (vLLM's
+    /// `MistralTokenizer`, `--tokenizer-mode mistral`). vLLM's `MistralParser`
+    /// then reads pre-v11 calls by the tokenizer's version rather than by
+    /// `[ARGS]`, and `<think>` text reasoning when the tokenizer supports
+    /// grammars and has no `[THINK]` (see [`MistralFormat::detect`]); with a
+    /// grammar-capable tokenizer (tekken, version 11 or later) it constrains
+    /// every request it adjusts with mistral-common's Lark grammar for the
+    /// whole reply ([`StructuredOutputs::Grammar`], covering reasoning, so
     /// [`RequestAdjustments::grammar_from_parser`]) instead of the rules of a
-    /// `tokenizers` vocabulary; requests with a `regex` / `choice` / `grammar`
+    /// `tokenizers` vocabulary (requests with a `regex` / `choice` / `grammar`
     /// / `structural_tag` constraint or a `structural_tag` `response_format`
-    /// keep those rules.
-    pub fn with_mistral_tokenizer(mut self, tokenizer: MistralTokenizer) -> Self {
+    /// keep those). A request's `tool_choice` is not refused for want of a
+    /// tool parser, as vLLM does not refuse it with such a tokenizer.
+    /// [`ServingParsers::new`] alone describes a tokenizers-format vocabulary.
+    pub fn with_mistral_tokenizer(mut self, tokenizer: MistralTokenizerInfo) -> Self {
+        let has_think = self.mistral.reasoning == MistralReasoning::SpecialToken;
+        self.mistral = MistralFormat::detect(|t| has_think && t == "[THINK]", Some(tokenizer));
+        self.mistral_tokenizer = true;
         if let Some(tokens) = &mut self.mistral_grammar {
             tokens.version = tokenizer.version;
-            self.mistral_grammars = tokenizer.supports_grammar();
+            self.mistral_grammars = tokenizer.supports_grammar;
         }
         self
+    }
+
+    /// The Mistral format the `mistral` parsers read for this tokenizer.
+    pub fn mistral_format(&self) -> MistralFormat {
+        self.mistral
     }
 
     /// A server without parsers (vLLM's `parser_cls is None`): requests are not
@@ -457,7 +461,9 @@ impl ServingParsers {
             token_suffix: None,
             tool_strict_level: None,
             model_architecture: None,
+            mistral: MistralFormat::default(),
             mistral_grammar: None,
+            mistral_tokenizer: false,
             mistral_grammars: false,
         }
     }
@@ -537,8 +543,10 @@ impl ServingParsers {
         request: &ServingRequest,
     ) -> Result<RequestAdjustments, ServingError> {
         let choice = request.effective_tool_choice();
-        // online_renderer: tool_choice without a tool parser.
-        if self.active_tool_name.is_none() && choice != ToolChoice::None {
+        // online_renderer: tool_choice without a tool parser (not checked with a
+        // mistral-common tokenizer).
+        if self.active_tool_name.is_none() && choice != ToolChoice::None && !self.mistral_tokenizer
+        {
             return Err(match &choice {
                 ToolChoice::Auto if !self.enable_auto_tool_choice => ServingError::new(
                     "\"auto\" tool choice requires --enable-auto-tool-choice and \
@@ -633,6 +641,18 @@ impl ServingParsers {
                 }
             }
         }
+        // MistralParser's legacy branch (a tokenizers-format vocabulary, or a
+        // mistral-common tokenizer without grammar support), whichever of its
+        // parsers runs: calls keep their marker, and a forced choice is held to
+        // Mistral's JSON array of calls.
+        if self.mistral_grammar.is_some() {
+            if request.has_tools() && choice != ToolChoice::None {
+                no_skip(&mut out);
+            }
+            if let Some(schema) = mistral_forced_schema(request) {
+                out.structured_outputs = Some(StructuredOutputs::Json(schema));
+            }
+        }
         let Some(tool) = self.active_tool_name else {
             return Ok(out);
         };
@@ -678,12 +698,6 @@ impl ServingParsers {
                 }
                 _ => {}
             }
-        }
-        if tool == "mistral"
-            && let Some(schema) = mistral_forced_schema(request)
-        {
-            // MistralParser's legacy (non-`mistral` tokenizer mode) branch.
-            out.structured_outputs = Some(StructuredOutputs::Json(schema));
         }
         if tool == "k2_horizon" {
             check_k2_horizon_format(request.chat_template_kwargs)?;
@@ -786,6 +800,7 @@ impl ServingParsers {
             prompt: self.prompt_markers(prompt_token_ids),
             response_template: self.response_template.clone(),
             tool_choice: request.tool_choice.clone(),
+            mistral: self.mistral,
         };
         ChoiceParser::new(self, request, options, streaming)
     }
@@ -1058,13 +1073,45 @@ mod tests {
             ServingParsers::new(Some("deepseek_r1"), None, false, None, |_| None),
             Err(ParserError::MissingToken { .. })
         ));
-        // A tokenizer without `[ARGS]` is pre-v11 for vLLM: not parsed with v11's grammar.
+        // A tokenizer without `[ARGS]` is pre-v11 for vLLM (JSON-array calls).
         let pre_v11 = |t: &str| (t != "[ARGS]").then_some(1);
-        assert!(matches!(
-            ServingParsers::new(None, Some("mistral"), true, None, pre_v11),
-            Err(ParserError::MistralPreV11(_))
-        ));
-        assert!(ServingParsers::new(Some("mistral"), None, false, None, pre_v11).is_ok());
+        let parsers = ServingParsers::new(None, Some("mistral"), true, None, pre_v11).unwrap();
+        assert_eq!(
+            parsers.mistral_format(),
+            MistralFormat {
+                pre_v11_calls: true,
+                reasoning: MistralReasoning::SpecialToken
+            }
+        );
+        // A mistral-common tekken v11 without [THINK]: v11 calls, <think> text.
+        let tekken_v11 = |t: &str| (t != "[THINK]").then_some(1);
+        let parsers = ServingParsers::new(None, Some("mistral"), true, None, tekken_v11)
+            .unwrap()
+            .with_mistral_tokenizer(MistralTokenizerInfo {
+                version: 11,
+                supports_grammar: true,
+            });
+        assert_eq!(
+            parsers.mistral_format(),
+            MistralFormat {
+                pre_v11_calls: false,
+                reasoning: MistralReasoning::Text
+            }
+        );
+        // mistral-common v3 decides by version whatever its vocabulary holds.
+        let parsers = ServingParsers::new(None, Some("mistral"), true, None, tekken_v11)
+            .unwrap()
+            .with_mistral_tokenizer(MistralTokenizerInfo {
+                version: 3,
+                supports_grammar: false,
+            });
+        assert_eq!(
+            parsers.mistral_format(),
+            MistralFormat {
+                pre_v11_calls: true,
+                reasoning: MistralReasoning::None
+            }
+        );
         assert!(ServingParsers::new(None, Some("mistral"), true, None, any_token).is_ok());
     }
 

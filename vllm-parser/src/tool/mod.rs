@@ -14,6 +14,7 @@ pub mod json_calls;
 pub mod kimi_k3;
 pub mod lfm2;
 pub mod minicpm5;
+pub mod mistral_pre_v11;
 pub mod pythonic;
 pub mod settle;
 pub mod step3;

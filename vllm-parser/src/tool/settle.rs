@@ -61,6 +61,13 @@ pub trait Settle: Send {
         self.settle(tail)
     }
 
+    /// Whether the whitespace-only content held back before the tail is dropped
+    /// when the tail settles (`mistral` pre-v11: vLLM's content is then its
+    /// JSON text alone, or the text before the marker only if it is not blank).
+    fn drops_blank_head(&self) -> bool {
+        false
+    }
+
     /// Whether an output without calls whose content is only whitespace has no
     /// content at all (`k2_horizon`: vLLM's `content if content.strip() else None`).
     fn drops_blank_content(&self) -> bool {
@@ -191,6 +198,11 @@ impl<F: Settle + 'static> ToolParser for SettleParser<F> {
                 let tail = std::mem::take(&mut self.tail);
                 match self.format.settle_with_head(&self.head, &tail) {
                     Some(settled) => {
+                        let blank = if self.format.drops_blank_head() {
+                            String::new()
+                        } else {
+                            blank
+                        };
                         if self.spoke || !py_is_blank(&settled.content) {
                             emit_content(blank + &settled.content, out);
                         }

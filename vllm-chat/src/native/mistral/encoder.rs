@@ -51,11 +51,6 @@ enum EncoderKind {
 }
 
 impl TextEncoder {
-    /// Whether the vocabulary is tekken's (else SentencePiece's).
-    pub(crate) fn is_tekken(&self) -> bool {
-        matches!(self.kind, EncoderKind::Tekken(_))
-    }
-
     pub(crate) fn tekken(encoder: TekkenEncoder) -> Self {
         TextEncoder {
             kind: EncoderKind::Tekken(encoder),
@@ -68,6 +63,11 @@ impl TextEncoder {
             kind: EncoderKind::SentencePiece(Box::new(encoder)),
             cache: EncodeCache::default(),
         }
+    }
+
+    /// Whether this is a tekken vocabulary (not SentencePiece).
+    pub(crate) fn is_tekken(&self) -> bool {
+        matches!(self.kind, EncoderKind::Tekken(_))
     }
 
     /// Empties the cache of encoded pieces and the tekken encoder's cache of merged

@@ -286,10 +286,12 @@ impl MistralRenderer {
         self.vocab.version
     }
 
-    /// Whether the vocabulary is a `tekken.json` one (mistral-common's grammars need
-    /// tekken, version 11 or later).
-    pub fn is_tekken(&self) -> bool {
-        self.vocab.encoder.is_tekken()
+    /// mistral-common's `GrammarFactory.is_supported` (vLLM's
+    /// `MistralTokenizer.supports_grammar`): a tekken vocabulary of v11 or later.
+    /// vLLM's `mistral` parsers read `<think>` text reasoning from such a
+    /// vocabulary when it has no `[THINK]` token.
+    pub fn supports_grammar(&self) -> bool {
+        self.vocab.encoder.is_tekken() && self.vocab.version.number() >= 11
     }
 
     /// vllm-detok's decoder of this vocabulary (for streaming the model's output).
