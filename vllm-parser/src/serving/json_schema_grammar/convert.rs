@@ -14,6 +14,8 @@ use serde_json::{Map, Value};
 
 use super::escape::json_value;
 use super::grammar::{Body, Grammar, Item, WS};
+use super::range;
+use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
 
 /// Keys xgrammar ignores entirely (they leave a `{"type": …}` basic).
@@ -275,7 +277,17 @@ impl<'a> Converter<'a> {
                 ]]))
             }
             Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
-            Some("integer") if only(&["type"]) => Ok(integer()),
+            Some("integer")
+                if only(&[
+                    "type",
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                ]) =>
+            {
+                self.bounded_integer(map)
+            }
             Some("number") if only(&["type"]) => self.number(name),
             Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
                 vec![Item::Lit("true".into())],
@@ -554,6 +566,48 @@ impl<'a> Converter<'a> {
 }
 
 impl Converter<'_> {
+    /// An integer, within its bounds if it has any: the bounds' regex
+    /// ([`range::integer_range_regex`]) made rules ([`regex_rules`]).
+    fn bounded_integer(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
+        let inclusive =
+            |bound: Option<i64>, exclusive: Option<i64>, step: i64, pick: fn(i64, i64) -> i64| {
+                let exclusive = exclusive
+                    .map(|e| {
+                        e.checked_add(step).ok_or_else(|| {
+                            Unsupported::Keyword("an integer bound at the limit".into())
+                        })
+                    })
+                    .transpose()?;
+                Ok::<_, Unsupported>(match (bound, exclusive) {
+                    (Some(a), Some(b)) => Some(pick(a, b)),
+                    (a, b) => a.or(b),
+                })
+            };
+        let start = inclusive(
+            integer_bound(map, "minimum")?,
+            integer_bound(map, "exclusiveMinimum")?,
+            1,
+            i64::max,
+        )?;
+        let end = inclusive(
+            integer_bound(map, "maximum")?,
+            integer_bound(map, "exclusiveMaximum")?,
+            -1,
+            i64::min,
+        )?;
+        if start.is_none() && end.is_none() {
+            return Ok(integer());
+        }
+        if let (Some(start), Some(end)) = (start, end)
+            && start > end
+        {
+            return Err(Unsupported::Keyword("an empty integer range".into()));
+        }
+        let rules = regex_rules(&range::integer_range_regex(start, end))?;
+        let root = self.grammar.graft(rules)?;
+        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
+    }
+
     /// An object of any keys whose values are `additional` (no `properties`).
     fn map_object(&mut self, additional: &Value, name: &str) -> Result<Body, Unsupported> {
         let value = self.rule_for(additional, format!("{name}_addl"))?;
@@ -582,6 +636,24 @@ impl Converter<'_> {
             sequence,
             vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())],
         ]))
+    }
+}
+
+/// An integer bound (`minimum`, …): a whole number that an `f64` holds
+/// exactly.
+fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Unsupported> {
+    let Some(value) = map.get(key) else {
+        return Ok(None);
+    };
+    let refused = || Unsupported::Keyword(format!("{key} {value}"));
+    if let Some(v) = value.as_i64() {
+        return Ok(Some(v));
+    }
+    match value.as_f64() {
+        Some(v) if value.is_f64() && v.fract() == 0.0 && v.abs() < (1u64 << 53) as f64 => {
+            Ok(Some(v as i64))
+        }
+        _ => Err(refused()),
     }
 }
 

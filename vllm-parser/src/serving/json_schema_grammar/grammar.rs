@@ -22,6 +22,8 @@ pub(super) enum Item {
     Lit(String),
     /// Text printed as is (a character class, possibly starred).
     Raw(&'static str),
+    /// Text printed as is, made at run time.
+    Text(String),
     /// A reference to a rule.
     Ref(String),
     /// `rule{min, max}` (`max` -1: unbounded).
@@ -135,13 +137,12 @@ impl Grammar {
         let mut lifted = Vec::new();
         for index in 0..self.rules.len() {
             let name = self.rules[index].name.clone();
-            let mut counter = 0u64;
             let Body::Choice(alternatives) = &mut self.rules[index].body else {
                 continue;
             };
             let mut alternatives = std::mem::take(alternatives);
             for sequence in &mut alternatives {
-                self.lift_sequence(&name, &mut counter, sequence, &mut lifted)?;
+                self.lift_sequence(&name, sequence, &mut lifted)?;
             }
             self.rules[index].body = Body::Choice(alternatives);
         }
@@ -151,7 +152,6 @@ impl Grammar {
     fn lift_sequence(
         &mut self,
         name: &str,
-        counter: &mut u64,
         sequence: &mut [Item],
         lifted: &mut Vec<Rule>,
     ) -> Result<(), Unsupported> {
@@ -160,21 +160,18 @@ impl Grammar {
                 Item::Nested(alternatives) => {
                     let mut alternatives = std::mem::take(alternatives);
                     for inner in &mut alternatives {
-                        self.lift_sequence(name, counter, inner, lifted)?;
+                        self.lift_sequence(name, inner, lifted)?;
                     }
                     Body::Choice(alternatives)
                 }
                 Item::Regex(pattern) => Body::Regex(pattern),
                 _ => continue,
             };
-            *counter += 1;
-            let new_name = format!("{name}_{counter}");
             if lifted.len() + self.rules.len() >= MAX_RULES {
                 return Err(Unsupported::TooLarge);
             }
-            if !self.names.insert(new_name.clone()) {
-                return Err(Unsupported::RuleNameClash(new_name));
-            }
+            let new_name = self.fresh_name(name);
+            self.names.insert(new_name.clone());
             *item = Item::Ref(new_name.clone());
             lifted.push(Rule {
                 name: new_name,
@@ -182,6 +179,52 @@ impl Grammar {
             });
         }
         Ok(())
+    }
+
+    /// xgrammar's `GetNewRuleName`: `hint` if free, else `hint_N` for the
+    /// first `N` from 1 that is.
+    fn fresh_name(&self, hint: &str) -> String {
+        if !self.names.contains(hint) {
+            return hint.to_owned();
+        }
+        (1u64..)
+            .map(|n| format!("{hint}_{n}"))
+            .find(|name| !self.names.contains(name))
+            .unwrap_or_default()
+    }
+
+    /// Add the rules of a grammar of their own (the first one its root, none
+    /// holding a nested choice), each renamed to a fresh name in turn as
+    /// xgrammar's sub-grammar adder does; the root's new name.
+    pub(super) fn graft(&mut self, rules: Vec<Rule>) -> Result<String, Unsupported> {
+        if self.rules.len() + rules.len() > MAX_RULES {
+            return Err(Unsupported::TooLarge);
+        }
+        let mut renamed = std::collections::HashMap::new();
+        for rule in &rules {
+            let name = self.fresh_name(&rule.name);
+            self.names.insert(name.clone());
+            renamed.insert(rule.name.clone(), name);
+        }
+        let rename = |name: &mut String| {
+            if let Some(new) = renamed.get(name.as_str()) {
+                name.clone_from(new);
+            }
+        };
+        let root = renamed[&rules[0].name].clone();
+        for mut rule in rules {
+            rename(&mut rule.name);
+            if let Body::Choice(alternatives) = &mut rule.body {
+                for item in alternatives.iter_mut().flatten() {
+                    match item {
+                        Item::Ref(name) | Item::Repeat(name, ..) => rename(name),
+                        _ => {}
+                    }
+                }
+            }
+            self.rules.push(rule);
+        }
+        Ok(root)
     }
 
     /// The grammar's text (`str(Grammar)`), lifting nested choices first.
@@ -241,6 +284,7 @@ fn print_item(out: &mut String, item: &Item) {
             out.push('"');
         }
         Item::Raw(text) => out.push_str(text),
+        Item::Text(text) => out.push_str(text),
         Item::Ref(name) => out.push_str(name),
         Item::Repeat(name, min, max) => {
             out.push_str(name);

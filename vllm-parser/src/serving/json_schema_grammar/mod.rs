@@ -24,6 +24,8 @@
 mod convert;
 mod escape;
 mod grammar;
+mod range;
+mod regex;
 
 use serde_json::Value;
 
@@ -145,5 +147,37 @@ mod tests {
         ] {
             assert!(from_json_schema(&odd).is_err(), "{odd}");
         }
+    }
+}
+
+#[cfg(test)]
+mod dev_differential {
+    #[test]
+    fn dev_cases() {
+        let Ok(path) = std::env::var("XG_CASES") else {
+            return;
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        let (mut exact, mut unsupported, mut wrong) = (0, 0, 0);
+        for line in text.lines() {
+            let case: serde_json::Value = serde_json::from_str(line).unwrap();
+            let ours = super::from_json_schema(&case["schema"]);
+            match (ours, case["grammar"].as_str()) {
+                (Ok(a), Some(b)) if a == b => exact += 1,
+                (Err(_), _) => unsupported += 1,
+                (Ok(a), b) => {
+                    wrong += 1;
+                    if wrong <= 3 {
+                        eprintln!(
+                            "WRONG {}\nours:\n{a}\nxgrammar:\n{}",
+                            case["schema"],
+                            b.unwrap_or("ERROR")
+                        );
+                    }
+                }
+            }
+        }
+        eprintln!("exact {exact} unsupported {unsupported} wrong {wrong}");
+        assert_eq!(wrong, 0);
     }
 }
