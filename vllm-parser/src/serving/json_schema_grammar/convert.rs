@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use super::escape::json_value;
 use super::grammar::{Body, Grammar, Item, WS};
-use super::range;
+use super::range::{self, End};
 use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
 
@@ -289,6 +289,17 @@ impl<'a> Converter<'a> {
                 self.bounded_integer(map)
             }
             Some("number") if only(&["type"]) => self.number(name),
+            Some("number")
+                if only(&[
+                    "type",
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                ]) =>
+            {
+                self.bounded_number(map)
+            }
             Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
                 vec![Item::Lit("true".into())],
                 vec![Item::Lit("false".into())],
@@ -604,6 +615,53 @@ impl Converter<'_> {
             return Err(Unsupported::Keyword("an empty integer range".into()));
         }
         let rules = regex_rules(&range::integer_range_regex(start, end))?;
+        let root = self.grammar.graft(rules)?;
+        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
+    }
+
+    /// A number within bounds that are whole numbers: the bounds' regex
+    /// ([`range::number_range_regex`]) made rules ([`regex_rules`]).
+    fn bounded_number(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
+        // The stricter bound wins; at a tie, the exclusive one.
+        let end = |inclusive: &str, exclusive: &str, stricter: fn(i64, i64) -> bool| {
+            // xgrammar works on doubles: far from zero, its exclusive bounds
+            // lose precision (seen at 4e15); keep to a trillion.
+            let bound = |key: &str| match integer_bound(map, key)? {
+                Some(v) if v.unsigned_abs() > 1_000_000_000_000 => {
+                    Err(Unsupported::Keyword(format!("{key} {v}")))
+                }
+                v => Ok(v),
+            };
+            let inclusive = bound(inclusive)?.map(|value| End {
+                value,
+                exclusive: false,
+            });
+            let exclusive = bound(exclusive)?.map(|value| End {
+                value,
+                exclusive: true,
+            });
+            Ok::<_, Unsupported>(match (inclusive, exclusive) {
+                (Some(i), Some(e)) if stricter(i.value, e.value) => Some(i),
+                (Some(_), Some(e)) => Some(e),
+                (i, e) => i.or(e),
+            })
+        };
+        let start = end("minimum", "exclusiveMinimum", |i, e| i > e)?;
+        let end = end("maximum", "exclusiveMaximum", |i, e| i < e)?;
+        let regex = match (start, end) {
+            (None, None) => return Err(Unsupported::Keyword("number bounds".into())),
+            (Some(s), Some(e)) if s.value > e.value => {
+                return Err(Unsupported::Keyword("an empty number range".into()));
+            }
+            (Some(s), Some(e)) if s.value == e.value => {
+                if s.exclusive || e.exclusive {
+                    return Err(Unsupported::Keyword("an empty number range".into()));
+                }
+                format!("^({}(\\.0{{1,6}})?)$", s.value)
+            }
+            _ => range::number_range_regex(start, end),
+        };
+        let rules = regex_rules(&regex)?;
         let root = self.grammar.graft(rules)?;
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
     }

@@ -136,6 +136,89 @@ pub(super) fn integer_range_regex(start: Option<i64>, end: Option<i64>) -> Strin
     format!("^({})$", parts.join("|"))
 }
 
+/// One end of a number range: a whole number, and whether it is excluded.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct End {
+    pub(super) value: i64,
+    pub(super) exclusive: bool,
+}
+
+/// `P.x` with a non-zero fraction of at most six digits, for the whole part `P`.
+fn fractions(whole: &str, out: &mut Vec<String>) {
+    for zeros in 0..6 {
+        let more = 5 - zeros;
+        let tail = if more > 0 {
+            format!("\\d{{0,{more}}}")
+        } else {
+            String::new()
+        };
+        out.push(format!("{whole}\\.{}[1-9]{tail}", "0".repeat(zeros)));
+    }
+}
+
+/// The alternatives of the magnitudes from `a` to `b` (`None`: unbounded)
+/// on one side of zero, each after `sign`; zero itself is not among them.
+fn side(sign: &str, a: End, b: Option<End>, out: &mut Vec<String>) {
+    let a_text = a.value.unsigned_abs().to_string();
+    let mut parts = Vec::new();
+    fractions(&a_text, &mut parts);
+    if a.value != 0 && !a.exclusive {
+        parts.push(format!("{a_text}\\.0{{1,6}}"));
+        parts.push(a_text.clone());
+    }
+    let low = a.value.unsigned_abs() as u128 + 1;
+    const TAIL: &str = "(\\.\\d{1,6})?";
+    match b {
+        None => parts.push(format!("({}){TAIL}", positive_from(low).join("|"))),
+        Some(b) => {
+            let high = b.value.unsigned_abs() as u128;
+            if high >= low + 1 {
+                parts.push(format!("(({})){TAIL}", positive(low, high - 1).join("|")));
+            }
+            if !b.exclusive {
+                parts.push(format!("{high}\\.0{{1,6}}"));
+                parts.push(high.to_string());
+            }
+        }
+    }
+    out.extend(parts.into_iter().map(|p| format!("{sign}{p}")));
+}
+
+/// The regex of the numbers (six decimals at most) between `start` and
+/// `end` (whole numbers; `None`: unbounded), as xgrammar 0.2.8 writes it;
+/// `start < end` and one of them is set.
+pub(super) fn number_range_regex(start: Option<End>, end: Option<End>) -> String {
+    let zero = End {
+        value: 0,
+        exclusive: false,
+    };
+    let mut parts = Vec::new();
+    let negative = start.is_none_or(|s| s.value < 0);
+    if negative {
+        let a = match end {
+            Some(e) if e.value < 0 => e,
+            _ => zero,
+        };
+        side("-", a, start, &mut parts);
+    }
+    let includes_zero = start.is_none_or(|s| s.value < 0 || (s.value == 0 && !s.exclusive))
+        && end.is_none_or(|e| e.value > 0 || (e.value == 0 && !e.exclusive));
+    if includes_zero {
+        parts.push("0(\\.0{1,6})?".into());
+        if negative {
+            parts.push("-0(\\.0{1,6})".into());
+        }
+    }
+    if end.is_none_or(|e| e.value > 0) {
+        let a = match start {
+            Some(s) if s.value >= 0 => s,
+            _ => zero,
+        };
+        side("", a, end, &mut parts);
+    }
+    format!("^({})$", parts.join("|"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::integer_range_regex as r;
