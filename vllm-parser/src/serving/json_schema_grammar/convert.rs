@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::escape::json_value;
+use super::escape::{ebnf_literal, json_value};
 use super::grammar::{Body, Grammar, Item, WS};
 use super::range::{self, End};
 use super::regex::regex_rules;
@@ -492,17 +492,13 @@ impl<'a> Converter<'a> {
             Some(Value::Object(properties)) => properties.iter().collect(),
             Some(_) => return Err(Unsupported::Keyword("non-object properties".into())),
         };
-        match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
+        let additional = match map.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => None,
             Some(additional) if properties.is_empty() => {
                 return self.map_object(additional, name);
             }
-            Some(_) => {
-                return Err(Unsupported::Keyword(
-                    "additionalProperties other than false beside properties".into(),
-                ));
-            }
-        }
+            Some(additional) => Some(additional),
+        };
         let required: HashSet<&str> = match map.get("required") {
             None => HashSet::new(),
             Some(Value::Array(names)) => names
@@ -525,11 +521,41 @@ impl<'a> Converter<'a> {
             keys.push(json_value(&Value::String((*key).clone()))?);
             values.push(self.rule_for(schema, format!("{name}_prop_{i}"))?);
         }
+        // Other keys: a string that is none of the properties' names.
+        let other = match additional {
+            None => None,
+            Some(additional) => {
+                let value = self.rule_for(additional, format!("{name}_addl"))?;
+                let key = format!("{name}_addl_key");
+                let index = self.grammar.add(key.clone())?;
+                let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
+                self.grammar.rules[index].body = Body::Choice(vec![vec![
+                    Item::Lit("\"".into()),
+                    Item::Nested(other_key(&names)?),
+                ]]);
+                self.grammar.lookahead.insert(index);
+                let more = format!("{name}_additional_properties");
+                let index = self.grammar.add(more.clone())?;
+                self.grammar.rules[index].body = Body::Choice(vec![vec![
+                    Item::Raw(WS),
+                    Item::Lit(",".into()),
+                    Item::Raw(WS),
+                    Item::Ref(key.clone()),
+                    Item::Raw(WS),
+                    Item::Lit(":".into()),
+                    Item::Raw(WS),
+                    value.clone(),
+                ]]);
+                Some((key, value, more))
+            }
+        };
         let is_required: Vec<bool> = properties
             .iter()
             .map(|(key, _)| required.contains(key.as_str()))
             .collect();
         let part = |i: usize| format!("{name}_part_{i}");
+        // With other keys, the rest after the last property is a rule too.
+        let parts = if other.is_some() { n } else { n - 1 };
         // The property and its value (and the rest after it, if any).
         let entry = |i: usize| {
             let mut sequence = vec![
@@ -539,18 +565,23 @@ impl<'a> Converter<'a> {
                 Item::Raw(WS),
                 values[i].clone(),
             ];
-            if i + 1 < n {
+            if i < parts {
                 sequence.push(Item::Ref(part(i)));
             }
             sequence
         };
+        if let Some((_, _, more)) = &other {
+            let index = self.grammar.add(part(n - 1))?;
+            self.grammar.rules[index].body =
+                Body::Choice(vec![vec![Item::Repeat(more.clone(), 0, -1)]]);
+        }
         for i in (0..n - 1).rev() {
             let index = self.grammar.add(part(i))?;
             let mut sequence = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
             sequence.extend(entry(i + 1));
             let alternatives = if is_required[i + 1] {
                 vec![sequence]
-            } else if i + 2 < n {
+            } else if i + 1 < parts {
                 vec![vec![Item::Ref(part(i + 1))], sequence]
             } else {
                 vec![vec![], sequence]
@@ -560,6 +591,17 @@ impl<'a> Converter<'a> {
         let first_required = is_required.iter().position(|r| *r);
         let last_start = first_required.unwrap_or(n - 1);
         let mut starts: Vec<Vec<Item>> = (0..=last_start).map(entry).collect();
+        // Another key may come first when no name at all is required.
+        if let (Some((key, value, _)), true) = (&other, required.is_empty()) {
+            starts.push(vec![
+                Item::Ref(key.clone()),
+                Item::Raw(WS),
+                Item::Lit(":".into()),
+                Item::Raw(WS),
+                value.clone(),
+                Item::Ref(part(n - 1)),
+            ]);
+        }
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         if starts.len() == 1 {
             sequence.append(&mut starts[0]);
@@ -574,6 +616,63 @@ impl<'a> Converter<'a> {
         }
         Ok(Body::Choice(alternatives))
     }
+}
+
+/// The characters of a JSON string that is not one of `names` (after its
+/// opening quote), as xgrammar writes it: a trie of the names, each node a
+/// choice of the closing quote (unless a name ends there), any other
+/// character or an escape then any string, or the next character of a name.
+fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
+    // xgrammar's trie is of the names' raw bytes (not their JSON text).
+    if names
+        .iter()
+        .any(|name| name.bytes().any(|b| b < 0x20 || b == 0x7f))
+    {
+        return Err(Unsupported::Keyword(
+            "additionalProperties beside a property name with a control character".into(),
+        ));
+    }
+    /// One byte as an EBNF literal or class writes it.
+    fn byte(b: u8, in_class: bool) -> String {
+        match b {
+            b'-' | b']' if in_class => format!("\\{}", b as char),
+            0x80.. => format!("\\x{b:02x}"),
+            b => ebnf_literal(&(b as char).to_string()),
+        }
+    }
+    fn node(names: &[&[u8]]) -> Vec<Vec<Item>> {
+        let mut alternatives = Vec::new();
+        if !names.iter().any(|n| n.is_empty()) {
+            alternatives.push(vec![Item::Lit("\"".into())]);
+        }
+        let mut next: Vec<u8> = names.iter().filter_map(|n| n.first().copied()).collect();
+        next.sort_unstable();
+        next.dedup();
+        let excluded: String = next.iter().map(|&b| byte(b, true)).collect();
+        alternatives.push(vec![
+            Item::Text(format!("[^\\0-\\x1f\\\"\\\\\\r\\n{excluded}]")),
+            Item::Ref("basic_string_sub".into()),
+        ]);
+        alternatives.push(vec![
+            Item::Lit("\\".into()),
+            Item::Ref("basic_escape".into()),
+            Item::Ref("basic_string_sub".into()),
+        ]);
+        for c in next {
+            let rest: Vec<&[u8]> = names
+                .iter()
+                .filter(|n| n.first() == Some(&c))
+                .map(|n| &n[1..])
+                .collect();
+            alternatives.push(vec![
+                Item::Text(format!("\"{}\"", byte(c, false))),
+                Item::Nested(node(&rest)),
+            ]);
+        }
+        alternatives
+    }
+    let names: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+    Ok(node(&names))
 }
 
 impl Converter<'_> {

@@ -54,6 +54,9 @@ pub(super) struct Rule {
 #[derive(Debug, Default)]
 pub(super) struct Grammar {
     pub(super) rules: Vec<Rule>,
+    /// The rules (by index) followed by the lookahead xgrammar gives a
+    /// JSON string's end (`basic_string_sub`'s).
+    pub(super) lookahead: HashSet<usize>,
     names: HashSet<String>,
 }
 
@@ -113,6 +116,7 @@ impl Grammar {
     pub(super) fn new() -> Self {
         Self {
             rules: Vec::new(),
+            lookahead: HashSet::new(),
             names: BASIC_NAMES.iter().map(|n| (*n).to_owned()).collect(),
         }
     }
@@ -231,8 +235,12 @@ impl Grammar {
     pub(super) fn print(mut self) -> Result<String, Unsupported> {
         let lifted = self.lift()?;
         let mut out = String::from(BASIC_RULES);
-        for rule in &self.rules {
+        for (index, rule) in self.rules.iter().enumerate() {
             print_rule(&mut out, rule);
+            if self.lookahead.contains(&index) {
+                out.pop();
+                out.push_str(" (=([ \\n\\r\\t]* [,}\\]:]))\n");
+            }
         }
         out.push_str(BASIC_LIFTED);
         for rule in &lifted {

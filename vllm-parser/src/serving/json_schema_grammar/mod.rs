@@ -159,12 +159,18 @@ mod dev_differential {
         };
         let text = std::fs::read_to_string(path).unwrap();
         let (mut exact, mut unsupported, mut wrong) = (0, 0, 0);
+        let mut reasons = std::collections::BTreeMap::<String, usize>::new();
         for line in text.lines() {
             let case: serde_json::Value = serde_json::from_str(line).unwrap();
             let ours = super::from_json_schema(&case["schema"]);
             match (ours, case["grammar"].as_str()) {
                 (Ok(a), Some(b)) if a == b => exact += 1,
-                (Err(_), _) => unsupported += 1,
+                (Err(e), _) => {
+                    unsupported += 1;
+                    *reasons
+                        .entry(e.to_string().chars().take(90).collect::<String>())
+                        .or_insert(0) += 1;
+                }
                 (Ok(a), b) => {
                     wrong += 1;
                     if wrong <= 3 {
@@ -177,7 +183,7 @@ mod dev_differential {
                 }
             }
         }
-        eprintln!("exact {exact} unsupported {unsupported} wrong {wrong}");
+        eprintln!("exact {exact} unsupported {unsupported} wrong {wrong}\n{reasons:#?}");
         assert_eq!(wrong, 0);
     }
 }
