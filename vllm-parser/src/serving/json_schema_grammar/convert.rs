@@ -52,9 +52,19 @@ const TYPES: &[&str] = &[
 ];
 
 /// The key xgrammar finds a schema's rule by: the schema without annotations
-/// (at any depth), its keys sorted.
-fn cache_key(schema: &Value) -> Result<String, Unsupported> {
-    fn write(out: &mut String, value: &Value, depth: usize) -> Result<(), Unsupported> {
+/// (at any depth), its keys sorted. xgrammar drops an annotation's name even
+/// where it is a property's (a property named `title` is not in the key),
+/// and sorts properties too: with `faithful`, such names and the properties'
+/// order are kept, which tells apart schemas that xgrammar takes for one
+/// another.
+fn cache_key(schema: &Value, faithful: bool) -> Result<String, Unsupported> {
+    fn write(
+        out: &mut String,
+        value: &Value,
+        depth: usize,
+        names: bool,
+        faithful: bool,
+    ) -> Result<(), Unsupported> {
         if depth > MAX_DEPTH {
             return Err(Unsupported::TooDeep);
         }
@@ -62,9 +72,12 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
             Value::Object(map) => {
                 let mut entries: Vec<(&String, &Value)> = map
                     .iter()
-                    .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+                    .filter(|(k, _)| names || !ANNOTATIONS.contains(&k.as_str()))
                     .collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
+                // xgrammar sorts them; a faithful key keeps properties' order.
+                if !names {
+                    entries.sort_by(|a, b| a.0.cmp(b.0));
+                }
                 out.push('{');
                 for (i, (key, item)) in entries.into_iter().enumerate() {
                     if i > 0 {
@@ -72,7 +85,8 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
                     }
                     out.push_str(&Value::String(key.clone()).to_string());
                     out.push(':');
-                    write(out, item, depth + 1)?;
+                    let names = faithful && key.as_str() == "properties";
+                    write(out, item, depth + 1, names, faithful)?;
                 }
                 out.push('}');
             }
@@ -82,7 +96,7 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
                     if i > 0 {
                         out.push(',');
                     }
-                    write(out, item, depth + 1)?;
+                    write(out, item, depth + 1, false, faithful)?;
                 }
                 out.push(']');
             }
@@ -91,7 +105,7 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
         Ok(())
     }
     let mut out = String::new();
-    write(&mut out, schema, 0)?;
+    write(&mut out, schema, 0, false, faithful)?;
     Ok(out)
 }
 
@@ -120,6 +134,11 @@ pub(super) struct Converter<'a> {
     depth: usize,
     /// Bytes of cache keys computed so far.
     key_bytes: usize,
+    /// [`cache_key`] → the faithful one of the first schema with that key.
+    faithful: HashMap<String, String>,
+    /// The keys of schemas that differ only in property names xgrammar drops
+    /// or in the order of their properties.
+    ambiguous: HashSet<String>,
 }
 
 impl<'a> Converter<'a> {
@@ -144,6 +163,8 @@ impl<'a> Converter<'a> {
             .collect(),
             depth: 0,
             key_bytes: 0,
+            faithful: HashMap::new(),
+            ambiguous: HashSet::new(),
         }
     }
 
@@ -161,15 +182,35 @@ impl<'a> Converter<'a> {
             None => self.body(&document, "root")?,
         };
         self.grammar.rules[root].body = body;
+        // xgrammar reads schemas with one key once: a schema differing from
+        // an earlier one only in such property names or properties' order
+        // gets the earlier one's rules (reading order not reproduced).
+        if !self.ambiguous.is_empty() {
+            return Err(Unsupported::Keyword(
+                "schemas that differ only in property names that are annotation keywords or in \
+                 the order of properties"
+                    .into(),
+            ));
+        }
         self.grammar.print()
     }
 
     /// `schema`'s [`cache_key`], counted against [`MAX_KEY_BYTES`].
     fn key(&mut self, schema: &Value) -> Result<String, Unsupported> {
-        let key = cache_key(schema)?;
-        self.key_bytes += key.len();
+        let key = cache_key(schema, false)?;
+        let faithful = cache_key(schema, true)?;
+        self.key_bytes += key.len() + faithful.len();
         if self.key_bytes > MAX_KEY_BYTES {
             return Err(Unsupported::TooLarge);
+        }
+        match self.faithful.get(&key) {
+            None => {
+                self.faithful.insert(key.clone(), faithful);
+            }
+            Some(first) if *first != faithful => {
+                self.ambiguous.insert(key.clone());
+            }
+            Some(_) => {}
         }
         Ok(key)
     }
