@@ -14,6 +14,7 @@ use serde_json::{Map, Value};
 
 use super::escape::{ebnf_literal, json_value};
 use super::grammar::{Body, Grammar, Item, WS};
+use super::pattern;
 use super::range::{self, End};
 use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
@@ -41,10 +42,6 @@ const IGNORED: &[&str] = &[
     "$anchor",
     "contentEncoding",
 ];
-
-/// The one `pattern` converted: vLLM's for `tool_call_id` (xgrammar keeps it
-/// as a regex).
-const TOOL_CALL_ID: &str = "^[0-9]+$";
 
 /// The JSON types.
 const TYPES: &[&str] = &[
@@ -307,15 +304,25 @@ impl<'a> Converter<'a> {
             None => None,
         };
         match kind {
+            // xgrammar keeps a pattern as a regex (and ignores the lengths).
             Some("string")
-                if only(&["type", "pattern"])
-                    && map.get("pattern").and_then(Value::as_str) == Some(TOOL_CALL_ID) =>
+                if only(&["type", "pattern", "minLength", "maxLength"])
+                    && map.contains_key("pattern") =>
             {
-                Ok(Body::Choice(vec![vec![
-                    Item::Lit("\"".into()),
-                    Item::Regex(TOOL_CALL_ID),
-                    Item::Lit("\"".into()),
-                ]]))
+                let min = count(map, "minLength")?.unwrap_or(0);
+                if count(map, "maxLength")?.is_some_and(|max| max < min) {
+                    return Err(Unsupported::Keyword("minLength above maxLength".into()));
+                }
+                match map["pattern"].as_str() {
+                    Some(pattern) if pattern::kept_as_regex(pattern) => {
+                        Ok(Body::Choice(vec![vec![
+                            Item::Lit("\"".into()),
+                            Item::Regex(pattern.to_owned()),
+                            Item::Lit("\"".into()),
+                        ]]))
+                    }
+                    _ => Err(Unsupported::Keyword(format!("pattern {}", map["pattern"]))),
+                }
             }
             Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
             Some("integer")

@@ -31,7 +31,7 @@ pub(super) enum Item {
     /// A choice inside a sequence: it gets a rule of its own.
     Nested(Vec<Vec<Item>>),
     /// `Regex("…", json_string=true)`: it gets a rule of its own.
-    Regex(&'static str),
+    Regex(String),
 }
 
 /// A rule's body.
@@ -40,7 +40,7 @@ pub(super) enum Body {
     /// A choice of sequences (an empty sequence is `""`).
     Choice(Vec<Vec<Item>>),
     /// `Regex("…", json_string=true)`.
-    Regex(&'static str),
+    Regex(String),
 }
 
 /// A named rule.
@@ -168,7 +168,7 @@ impl Grammar {
                     }
                     Body::Choice(alternatives)
                 }
-                Item::Regex(pattern) => Body::Regex(pattern),
+                Item::Regex(pattern) => Body::Regex(std::mem::take(pattern)),
                 _ => continue,
             };
             if lifted.len() + self.rules.len() >= MAX_RULES {

@@ -24,6 +24,7 @@
 mod convert;
 mod escape;
 mod grammar;
+mod pattern;
 mod range;
 mod regex;
 
