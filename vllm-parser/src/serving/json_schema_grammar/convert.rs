@@ -43,6 +43,25 @@ const IGNORED: &[&str] = &[
     "contentEncoding",
 ];
 
+/// Keywords (none holding a schema) that xgrammar 0.2.8 ignores beside
+/// `const`, `enum`, `anyOf` and `oneOf`.
+const IGNORED_BESIDE: &[&str] = &[
+    "type",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "required",
+];
+
 /// The JSON types.
 const TYPES: &[&str] = &[
     "string", "integer", "number", "boolean", "null", "array", "object",
@@ -258,7 +277,10 @@ impl<'a> Converter<'a> {
             return self.reference(&map["$ref"]);
         }
         if keys.contains(&"const") {
-            if !only(&["const", "type"]) {
+            if !keys
+                .iter()
+                .all(|k| *k == "const" || IGNORED_BESIDE.contains(k))
+            {
                 return Err(Unsupported::Keyword("const with other keywords".into()));
             }
             return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
@@ -266,7 +288,10 @@ impl<'a> Converter<'a> {
             )?)]]));
         }
         if keys.contains(&"enum") {
-            if !only(&["enum", "type"]) {
+            if !keys
+                .iter()
+                .all(|k| *k == "enum" || IGNORED_BESIDE.contains(k))
+            {
                 return Err(Unsupported::Keyword("enum with other keywords".into()));
             }
             let values = map["enum"]
@@ -281,7 +306,10 @@ impl<'a> Converter<'a> {
         }
         for keyword in ["anyOf", "oneOf"] {
             if keys.contains(&keyword) {
-                if !only(&[keyword]) {
+                if !keys
+                    .iter()
+                    .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
+                {
                     return Err(Unsupported::Keyword(format!(
                         "{keyword} with other keywords"
                     )));
@@ -296,6 +324,12 @@ impl<'a> Converter<'a> {
                 }
                 return Ok(Body::Choice(alternatives));
             }
+        }
+        if keys.contains(&"allOf") {
+            if !only(&["allOf"]) {
+                return Err(Unsupported::Keyword("allOf with other keywords".into()));
+            }
+            return self.all_of(&map["allOf"], name);
         }
         let kind = match map.get("type") {
             Some(Value::String(kind)) => Some(kind.as_str()),
@@ -724,6 +758,42 @@ fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
 }
 
 impl Converter<'_> {
+    /// `allOf`: one schema is that schema's body in this rule (its own rules
+    /// named as a first case's, `…_case_0_…`); several are
+    /// any value (xgrammar 0.2.8 does not merge them, it warns).
+    fn all_of(&mut self, options: &Value, name: &str) -> Result<Body, Unsupported> {
+        let options = options
+            .as_array()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| Unsupported::Keyword("an empty allOf".into()))?;
+        for option in options {
+            // Read by xgrammar: its key counts (see `cache_key`).
+            self.key(option)?;
+        }
+        if let [option] = options.as_slice() {
+            // In this rule, its own rules named as the first case's.
+            return self.body(option, &format!("{name}_case_0"));
+        }
+        // xgrammar still reads the schemas: keep to ones this crate converts
+        // on their own, without `$ref` or `allOf` inside.
+        for option in options {
+            let text = option.to_string();
+            if text.contains("\"$ref\"") || text.contains("\"allOf\"") {
+                return Err(Unsupported::Keyword(
+                    "allOf of schemas with $ref or allOf".into(),
+                ));
+            }
+            match option {
+                Value::Object(document) => {
+                    Converter::new(document).convert()?;
+                }
+                Value::Bool(true) => {}
+                _ => return Err(Unsupported::Keyword("an allOf of non-schemas".into())),
+            }
+        }
+        Ok(any())
+    }
+
     /// An integer, within its bounds if it has any: the bounds' regex
     /// ([`range::integer_range_regex`]) made rules ([`regex_rules`]).
     fn bounded_integer(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
