@@ -6,7 +6,11 @@
 //! (`…_prop_N` for a property, `…_part_N` for the rest of an object after
 //! property `N`, `…_additional` / `…_items` for array items, `…_case_N` for
 //! `anyOf` / `oneOf`, `…_type_N` for a list of types, `defs_NAME` /
-//! `definitions_NAME` for a `$ref`), made before the rules of its own parts.
+//! `definitions_NAME` for a `$ref`, `…_addl` / `…_addl_key` /
+//! `…_additional_properties` for other keys of an object), made before the
+//! rules of its own parts. A bounded integer or number is a rule holding the
+//! rules of its range regex, renamed to fresh names (`root_1`, `root_1_1`, …)
+//! as xgrammar adds a grammar of their own.
 
 use std::collections::{HashMap, HashSet};
 

@@ -78,7 +78,7 @@ pub(super) fn double(value: f64) -> String {
             text.to_owned()
         }
     };
-    if exponent < -4 || exponent >= 17 {
+    if !(-4..17).contains(&exponent) {
         let (mantissa, _) = scientific.split_once('e').unwrap_or((&scientific, ""));
         let sign = if exponent < 0 { '-' } else { '+' };
         format!("{}e{sign}{:02}", trim(mantissa), exponent.unsigned_abs())

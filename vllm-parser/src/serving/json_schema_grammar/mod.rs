@@ -9,17 +9,34 @@
 //! Anything outside the subset is an [`Unsupported`] error, never a guess.
 //!
 //! The subset: `true`; `{}`; `type` a JSON type or a list of them;
-//! strings with `minLength` / `maxLength` (no `pattern`, no `format`);
-//! integers and numbers without bounds; booleans; `null`; arrays with
-//! `items`, `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
-//! `properties`, `required` and `additionalProperties: false` (or absent),
-//! or without `properties` and any `additionalProperties` (a map);
-//! `enum` / `const` of strings, integers, booleans, `null` and arrays /
-//! objects of them; `anyOf` / `oneOf` (xgrammar writes both as a choice);
-//! `$ref` to `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of
-//! ASCII letters, digits, `_`, `-`, `.`), recursion included. Annotations
+//! strings with `minLength` / `maxLength`, or with a `pattern` xgrammar keeps
+//! as a regex (printable ASCII in a common regex syntax: module `pattern`; the
+//! lengths are then ignored, as xgrammar does), no `format`; integers with
+//! or without `minimum` / `maximum` / `exclusiveMinimum` /
+//! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
+//! `regex`); numbers without bounds or with bounds that are whole numbers
+//! up to 10^12 in magnitude; booleans; `null`; arrays with `items`,
+//! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
+//! `properties`, `required` and any `additionalProperties` (other keys: a
+//! string that is none of the properties' names, xgrammar's trie of their
+//! bytes), or without `properties` (a map); `enum` / `const` of any JSON
+//! values (numbers other than `i64`s written as picojson writes doubles);
+//! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
+//! its body; several: any value, as xgrammar does); `$ref` to
+//! `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of ASCII
+//! letters, digits, `_`, `-`, `.`), recursion included. Annotations
 //! (`title`, `description`, `default`, `examples`, …) and `nullable`,
-//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted.
+//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
+//! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores the
+//! keywords that hold no schema (`type`, `maxLength`, `minimum`, …).
+//!
+//! Outside it, among others: `format`, `multipleOf`, fractional number
+//! bounds, `patternProperties` / `propertyNames` / `minProperties` /
+//! `maxProperties`, and schemas xgrammar takes for one another: its key for
+//! finding a schema's rules again drops annotation keywords at any depth,
+//! property names included, and sorts properties, so two schemas that differ
+//! only in a property named `title` or in the order of their properties get
+//! the rules of whichever xgrammar read first.
 
 mod convert;
 mod escape;

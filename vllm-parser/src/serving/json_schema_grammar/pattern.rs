@@ -139,7 +139,7 @@ impl Checker<'_> {
                 let value = |n: &[u8]| std::str::from_utf8(n).ok()?.parse::<u32>().ok();
                 let ok = match numbers.as_slice() {
                     [n] => number(n),
-                    [n, m] if m.is_empty() => number(n),
+                    [n, []] => number(n),
                     [n, m] => number(n) && number(m) && value(n) <= value(m),
                     _ => false,
                 };

@@ -172,7 +172,7 @@ fn side(sign: &str, a: End, b: Option<End>, out: &mut Vec<String>) {
         None => parts.push(format!("({}){TAIL}", positive_from(low).join("|"))),
         Some(b) => {
             let high = b.value.unsigned_abs() as u128;
-            if high >= low + 1 {
+            if high > low {
                 parts.push(format!("(({})){TAIL}", positive(low, high - 1).join("|")));
             }
             if !b.exclusive {
