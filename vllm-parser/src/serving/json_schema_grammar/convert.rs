@@ -47,8 +47,9 @@ const IGNORED: &[&str] = &[
     "contentEncoding",
 ];
 
-/// Keywords (none holding a schema) that xgrammar 0.2.8 ignores beside
-/// `const`, `enum`, `anyOf` and `oneOf`.
+/// Keywords that xgrammar 0.2.8 ignores beside `const`, `enum`, `anyOf` and
+/// `oneOf` (the schemas under `properties` / `items` are not even read: an
+/// unresolvable `$ref` there is no error).
 const IGNORED_BESIDE: &[&str] = &[
     "type",
     "minLength",
@@ -64,6 +65,8 @@ const IGNORED_BESIDE: &[&str] = &[
     "maxItems",
     "uniqueItems",
     "required",
+    "properties",
+    "items",
 ];
 
 /// The JSON types.

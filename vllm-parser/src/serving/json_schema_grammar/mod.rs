@@ -27,8 +27,8 @@
 //! letters, digits, `_`, `-`, `.`), recursion included. Annotations
 //! (`title`, `description`, `default`, `examples`, …) and `nullable`,
 //! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
-//! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores the
-//! keywords that hold no schema (`type`, `maxLength`, `minimum`, …).
+//! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
+//! `properties`, `items`, `maxLength`, `minimum` and the like.
 //!
 //! Outside it, among others: `format`, `multipleOf`, fractional number
 //! bounds, `patternProperties` / `propertyNames` / `minProperties` /
