@@ -17,7 +17,8 @@ use std::collections::{HashMap, HashSet};
 use serde_json::{Map, Value};
 
 use super::escape::{ebnf_literal, json_value};
-use super::grammar::{Body, Grammar, Item, WS};
+use super::formats;
+use super::grammar::{Body, Grammar, Item, Rule, WS};
 use super::pattern;
 use super::range::{self, End};
 use super::regex::regex_rules;
@@ -364,6 +365,12 @@ impl<'a> Converter<'a> {
                     }
                     _ => Err(Unsupported::Keyword(format!("pattern {}", map["pattern"]))),
                 }
+            }
+            Some("string")
+                if only(&["type", "format", "minLength", "maxLength"])
+                    && map.contains_key("format") =>
+            {
+                self.formatted_string(map, name)
             }
             Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
             Some("integer")
@@ -765,6 +772,41 @@ fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
 }
 
 impl Converter<'_> {
+    /// A string with a `format`: a known one is its regex's rules (the
+    /// lengths ignored, as xgrammar does), another one no constraint.
+    fn formatted_string(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+    ) -> Result<Body, Unsupported> {
+        let format = map["format"]
+            .as_str()
+            .ok_or_else(|| Unsupported::Keyword(format!("format {}", map["format"])))?;
+        let Some((_, rules)) = formats::FORMATS.iter().find(|(known, _)| *known == format) else {
+            return self.string(map, name);
+        };
+        let min = count(map, "minLength")?.unwrap_or(0);
+        if count(map, "maxLength")?.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword("minLength above maxLength".into()));
+        }
+        let rules = rules
+            .lines()
+            .map(|line| {
+                let (name, body) = line.split_once(" ::= ").unwrap_or((line, ""));
+                Rule {
+                    name: name.to_owned(),
+                    body: Body::Text(body.to_owned()),
+                }
+            })
+            .collect();
+        let root = self.grammar.graft(rules)?;
+        Ok(Body::Choice(vec![vec![
+            Item::Lit("\"".into()),
+            Item::Ref(root),
+            Item::Lit("\"".into()),
+        ]]))
+    }
+
     /// `allOf`: one schema is that schema's body in this rule (its own rules
     /// named as a first case's, `…_case_0_…`); several are
     /// any value (xgrammar 0.2.8 does not merge them, it warns).

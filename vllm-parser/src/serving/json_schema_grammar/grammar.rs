@@ -41,6 +41,8 @@ pub(super) enum Body {
     Choice(Vec<Vec<Item>>),
     /// `Regex("…", json_string=true)`.
     Regex(String),
+    /// A body printed as is (rules copied from xgrammar's output).
+    Text(String),
 }
 
 /// A named rule.
@@ -218,13 +220,17 @@ impl Grammar {
         let root = renamed[&rules[0].name].clone();
         for mut rule in rules {
             rename(&mut rule.name);
-            if let Body::Choice(alternatives) = &mut rule.body {
-                for item in alternatives.iter_mut().flatten() {
-                    match item {
-                        Item::Ref(name) | Item::Repeat(name, ..) => rename(name),
-                        _ => {}
+            match &mut rule.body {
+                Body::Choice(alternatives) => {
+                    for item in alternatives.iter_mut().flatten() {
+                        match item {
+                            Item::Ref(name) | Item::Repeat(name, ..) => rename(name),
+                            _ => {}
+                        }
                     }
                 }
+                Body::Text(text) => *text = rename_in_text(text, &renamed),
+                Body::Regex(_) => {}
             }
             self.rules.push(rule);
         }
@@ -250,10 +256,46 @@ impl Grammar {
     }
 }
 
+/// `text` (an EBNF body) with the rule names in `renamed` renamed; string
+/// literals and character classes left as they are.
+fn rename_in_text(text: &str, renamed: &std::collections::HashMap<String, String>) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let start = at;
+        match bytes[at] {
+            quote @ (b'"' | b'[') => {
+                let close = if quote == b'"' { b'"' } else { b']' };
+                at += 1;
+                while at < bytes.len() && bytes[at] != close {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+                at = (at + 1).min(bytes.len());
+                out.push_str(&text[start..at]);
+            }
+            b if b.is_ascii_alphabetic() || b == b'_' => {
+                while at < bytes.len() && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_') {
+                    at += 1;
+                }
+                let name = &text[start..at];
+                out.push_str(renamed.get(name).map_or(name, String::as_str));
+            }
+            _ => {
+                let width = text[at..].chars().next().map_or(1, char::len_utf8);
+                at += width;
+                out.push_str(&text[start..at]);
+            }
+        }
+    }
+    out
+}
+
 fn print_rule(out: &mut String, rule: &Rule) {
     out.push_str(&rule.name);
     out.push_str(" ::= ");
     match &rule.body {
+        Body::Text(text) => out.push_str(text),
         Body::Regex(pattern) => {
             out.push_str("Regex(\"");
             out.push_str(&ebnf_literal(pattern));

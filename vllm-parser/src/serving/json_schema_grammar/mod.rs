@@ -40,6 +40,7 @@
 
 mod convert;
 mod escape;
+mod formats;
 mod grammar;
 mod pattern;
 mod range;
