@@ -20,8 +20,8 @@ Cases:
   integer and number bounds, ``additionalProperties`` beside ``properties``,
   property names that are annotation keywords (``title``, ``description``…)
   and the same properties in another order (schemas xgrammar takes for one
-  another), and some still outside the subset (``multipleOf``, ``allOf``,
-  ``pattern``, ``format``, fractional bounds, floats in ``enum``).
+  another), ``allOf``, ``pattern``, ``format``, floats in ``enum``, and some
+  still outside the subset (``multipleOf``, fractional bounds, rarer regexes).
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -334,7 +334,15 @@ def feature_value(rng, depth):
     if roll < 0.85:
         return {"allOf": [{"type": "integer"}, {"minimum": 0}]}
     if roll < 0.9:
-        return {"type": "string", rng.choice(["pattern", "format"]): rng.choice(["^[a-z]+$", "email", "date"])}
+        if rng.random() < 0.5:
+            return {"type": "string", "pattern": rng.choice(
+                ["^[a-z]+$", r"^\d{3}-\d{4}$", "^[A-Z]{2}[0-9]*$", r"^\w+@\w+\.com$", "^é$", r"(a)\1"])}
+        out = {"type": "string", "format": rng.choice(
+            ["email", "date", "date-time", "time", "uri", "uuid", "ipv4", "ipv6", "hostname",
+             "duration", "uri-reference", "int64", "binary"])}
+        if rng.random() < 0.2:
+            out["maxLength"] = 64
+        return out
     if roll < 0.95:
         return {"enum": rng.sample([1.5, 3.0, -0.0, 1e20, 2, "x", None], rng.randint(1, 3))}
     return rng.choice([{"type": "string"}, {"type": "integer"}, {}, True])

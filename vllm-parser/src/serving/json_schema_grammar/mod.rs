@@ -11,7 +11,9 @@
 //! The subset: `true`; `{}`; `type` a JSON type or a list of them;
 //! strings with `minLength` / `maxLength`, or with a `pattern` xgrammar keeps
 //! as a regex (printable ASCII in a common regex syntax: module `pattern`; the
-//! lengths are then ignored, as xgrammar does), no `format`; integers with
+//! lengths are then ignored, as xgrammar does), or with a `format` (the 14
+//! xgrammar knows are their regexes' rules, copied from xgrammar: module
+//! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
 //! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
 //! `regex`); numbers without bounds or with bounds that are whole numbers
@@ -30,7 +32,7 @@
 //! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
 //! `properties`, `items`, `maxLength`, `minimum` and the like.
 //!
-//! Outside it, among others: `format`, `multipleOf`, fractional number
+//! Outside it, among others: `multipleOf`, fractional number
 //! bounds, `patternProperties` / `propertyNames` / `minProperties` /
 //! `maxProperties`, and schemas xgrammar takes for one another: its key for
 //! finding a schema's rules again drops annotation keywords at any depth,
