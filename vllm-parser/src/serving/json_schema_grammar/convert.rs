@@ -137,6 +137,10 @@ fn cache_key(schema: &Value, faithful: bool) -> Result<String, Unsupported> {
 /// work a schema can ask for, e.g. type lists nested in type lists).
 const MAX_KEY_BYTES: usize = 64 << 20;
 
+/// The longest property name beside `additionalProperties` converted (each
+/// byte is a nested rule of the other-keys trie).
+const MAX_TRIE_NAME: usize = 256;
+
 /// The schema's keys that matter (annotations left out).
 fn keys(schema: &Map<String, Value>) -> Vec<&str> {
     schema
@@ -719,6 +723,10 @@ impl<'a> Converter<'a> {
 /// choice of the closing quote (unless a name ends there), any other
 /// character or an escape then any string, or the next character of a name.
 fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
+    // The trie nests a rule per byte: keep it shallow.
+    if names.iter().any(|name| name.len() > MAX_TRIE_NAME) {
+        return Err(Unsupported::TooLarge);
+    }
     // xgrammar's trie is of the names' raw bytes (not their JSON text).
     if names
         .iter()

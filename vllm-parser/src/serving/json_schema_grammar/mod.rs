@@ -230,6 +230,18 @@ mod tests {
             schema = json!({"type": ["object", "object"], "properties": {"a": schema}});
         }
         assert_eq!(from_json_schema(&schema), Err(Unsupported::TooLarge));
+        let long = "k".repeat(100_000);
+        assert_eq!(
+            from_json_schema(&json!({
+                "type": "object", "properties": {long: {}}, "additionalProperties": true,
+            })),
+            Err(Unsupported::TooLarge)
+        );
+        // The widest integer range stays a few hundred rules.
+        let widest =
+            from_json_schema(&json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}))
+                .unwrap();
+        assert!(widest.lines().count() < 300, "{}", widest.lines().count());
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
             deep = json!({"type": "array", "items": deep});
