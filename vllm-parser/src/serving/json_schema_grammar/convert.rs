@@ -384,11 +384,16 @@ impl<'a> Converter<'a> {
                     "maximum",
                     "exclusiveMinimum",
                     "exclusiveMaximum",
+                    "multipleOf",
                 ]) =>
             {
-                self.bounded_integer(map)
+                self.bounded_integer(map, name)
             }
-            Some("number") if only(&["type"]) => self.number(name),
+            Some("number") if only(&["type", "multipleOf"]) => {
+                // xgrammar ignores `multipleOf` for numbers (once checked).
+                multiple_of(map)?;
+                self.number(name)
+            }
             Some("number")
                 if only(&[
                     "type",
@@ -396,8 +401,10 @@ impl<'a> Converter<'a> {
                     "maximum",
                     "exclusiveMinimum",
                     "exclusiveMaximum",
+                    "multipleOf",
                 ]) =>
             {
+                multiple_of(map)?;
                 self.bounded_number(map)
             }
             Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
@@ -853,7 +860,12 @@ impl Converter<'_> {
 
     /// An integer, within its bounds if it has any: the bounds' regex
     /// ([`range::integer_range_regex`]) made rules ([`regex_rules`]).
-    fn bounded_integer(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
+    fn bounded_integer(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+    ) -> Result<Body, Unsupported> {
+        let multiple = multiple_of(map)?;
         let inclusive =
             |bound: Option<i64>, exclusive: Option<i64>, step: i64, pick: fn(i64, i64) -> i64| {
                 let exclusive = exclusive
@@ -881,7 +893,18 @@ impl Converter<'_> {
             i64::min,
         )?;
         if start.is_none() && end.is_none() {
-            return Ok(integer());
+            // A whole `multipleOf` is a digit automaton; another is ignored.
+            return match multiple {
+                Some(m) if m.fract() == 0.0 => self.multiple_of_integer(m, name),
+                _ => Ok(integer()),
+            };
+        }
+        // With one bound, xgrammar ignores `multipleOf`; with both it lists
+        // the multiples (not reproduced).
+        if multiple.is_some() && start.is_some() && end.is_some() {
+            return Err(Unsupported::Keyword(
+                "multipleOf with a lower and an upper bound".into(),
+            ));
         }
         if let (Some(start), Some(end)) = (start, end)
             && start > end
@@ -891,6 +914,35 @@ impl Converter<'_> {
         let rules = regex_rules(&range::integer_range_regex(start, end))?;
         let root = self.grammar.graft(rules)?;
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
+    }
+
+    /// The integers that are multiples of `m` (a whole number): the states
+    /// of the remainder of the digits read so far, as xgrammar writes them.
+    fn multiple_of_integer(&mut self, m: f64, name: &str) -> Result<Body, Unsupported> {
+        if m > MAX_MULTIPLE_OF as f64 {
+            return Err(Unsupported::TooLarge);
+        }
+        let m = m as u64;
+        let state = |k: u64| format!("{name}_multiple_of_{m}_mod_{k}");
+        let digit = |d: u64| Item::Lit(d.to_string());
+        for k in 0..m {
+            let index = self.grammar.add(state(k))?;
+            let mut alternatives = if k == 0 { vec![vec![]] } else { vec![] };
+            alternatives
+                .extend((0..10).map(|d| vec![digit(d), Item::Ref(state((10 * k + d) % m))]));
+            self.grammar.rules[index].body = Body::Choice(alternatives);
+        }
+        Ok(Body::Choice(vec![
+            vec![Item::Lit("0".into())],
+            vec![
+                Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
+                Item::Nested(
+                    (1..10)
+                        .map(|d| vec![digit(d), Item::Ref(state(d % m))])
+                        .collect(),
+                ),
+            ],
+        ]))
     }
 
     /// A number within bounds that are whole numbers: the bounds' regex
@@ -986,6 +1038,20 @@ fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Uns
             Ok(Some(v as i64))
         }
         _ => Err(refused()),
+    }
+}
+
+/// The largest whole `multipleOf` converted (one rule per remainder).
+const MAX_MULTIPLE_OF: u64 = 100;
+
+/// `multipleOf`, if any: a number above zero (xgrammar refuses others).
+fn multiple_of(map: &Map<String, Value>) -> Result<Option<f64>, Unsupported> {
+    match map.get("multipleOf") {
+        None => Ok(None),
+        Some(value) => match value.as_f64() {
+            Some(m) if m > 0.0 && m.is_finite() => Ok(Some(m)),
+            _ => Err(Unsupported::Keyword(format!("multipleOf {value}"))),
+        },
     }
 }
 
