@@ -16,7 +16,8 @@
 //! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
 //! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
-//! `regex`); numbers without bounds or with bounds that are whole numbers
+//! `regex`), and with a `multipleOf` (a remainder automaton, up to 100;
+//! ignored beside one bound); numbers without bounds or with bounds that are whole numbers
 //! up to 10^12 in magnitude; booleans; `null`; arrays with `items`,
 //! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
@@ -32,7 +33,8 @@
 //! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
 //! `properties`, `items`, `maxLength`, `minimum` and the like.
 //!
-//! Outside it, among others: `multipleOf`, fractional number
+//! Outside it, among others: an integer `multipleOf` beside both bounds
+//! (xgrammar lists the multiples), fractional number
 //! bounds, `patternProperties` / `propertyNames` / `minProperties` /
 //! `maxProperties`, and schemas xgrammar takes for one another: its key for
 //! finding a schema's rules again drops annotation keywords at any depth,
