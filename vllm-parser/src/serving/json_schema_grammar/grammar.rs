@@ -4,8 +4,11 @@
 //! A rule's body is a choice of sequences. A choice nested inside a sequence
 //! ([`Item::Nested`]) or a regex there ([`Item::Regex`]) is moved to a rule of
 //! its own when the grammar is printed ([`Grammar::lift`]): the new rule is
-//! named after the rule holding it (`root_1`, `root_2`, … innermost first)
-//! and appended after every rule, in the order the holding rules come.
+//! named after the rule holding it (`root_1`, `root_2`, … innermost first;
+//! the first `_N` no rule has, as xgrammar's `GetNewRuleName`) and appended
+//! after every rule, in the order the holding rules come. Rules of a grammar
+//! of their own (a range regex's, a format's) are added under fresh names
+//! the same way ([`Grammar::graft`]).
 
 use std::collections::HashSet;
 
