@@ -15,6 +15,13 @@ Cases:
   ``MODEL_TO_TAG_STYLE``, with and without a JSON ``response_format``.
 * ``sweep/N``: ``SWEEP`` generated tools (seeded, deterministic) covering the
   JSON Schema features xgrammar converts, on one architecture.
+* ``features/N``: ``FEATURES`` generated tools (seeded apart, so that the
+  ``sweep`` cases stay as they were) aimed at the keywords converted later:
+  integer and number bounds, ``additionalProperties`` beside ``properties``,
+  property names that are annotation keywords (``title``, ``description``…)
+  and the same properties in another order (schemas xgrammar takes for one
+  another), ``allOf``, ``pattern``, ``format``, floats in ``enum``, and some
+  still outside the subset (``multipleOf``, fractional bounds, rarer regexes).
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -33,6 +40,7 @@ import gzip
 import io
 import json
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -47,6 +55,8 @@ OUT = gf.CRATE / "tests" / "fixtures" / "serving" / "cohere_tool_grammars.json.g
 ARCHITECTURES = list(cc.MODEL_TO_TAG_STYLE)
 SWEEP = 800
 SEED = 20260512
+FEATURES = 400
+FEATURES_SEED = 20261202
 JSON_FORMAT = st.JSON_SCHEMA_FORMAT
 
 
@@ -278,6 +288,105 @@ def sweep_tools(rng):
     return tools
 
 
+# ---------------------------------------------------------------- the features sweep
+
+FEATURE_NAMES = ["a", "ab", "abc", "b", "city", "ci", "cat", "x y", "", "a.b$", "q@", "title",
+                 "description", "default", "examples", "root", "é", "k-z", "q\"k", "a?]"]
+
+
+def bound(rng):
+    roll = rng.random()
+    if roll < 0.5:
+        value = rng.randint(-12, 12)
+    elif roll < 0.8:
+        value = rng.choice([0, 1, 10, 100, 255, 1000, 65535, -1, -100, 3600, 86400])
+    elif roll < 0.9:
+        value = rng.randint(-10**6, 10**6)
+    else:
+        value = rng.choice([2**31 - 1, -2**31, 2**53, 2**63 - 1, -2**63, 10**12, 10**13])
+    roll = rng.random()
+    if roll < 0.15:
+        return float(value)
+    if roll < 0.22:
+        return value + rng.choice([0.5, 0.25, 0.001])
+    return value
+
+
+def numeric(rng):
+    out = {"type": rng.choice(["integer", "integer", "number"])}
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        if rng.random() < 0.4:
+            out[key] = bound(rng)
+    if rng.random() < 0.05:
+        out["multipleOf"] = rng.choice([2, 5, 0.5])
+    if rng.random() < 0.1:
+        out = {"anyOf": [out, {"type": "null"}]}
+    return out
+
+
+def feature_value(rng, depth):
+    roll = rng.random()
+    if roll < 0.45:
+        return numeric(rng)
+    if roll < 0.75 and depth > 0:
+        return feature_object(rng, depth - 1)
+    if roll < 0.8:
+        return {"type": "array", "items": numeric(rng)}
+    if roll < 0.85:
+        return {"allOf": [{"type": "integer"}, {"minimum": 0}]}
+    if roll < 0.9:
+        if rng.random() < 0.5:
+            return {"type": "string", "pattern": rng.choice(
+                ["^[a-z]+$", r"^\d{3}-\d{4}$", "^[A-Z]{2}[0-9]*$", r"^\w+@\w+\.com$", "^é$", r"(a)\1"])}
+        out = {"type": "string", "format": rng.choice(
+            ["email", "date", "date-time", "time", "uri", "uuid", "ipv4", "ipv6", "hostname",
+             "duration", "uri-reference", "int64", "binary"])}
+        if rng.random() < 0.2:
+            out["maxLength"] = 64
+        return out
+    if roll < 0.95:
+        return {"enum": rng.sample([1.5, 3.0, -0.0, 1e20, 2, "x", None], rng.randint(1, 3))}
+    return rng.choice([{"type": "string"}, {"type": "integer"}, {}, True])
+
+
+def feature_object(rng, depth):
+    names = rng.sample(FEATURE_NAMES, rng.randint(0, 4))
+    out = {"type": "object", "properties": {n: feature_value(rng, depth) for n in names}}
+    if names and rng.random() < 0.6:
+        out["required"] = [n for n in names if rng.random() < 0.5]
+        if rng.random() < 0.05:
+            out["required"].append("missing")
+    roll = rng.random()
+    if roll < 0.5:
+        out["additionalProperties"] = rng.choice(
+            [True, {}, {"type": "integer"}, {"type": "string", "maxLength": 3},
+             numeric(rng), False])
+    if rng.random() < 0.2:
+        out["description"] = "d"
+    return out
+
+
+def feature_tools(rng):
+    tools = []
+    for _ in range(FEATURES):
+        params = feature_object(rng, rng.randint(0, 2))
+        if rng.random() < 0.3:
+            # A definition and a copy of it, its properties renamed or reordered.
+            target = feature_object(rng, 0)
+            copy_ = copy.deepcopy(target)
+            items = list(copy_["properties"].items())
+            if rng.random() < 0.5:
+                items.reverse()
+            else:
+                items.append((rng.choice(["title", "description", "default"]), {"type": "string"}))
+            copy_["properties"] = dict(items)
+            params["$defs"] = {"D": target}
+            params["properties"]["ref"] = {"$ref": "#/$defs/D"}
+            params["properties"]["copy"] = copy_
+        tools.append(fn("tool", params))
+    return tools
+
+
 # ---------------------------------------------------------------- recording
 
 def vllm_tag(tools, architecture, schema):
@@ -285,7 +394,10 @@ def vllm_tag(tools, architecture, schema):
         tag = cc.convert_schema_to_structural_tags(
             schema=schema, tools=copy.deepcopy(tools), model_architecture=architecture)
     except Exception as e:  # noqa: BLE001  (xgrammar's and vLLM's errors alike)
-        return {"error": f"{type(e).__name__}: {e}"}
+        # xgrammar's messages carry the time of day: dropped, for a fixture
+        # that regenerates byte for byte.
+        message = re.sub(r"\[\d\d:\d\d:\d\d\] ", "", str(e))
+        return {"error": f"{type(e).__name__}: {message}"}
     return {"structural_tag": tag}
 
 
@@ -308,6 +420,12 @@ def main() -> int:
         results.append({"case": f"sweep/{i}", "realistic": False,
                         "architecture": architecture, "tools": [tool],
                         "response_format": None, **vllm_tag([tool], architecture, None)})
+    rng = random.Random(FEATURES_SEED)
+    for i, tool in enumerate(feature_tools(rng)):
+        architecture = ARCHITECTURES[i % len(ARCHITECTURES)]
+        results.append({"case": f"features/{i}", "realistic": False,
+                         "architecture": architecture, "tools": [tool],
+                         "response_format": None, **vllm_tag([tool], architecture, None)})
     header = {"generated_by": "scripts/gen_cohere_tool_grammars.py",
               "vllm_version": gf.VLLM_VERSION}
     raw = gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0)

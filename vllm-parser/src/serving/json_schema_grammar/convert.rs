@@ -6,14 +6,22 @@
 //! (`…_prop_N` for a property, `…_part_N` for the rest of an object after
 //! property `N`, `…_additional` / `…_items` for array items, `…_case_N` for
 //! `anyOf` / `oneOf`, `…_type_N` for a list of types, `defs_NAME` /
-//! `definitions_NAME` for a `$ref`), made before the rules of its own parts.
+//! `definitions_NAME` for a `$ref`, `…_addl` / `…_addl_key` /
+//! `…_additional_properties` for other keys of an object), made before the
+//! rules of its own parts. A bounded integer or number is a rule holding the
+//! rules of its range regex, renamed to fresh names (`root_1`, `root_1_1`, …)
+//! as xgrammar adds a grammar of their own.
 
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-use super::escape::json_value;
-use super::grammar::{Body, Grammar, Item, WS};
+use super::escape::{ebnf_literal, json_value};
+use super::formats;
+use super::grammar::{Body, Grammar, Item, Rule, WS};
+use super::pattern;
+use super::range::{self, End};
+use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
 
 /// Keys xgrammar ignores entirely (they leave a `{"type": …}` basic).
@@ -40,9 +48,27 @@ const IGNORED: &[&str] = &[
     "contentEncoding",
 ];
 
-/// The one `pattern` converted: vLLM's for `tool_call_id` (xgrammar keeps it
-/// as a regex).
-const TOOL_CALL_ID: &str = "^[0-9]+$";
+/// Keywords that xgrammar 0.2.8 ignores beside `const`, `enum`, `anyOf` and
+/// `oneOf` (the schemas under `properties` / `items` are not even read: an
+/// unresolvable `$ref` there is no error).
+const IGNORED_BESIDE: &[&str] = &[
+    "type",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "required",
+    "properties",
+    "items",
+];
 
 /// The JSON types.
 const TYPES: &[&str] = &[
@@ -50,9 +76,19 @@ const TYPES: &[&str] = &[
 ];
 
 /// The key xgrammar finds a schema's rule by: the schema without annotations
-/// (at any depth), its keys sorted.
-fn cache_key(schema: &Value) -> Result<String, Unsupported> {
-    fn write(out: &mut String, value: &Value, depth: usize) -> Result<(), Unsupported> {
+/// (at any depth), its keys sorted. xgrammar drops an annotation's name even
+/// where it is a property's (a property named `title` is not in the key),
+/// and sorts properties too: with `faithful`, such names and the properties'
+/// order are kept, which tells apart schemas that xgrammar takes for one
+/// another.
+fn cache_key(schema: &Value, faithful: bool) -> Result<String, Unsupported> {
+    fn write(
+        out: &mut String,
+        value: &Value,
+        depth: usize,
+        names: bool,
+        faithful: bool,
+    ) -> Result<(), Unsupported> {
         if depth > MAX_DEPTH {
             return Err(Unsupported::TooDeep);
         }
@@ -60,9 +96,12 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
             Value::Object(map) => {
                 let mut entries: Vec<(&String, &Value)> = map
                     .iter()
-                    .filter(|(k, _)| !ANNOTATIONS.contains(&k.as_str()))
+                    .filter(|(k, _)| names || !ANNOTATIONS.contains(&k.as_str()))
                     .collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
+                // xgrammar sorts them; a faithful key keeps properties' order.
+                if !names {
+                    entries.sort_by(|a, b| a.0.cmp(b.0));
+                }
                 out.push('{');
                 for (i, (key, item)) in entries.into_iter().enumerate() {
                     if i > 0 {
@@ -70,7 +109,8 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
                     }
                     out.push_str(&Value::String(key.clone()).to_string());
                     out.push(':');
-                    write(out, item, depth + 1)?;
+                    let names = faithful && key.as_str() == "properties";
+                    write(out, item, depth + 1, names, faithful)?;
                 }
                 out.push('}');
             }
@@ -80,7 +120,7 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
                     if i > 0 {
                         out.push(',');
                     }
-                    write(out, item, depth + 1)?;
+                    write(out, item, depth + 1, false, faithful)?;
                 }
                 out.push(']');
             }
@@ -89,13 +129,17 @@ fn cache_key(schema: &Value) -> Result<String, Unsupported> {
         Ok(())
     }
     let mut out = String::new();
-    write(&mut out, schema, 0)?;
+    write(&mut out, schema, 0, false, faithful)?;
     Ok(out)
 }
 
 /// The most bytes of [`cache_key`]s one conversion computes (a bound on the
 /// work a schema can ask for, e.g. type lists nested in type lists).
 const MAX_KEY_BYTES: usize = 64 << 20;
+
+/// The longest property name beside `additionalProperties` converted (each
+/// byte is a nested rule of the other-keys trie).
+const MAX_TRIE_NAME: usize = 256;
 
 /// The schema's keys that matter (annotations left out).
 fn keys(schema: &Map<String, Value>) -> Vec<&str> {
@@ -118,6 +162,11 @@ pub(super) struct Converter<'a> {
     depth: usize,
     /// Bytes of cache keys computed so far.
     key_bytes: usize,
+    /// [`cache_key`] → the faithful one of the first schema with that key.
+    faithful: HashMap<String, String>,
+    /// The keys of schemas that differ only in property names xgrammar drops
+    /// or in the order of their properties.
+    ambiguous: HashSet<String>,
 }
 
 impl<'a> Converter<'a> {
@@ -142,6 +191,8 @@ impl<'a> Converter<'a> {
             .collect(),
             depth: 0,
             key_bytes: 0,
+            faithful: HashMap::new(),
+            ambiguous: HashSet::new(),
         }
     }
 
@@ -159,15 +210,35 @@ impl<'a> Converter<'a> {
             None => self.body(&document, "root")?,
         };
         self.grammar.rules[root].body = body;
+        // xgrammar reads schemas with one key once: a schema differing from
+        // an earlier one only in such property names or properties' order
+        // gets the earlier one's rules (reading order not reproduced).
+        if !self.ambiguous.is_empty() {
+            return Err(Unsupported::Keyword(
+                "schemas that differ only in property names that are annotation keywords or in \
+                 the order of properties"
+                    .into(),
+            ));
+        }
         self.grammar.print()
     }
 
     /// `schema`'s [`cache_key`], counted against [`MAX_KEY_BYTES`].
     fn key(&mut self, schema: &Value) -> Result<String, Unsupported> {
-        let key = cache_key(schema)?;
-        self.key_bytes += key.len();
+        let key = cache_key(schema, false)?;
+        let faithful = cache_key(schema, true)?;
+        self.key_bytes += key.len() + faithful.len();
         if self.key_bytes > MAX_KEY_BYTES {
             return Err(Unsupported::TooLarge);
+        }
+        match self.faithful.get(&key) {
+            None => {
+                self.faithful.insert(key.clone(), faithful);
+            }
+            Some(first) if *first != faithful => {
+                self.ambiguous.insert(key.clone());
+            }
+            Some(_) => {}
         }
         Ok(key)
     }
@@ -218,7 +289,10 @@ impl<'a> Converter<'a> {
             return self.reference(&map["$ref"]);
         }
         if keys.contains(&"const") {
-            if !only(&["const", "type"]) {
+            if !keys
+                .iter()
+                .all(|k| *k == "const" || IGNORED_BESIDE.contains(k))
+            {
                 return Err(Unsupported::Keyword("const with other keywords".into()));
             }
             return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
@@ -226,7 +300,10 @@ impl<'a> Converter<'a> {
             )?)]]));
         }
         if keys.contains(&"enum") {
-            if !only(&["enum", "type"]) {
+            if !keys
+                .iter()
+                .all(|k| *k == "enum" || IGNORED_BESIDE.contains(k))
+            {
                 return Err(Unsupported::Keyword("enum with other keywords".into()));
             }
             let values = map["enum"]
@@ -241,7 +318,10 @@ impl<'a> Converter<'a> {
         }
         for keyword in ["anyOf", "oneOf"] {
             if keys.contains(&keyword) {
-                if !only(&[keyword]) {
+                if !keys
+                    .iter()
+                    .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
+                {
                     return Err(Unsupported::Keyword(format!(
                         "{keyword} with other keywords"
                     )));
@@ -257,6 +337,12 @@ impl<'a> Converter<'a> {
                 return Ok(Body::Choice(alternatives));
             }
         }
+        if keys.contains(&"allOf") {
+            if !only(&["allOf"]) {
+                return Err(Unsupported::Keyword("allOf with other keywords".into()));
+            }
+            return self.all_of(&map["allOf"], name);
+        }
         let kind = match map.get("type") {
             Some(Value::String(kind)) => Some(kind.as_str()),
             Some(Value::Array(kinds)) => return self.type_list(map, kinds, name),
@@ -264,19 +350,63 @@ impl<'a> Converter<'a> {
             None => None,
         };
         match kind {
+            // xgrammar keeps a pattern as a regex (and ignores the lengths).
             Some("string")
-                if only(&["type", "pattern"])
-                    && map.get("pattern").and_then(Value::as_str) == Some(TOOL_CALL_ID) =>
+                if only(&["type", "pattern", "minLength", "maxLength"])
+                    && map.contains_key("pattern") =>
             {
-                Ok(Body::Choice(vec![vec![
-                    Item::Lit("\"".into()),
-                    Item::Regex(TOOL_CALL_ID),
-                    Item::Lit("\"".into()),
-                ]]))
+                let min = count(map, "minLength")?.unwrap_or(0);
+                if count(map, "maxLength")?.is_some_and(|max| max < min) {
+                    return Err(Unsupported::Keyword("minLength above maxLength".into()));
+                }
+                match map["pattern"].as_str() {
+                    Some(pattern) if pattern::kept_as_regex(pattern) => {
+                        Ok(Body::Choice(vec![vec![
+                            Item::Lit("\"".into()),
+                            Item::Regex(pattern.to_owned()),
+                            Item::Lit("\"".into()),
+                        ]]))
+                    }
+                    _ => Err(Unsupported::Keyword(format!("pattern {}", map["pattern"]))),
+                }
+            }
+            Some("string")
+                if only(&["type", "format", "minLength", "maxLength"])
+                    && map.contains_key("format") =>
+            {
+                self.formatted_string(map, name)
             }
             Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
-            Some("integer") if only(&["type"]) => Ok(integer()),
-            Some("number") if only(&["type"]) => self.number(name),
+            Some("integer")
+                if only(&[
+                    "type",
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                    "multipleOf",
+                ]) =>
+            {
+                self.bounded_integer(map, name)
+            }
+            Some("number") if only(&["type", "multipleOf"]) => {
+                // xgrammar ignores `multipleOf` for numbers (once checked).
+                multiple_of(map)?;
+                self.number(name)
+            }
+            Some("number")
+                if only(&[
+                    "type",
+                    "minimum",
+                    "maximum",
+                    "exclusiveMinimum",
+                    "exclusiveMaximum",
+                    "multipleOf",
+                ]) =>
+            {
+                multiple_of(map)?;
+                self.bounded_number(map)
+            }
             Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
                 vec![Item::Lit("true".into())],
                 vec![Item::Lit("false".into())],
@@ -469,17 +599,13 @@ impl<'a> Converter<'a> {
             Some(Value::Object(properties)) => properties.iter().collect(),
             Some(_) => return Err(Unsupported::Keyword("non-object properties".into())),
         };
-        match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => {}
+        let additional = match map.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => None,
             Some(additional) if properties.is_empty() => {
                 return self.map_object(additional, name);
             }
-            Some(_) => {
-                return Err(Unsupported::Keyword(
-                    "additionalProperties other than false beside properties".into(),
-                ));
-            }
-        }
+            Some(additional) => Some(additional),
+        };
         let required: HashSet<&str> = match map.get("required") {
             None => HashSet::new(),
             Some(Value::Array(names)) => names
@@ -502,11 +628,41 @@ impl<'a> Converter<'a> {
             keys.push(json_value(&Value::String((*key).clone()))?);
             values.push(self.rule_for(schema, format!("{name}_prop_{i}"))?);
         }
+        // Other keys: a string that is none of the properties' names.
+        let other = match additional {
+            None => None,
+            Some(additional) => {
+                let value = self.rule_for(additional, format!("{name}_addl"))?;
+                let key = format!("{name}_addl_key");
+                let index = self.grammar.add(key.clone())?;
+                let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
+                self.grammar.rules[index].body = Body::Choice(vec![vec![
+                    Item::Lit("\"".into()),
+                    Item::Nested(other_key(&names)?),
+                ]]);
+                self.grammar.lookahead.insert(index);
+                let more = format!("{name}_additional_properties");
+                let index = self.grammar.add(more.clone())?;
+                self.grammar.rules[index].body = Body::Choice(vec![vec![
+                    Item::Raw(WS),
+                    Item::Lit(",".into()),
+                    Item::Raw(WS),
+                    Item::Ref(key.clone()),
+                    Item::Raw(WS),
+                    Item::Lit(":".into()),
+                    Item::Raw(WS),
+                    value.clone(),
+                ]]);
+                Some((key, value, more))
+            }
+        };
         let is_required: Vec<bool> = properties
             .iter()
             .map(|(key, _)| required.contains(key.as_str()))
             .collect();
         let part = |i: usize| format!("{name}_part_{i}");
+        // With other keys, the rest after the last property is a rule too.
+        let parts = if other.is_some() { n } else { n - 1 };
         // The property and its value (and the rest after it, if any).
         let entry = |i: usize| {
             let mut sequence = vec![
@@ -516,18 +672,23 @@ impl<'a> Converter<'a> {
                 Item::Raw(WS),
                 values[i].clone(),
             ];
-            if i + 1 < n {
+            if i < parts {
                 sequence.push(Item::Ref(part(i)));
             }
             sequence
         };
+        if let Some((_, _, more)) = &other {
+            let index = self.grammar.add(part(n - 1))?;
+            self.grammar.rules[index].body =
+                Body::Choice(vec![vec![Item::Repeat(more.clone(), 0, -1)]]);
+        }
         for i in (0..n - 1).rev() {
             let index = self.grammar.add(part(i))?;
             let mut sequence = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
             sequence.extend(entry(i + 1));
             let alternatives = if is_required[i + 1] {
                 vec![sequence]
-            } else if i + 2 < n {
+            } else if i + 1 < parts {
                 vec![vec![Item::Ref(part(i + 1))], sequence]
             } else {
                 vec![vec![], sequence]
@@ -537,6 +698,17 @@ impl<'a> Converter<'a> {
         let first_required = is_required.iter().position(|r| *r);
         let last_start = first_required.unwrap_or(n - 1);
         let mut starts: Vec<Vec<Item>> = (0..=last_start).map(entry).collect();
+        // Another key may come first when no name at all is required.
+        if let (Some((key, value, _)), true) = (&other, required.is_empty()) {
+            starts.push(vec![
+                Item::Ref(key.clone()),
+                Item::Raw(WS),
+                Item::Lit(":".into()),
+                Item::Raw(WS),
+                value.clone(),
+                Item::Ref(part(n - 1)),
+            ]);
+        }
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         if starts.len() == 1 {
             sequence.append(&mut starts[0]);
@@ -553,7 +725,273 @@ impl<'a> Converter<'a> {
     }
 }
 
+/// The characters of a JSON string that is not one of `names` (after its
+/// opening quote), as xgrammar writes it: a trie of the names, each node a
+/// choice of the closing quote (unless a name ends there), any other
+/// character or an escape then any string, or the next character of a name.
+fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
+    // The trie nests a rule per byte: keep it shallow.
+    if names.iter().any(|name| name.len() > MAX_TRIE_NAME) {
+        return Err(Unsupported::TooLarge);
+    }
+    // xgrammar's trie is of the names' raw bytes (not their JSON text).
+    if names
+        .iter()
+        .any(|name| name.bytes().any(|b| b < 0x20 || b == 0x7f))
+    {
+        return Err(Unsupported::Keyword(
+            "additionalProperties beside a property name with a control character".into(),
+        ));
+    }
+    /// One byte as an EBNF literal or class writes it.
+    fn byte(b: u8, in_class: bool) -> String {
+        match b {
+            b'-' | b']' if in_class => format!("\\{}", b as char),
+            0x80.. => format!("\\x{b:02x}"),
+            b => ebnf_literal(&(b as char).to_string()),
+        }
+    }
+    fn node(names: &[&[u8]]) -> Vec<Vec<Item>> {
+        let mut alternatives = Vec::new();
+        if !names.iter().any(|n| n.is_empty()) {
+            alternatives.push(vec![Item::Lit("\"".into())]);
+        }
+        let mut next: Vec<u8> = names.iter().filter_map(|n| n.first().copied()).collect();
+        next.sort_unstable();
+        next.dedup();
+        let excluded: String = next.iter().map(|&b| byte(b, true)).collect();
+        alternatives.push(vec![
+            Item::Text(format!("[^\\0-\\x1f\\\"\\\\\\r\\n{excluded}]")),
+            Item::Ref("basic_string_sub".into()),
+        ]);
+        alternatives.push(vec![
+            Item::Lit("\\".into()),
+            Item::Ref("basic_escape".into()),
+            Item::Ref("basic_string_sub".into()),
+        ]);
+        for c in next {
+            let rest: Vec<&[u8]> = names
+                .iter()
+                .filter(|n| n.first() == Some(&c))
+                .map(|n| &n[1..])
+                .collect();
+            alternatives.push(vec![
+                Item::Text(format!("\"{}\"", byte(c, false))),
+                Item::Nested(node(&rest)),
+            ]);
+        }
+        alternatives
+    }
+    let names: Vec<&[u8]> = names.iter().map(|n| n.as_bytes()).collect();
+    Ok(node(&names))
+}
+
 impl Converter<'_> {
+    /// A string with a `format`: a known one is its regex's rules (the
+    /// lengths ignored, as xgrammar does), another one no constraint.
+    fn formatted_string(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+    ) -> Result<Body, Unsupported> {
+        let format = map["format"]
+            .as_str()
+            .ok_or_else(|| Unsupported::Keyword(format!("format {}", map["format"])))?;
+        let Some((_, rules)) = formats::FORMATS.iter().find(|(known, _)| *known == format) else {
+            return self.string(map, name);
+        };
+        let min = count(map, "minLength")?.unwrap_or(0);
+        if count(map, "maxLength")?.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword("minLength above maxLength".into()));
+        }
+        let rules = rules
+            .lines()
+            .map(|line| {
+                let (name, body) = line.split_once(" ::= ").unwrap_or((line, ""));
+                Rule {
+                    name: name.to_owned(),
+                    body: Body::Text(body.to_owned()),
+                }
+            })
+            .collect();
+        let root = self.grammar.graft(rules)?;
+        Ok(Body::Choice(vec![vec![
+            Item::Lit("\"".into()),
+            Item::Ref(root),
+            Item::Lit("\"".into()),
+        ]]))
+    }
+
+    /// `allOf`: one schema is that schema's body in this rule (its own rules
+    /// named as a first case's, `…_case_0_…`); several are
+    /// any value (xgrammar 0.2.8 does not merge them, it warns).
+    fn all_of(&mut self, options: &Value, name: &str) -> Result<Body, Unsupported> {
+        let options = options
+            .as_array()
+            .filter(|v| !v.is_empty())
+            .ok_or_else(|| Unsupported::Keyword("an empty allOf".into()))?;
+        for option in options {
+            // Read by xgrammar: its key counts (see `cache_key`).
+            self.key(option)?;
+        }
+        if let [option] = options.as_slice() {
+            // In this rule, its own rules named as the first case's.
+            return self.body(option, &format!("{name}_case_0"));
+        }
+        // xgrammar still reads the schemas: keep to ones this crate converts
+        // on their own, without `$ref` or `allOf` inside.
+        for option in options {
+            let text = option.to_string();
+            if text.contains("\"$ref\"") || text.contains("\"allOf\"") {
+                return Err(Unsupported::Keyword(
+                    "allOf of schemas with $ref or allOf".into(),
+                ));
+            }
+            match option {
+                Value::Object(document) => {
+                    Converter::new(document).convert()?;
+                }
+                Value::Bool(true) => {}
+                _ => return Err(Unsupported::Keyword("an allOf of non-schemas".into())),
+            }
+        }
+        Ok(any())
+    }
+
+    /// An integer, within its bounds if it has any: the bounds' regex
+    /// ([`range::integer_range_regex`]) made rules ([`regex_rules`]).
+    fn bounded_integer(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+    ) -> Result<Body, Unsupported> {
+        let multiple = multiple_of(map)?;
+        let inclusive =
+            |bound: Option<i64>, exclusive: Option<i64>, step: i64, pick: fn(i64, i64) -> i64| {
+                let exclusive = exclusive
+                    .map(|e| {
+                        e.checked_add(step).ok_or_else(|| {
+                            Unsupported::Keyword("an integer bound at the limit".into())
+                        })
+                    })
+                    .transpose()?;
+                Ok::<_, Unsupported>(match (bound, exclusive) {
+                    (Some(a), Some(b)) => Some(pick(a, b)),
+                    (a, b) => a.or(b),
+                })
+            };
+        let start = inclusive(
+            integer_bound(map, "minimum")?,
+            integer_bound(map, "exclusiveMinimum")?,
+            1,
+            i64::max,
+        )?;
+        let end = inclusive(
+            integer_bound(map, "maximum")?,
+            integer_bound(map, "exclusiveMaximum")?,
+            -1,
+            i64::min,
+        )?;
+        if start.is_none() && end.is_none() {
+            // A whole `multipleOf` is a digit automaton; another is ignored.
+            return match multiple {
+                Some(m) if m.fract() == 0.0 => self.multiple_of_integer(m, name),
+                _ => Ok(integer()),
+            };
+        }
+        // With one bound, xgrammar ignores `multipleOf`; with both it lists
+        // the multiples (not reproduced).
+        if multiple.is_some() && start.is_some() && end.is_some() {
+            return Err(Unsupported::Keyword(
+                "multipleOf with a lower and an upper bound".into(),
+            ));
+        }
+        if let (Some(start), Some(end)) = (start, end)
+            && start > end
+        {
+            return Err(Unsupported::Keyword("an empty integer range".into()));
+        }
+        let rules = regex_rules(&range::integer_range_regex(start, end))?;
+        let root = self.grammar.graft(rules)?;
+        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
+    }
+
+    /// The integers that are multiples of `m` (a whole number): the states
+    /// of the remainder of the digits read so far, as xgrammar writes them.
+    fn multiple_of_integer(&mut self, m: f64, name: &str) -> Result<Body, Unsupported> {
+        if m > MAX_MULTIPLE_OF as f64 {
+            return Err(Unsupported::TooLarge);
+        }
+        let m = m as u64;
+        let state = |k: u64| format!("{name}_multiple_of_{m}_mod_{k}");
+        let digit = |d: u64| Item::Lit(d.to_string());
+        for k in 0..m {
+            let index = self.grammar.add(state(k))?;
+            let mut alternatives = if k == 0 { vec![vec![]] } else { vec![] };
+            alternatives
+                .extend((0..10).map(|d| vec![digit(d), Item::Ref(state((10 * k + d) % m))]));
+            self.grammar.rules[index].body = Body::Choice(alternatives);
+        }
+        Ok(Body::Choice(vec![
+            vec![Item::Lit("0".into())],
+            vec![
+                Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
+                Item::Nested(
+                    (1..10)
+                        .map(|d| vec![digit(d), Item::Ref(state(d % m))])
+                        .collect(),
+                ),
+            ],
+        ]))
+    }
+
+    /// A number within bounds that are whole numbers: the bounds' regex
+    /// ([`range::number_range_regex`]) made rules ([`regex_rules`]).
+    fn bounded_number(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
+        // The stricter bound wins; at a tie, the exclusive one.
+        let end = |inclusive: &str, exclusive: &str, stricter: fn(i64, i64) -> bool| {
+            // xgrammar works on doubles: far from zero, its exclusive bounds
+            // lose precision (seen at 4e15); keep to a trillion.
+            let bound = |key: &str| match integer_bound(map, key)? {
+                Some(v) if v.unsigned_abs() > 1_000_000_000_000 => {
+                    Err(Unsupported::Keyword(format!("{key} {v}")))
+                }
+                v => Ok(v),
+            };
+            let inclusive = bound(inclusive)?.map(|value| End {
+                value,
+                exclusive: false,
+            });
+            let exclusive = bound(exclusive)?.map(|value| End {
+                value,
+                exclusive: true,
+            });
+            Ok::<_, Unsupported>(match (inclusive, exclusive) {
+                (Some(i), Some(e)) if stricter(i.value, e.value) => Some(i),
+                (Some(_), Some(e)) => Some(e),
+                (i, e) => i.or(e),
+            })
+        };
+        let start = end("minimum", "exclusiveMinimum", |i, e| i > e)?;
+        let end = end("maximum", "exclusiveMaximum", |i, e| i < e)?;
+        let regex = match (start, end) {
+            (None, None) => return Err(Unsupported::Keyword("number bounds".into())),
+            (Some(s), Some(e)) if s.value > e.value => {
+                return Err(Unsupported::Keyword("an empty number range".into()));
+            }
+            (Some(s), Some(e)) if s.value == e.value => {
+                if s.exclusive || e.exclusive {
+                    return Err(Unsupported::Keyword("an empty number range".into()));
+                }
+                format!("^({}(\\.0{{1,6}})?)$", s.value)
+            }
+            _ => range::number_range_regex(start, end),
+        };
+        let rules = regex_rules(&regex)?;
+        let root = self.grammar.graft(rules)?;
+        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
+    }
+
     /// An object of any keys whose values are `additional` (no `properties`).
     fn map_object(&mut self, additional: &Value, name: &str) -> Result<Body, Unsupported> {
         let value = self.rule_for(additional, format!("{name}_addl"))?;
@@ -582,6 +1020,38 @@ impl Converter<'_> {
             sequence,
             vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())],
         ]))
+    }
+}
+
+/// An integer bound (`minimum`, …): a whole number that an `f64` holds
+/// exactly.
+fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Unsupported> {
+    let Some(value) = map.get(key) else {
+        return Ok(None);
+    };
+    let refused = || Unsupported::Keyword(format!("{key} {value}"));
+    if let Some(v) = value.as_i64() {
+        return Ok(Some(v));
+    }
+    match value.as_f64() {
+        Some(v) if value.is_f64() && v.fract() == 0.0 && v.abs() < (1u64 << 53) as f64 => {
+            Ok(Some(v as i64))
+        }
+        _ => Err(refused()),
+    }
+}
+
+/// The largest whole `multipleOf` converted (one rule per remainder).
+const MAX_MULTIPLE_OF: u64 = 100;
+
+/// `multipleOf`, if any: a number above zero (xgrammar refuses others).
+fn multiple_of(map: &Map<String, Value>) -> Result<Option<f64>, Unsupported> {
+    match map.get("multipleOf") {
+        None => Ok(None),
+        Some(value) => match value.as_f64() {
+            Some(m) if m > 0.0 && m.is_finite() => Ok(Some(m)),
+            _ => Err(Unsupported::Keyword(format!("multipleOf {value}"))),
+        },
     }
 }
 

@@ -6,9 +6,9 @@ use serde_json::Value;
 
 use super::Unsupported;
 
-/// A JSON value serialized compactly as xgrammar's JSON library does
-/// (`const` / `enum` values, property names). Numbers other than integers
-/// that fit an `i64` are outside the subset (their text is the C library's).
+/// A JSON value serialized compactly as xgrammar's JSON library (picojson)
+/// does (`const` / `enum` values, property names): integers that fit an
+/// `i64` as they are, other numbers as doubles ([`double`]).
 pub(super) fn json_value(value: &Value) -> Result<String, Unsupported> {
     let mut out = String::new();
     write_value(&mut out, value, 0)?;
@@ -22,9 +22,10 @@ fn write_value(out: &mut String, value: &Value, depth: usize) -> Result<(), Unsu
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => out.push_str(&i.to_string()),
-            None => return Err(Unsupported::Keyword("a non-integer number value".into())),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => out.push_str(&i.to_string()),
+            (None, Some(f)) if f.is_finite() => out.push_str(&double(f)),
+            _ => return Err(Unsupported::Keyword("a number value out of range".into())),
         },
         Value::String(s) => json_string(out, s),
         Value::Array(items) => {
@@ -51,6 +52,39 @@ fn write_value(out: &mut String, value: &Value, depth: usize) -> Result<(), Unsu
         }
     }
     Ok(())
+}
+
+/// A double as picojson writes it: `%.f` for a whole number below 2^53 in
+/// magnitude, else `%.17g` (C's shortest of fixed and exponent notation at
+/// 17 significant digits, trailing zeros dropped).
+pub(super) fn double(value: f64) -> String {
+    if value.abs() < (1u64 << 53) as f64 && value.fract() == 0.0 {
+        let text = format!("{value:.0}");
+        // `%.f` keeps the sign of a negative zero.
+        return if value == 0.0 && value.is_sign_negative() {
+            "-0".into()
+        } else {
+            text
+        };
+    }
+    // 17 significant digits, correctly rounded, and the decimal exponent.
+    let scientific = format!("{value:.16e}");
+    let (_, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let trim = |text: &str| -> String {
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            text.to_owned()
+        }
+    };
+    if !(-4..17).contains(&exponent) {
+        let (mantissa, _) = scientific.split_once('e').unwrap_or((&scientific, ""));
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exponent.unsigned_abs())
+    } else {
+        trim(&format!("{value:.*}", (16 - exponent) as usize))
+    }
 }
 
 /// A JSON string: `"` and `\` escaped, `\b \f \n \r \t`, other controls and

@@ -4,8 +4,11 @@
 //! A rule's body is a choice of sequences. A choice nested inside a sequence
 //! ([`Item::Nested`]) or a regex there ([`Item::Regex`]) is moved to a rule of
 //! its own when the grammar is printed ([`Grammar::lift`]): the new rule is
-//! named after the rule holding it (`root_1`, `root_2`, … innermost first)
-//! and appended after every rule, in the order the holding rules come.
+//! named after the rule holding it (`root_1`, `root_2`, … innermost first;
+//! the first `_N` no rule has, as xgrammar's `GetNewRuleName`) and appended
+//! after every rule, in the order the holding rules come. Rules of a grammar
+//! of their own (a range regex's, a format's) are added under fresh names
+//! the same way ([`Grammar::graft`]).
 
 use std::collections::HashSet;
 
@@ -22,6 +25,8 @@ pub(super) enum Item {
     Lit(String),
     /// Text printed as is (a character class, possibly starred).
     Raw(&'static str),
+    /// Text printed as is, made at run time.
+    Text(String),
     /// A reference to a rule.
     Ref(String),
     /// `rule{min, max}` (`max` -1: unbounded).
@@ -29,7 +34,7 @@ pub(super) enum Item {
     /// A choice inside a sequence: it gets a rule of its own.
     Nested(Vec<Vec<Item>>),
     /// `Regex("…", json_string=true)`: it gets a rule of its own.
-    Regex(&'static str),
+    Regex(String),
 }
 
 /// A rule's body.
@@ -38,7 +43,9 @@ pub(super) enum Body {
     /// A choice of sequences (an empty sequence is `""`).
     Choice(Vec<Vec<Item>>),
     /// `Regex("…", json_string=true)`.
-    Regex(&'static str),
+    Regex(String),
+    /// A body printed as is (rules copied from xgrammar's output).
+    Text(String),
 }
 
 /// A named rule.
@@ -52,6 +59,9 @@ pub(super) struct Rule {
 #[derive(Debug, Default)]
 pub(super) struct Grammar {
     pub(super) rules: Vec<Rule>,
+    /// The rules (by index) followed by the lookahead xgrammar gives a
+    /// JSON string's end (`basic_string_sub`'s).
+    pub(super) lookahead: HashSet<usize>,
     names: HashSet<String>,
 }
 
@@ -111,6 +121,7 @@ impl Grammar {
     pub(super) fn new() -> Self {
         Self {
             rules: Vec::new(),
+            lookahead: HashSet::new(),
             names: BASIC_NAMES.iter().map(|n| (*n).to_owned()).collect(),
         }
     }
@@ -135,13 +146,12 @@ impl Grammar {
         let mut lifted = Vec::new();
         for index in 0..self.rules.len() {
             let name = self.rules[index].name.clone();
-            let mut counter = 0u64;
             let Body::Choice(alternatives) = &mut self.rules[index].body else {
                 continue;
             };
             let mut alternatives = std::mem::take(alternatives);
             for sequence in &mut alternatives {
-                self.lift_sequence(&name, &mut counter, sequence, &mut lifted)?;
+                self.lift_sequence(&name, sequence, &mut lifted)?;
             }
             self.rules[index].body = Body::Choice(alternatives);
         }
@@ -151,7 +161,6 @@ impl Grammar {
     fn lift_sequence(
         &mut self,
         name: &str,
-        counter: &mut u64,
         sequence: &mut [Item],
         lifted: &mut Vec<Rule>,
     ) -> Result<(), Unsupported> {
@@ -160,21 +169,18 @@ impl Grammar {
                 Item::Nested(alternatives) => {
                     let mut alternatives = std::mem::take(alternatives);
                     for inner in &mut alternatives {
-                        self.lift_sequence(name, counter, inner, lifted)?;
+                        self.lift_sequence(name, inner, lifted)?;
                     }
                     Body::Choice(alternatives)
                 }
-                Item::Regex(pattern) => Body::Regex(pattern),
+                Item::Regex(pattern) => Body::Regex(std::mem::take(pattern)),
                 _ => continue,
             };
-            *counter += 1;
-            let new_name = format!("{name}_{counter}");
             if lifted.len() + self.rules.len() >= MAX_RULES {
                 return Err(Unsupported::TooLarge);
             }
-            if !self.names.insert(new_name.clone()) {
-                return Err(Unsupported::RuleNameClash(new_name));
-            }
+            let new_name = self.fresh_name(name);
+            self.names.insert(new_name.clone());
             *item = Item::Ref(new_name.clone());
             lifted.push(Rule {
                 name: new_name,
@@ -184,12 +190,66 @@ impl Grammar {
         Ok(())
     }
 
+    /// xgrammar's `GetNewRuleName`: `hint` if free, else `hint_N` for the
+    /// first `N` from 1 that is.
+    fn fresh_name(&self, hint: &str) -> String {
+        if !self.names.contains(hint) {
+            return hint.to_owned();
+        }
+        (1u64..)
+            .map(|n| format!("{hint}_{n}"))
+            .find(|name| !self.names.contains(name))
+            .unwrap_or_default()
+    }
+
+    /// Add the rules of a grammar of their own (the first one its root, none
+    /// holding a nested choice), each renamed to a fresh name in turn as
+    /// xgrammar's sub-grammar adder does; the root's new name.
+    pub(super) fn graft(&mut self, rules: Vec<Rule>) -> Result<String, Unsupported> {
+        if self.rules.len() + rules.len() > MAX_RULES {
+            return Err(Unsupported::TooLarge);
+        }
+        let mut renamed = std::collections::HashMap::new();
+        for rule in &rules {
+            let name = self.fresh_name(&rule.name);
+            self.names.insert(name.clone());
+            renamed.insert(rule.name.clone(), name);
+        }
+        let rename = |name: &mut String| {
+            if let Some(new) = renamed.get(name.as_str()) {
+                name.clone_from(new);
+            }
+        };
+        let root = renamed[&rules[0].name].clone();
+        for mut rule in rules {
+            rename(&mut rule.name);
+            match &mut rule.body {
+                Body::Choice(alternatives) => {
+                    for item in alternatives.iter_mut().flatten() {
+                        match item {
+                            Item::Ref(name) | Item::Repeat(name, ..) => rename(name),
+                            _ => {}
+                        }
+                    }
+                }
+                Body::Text(text) => *text = rename_in_text(text, &renamed),
+                Body::Regex(_) => {}
+            }
+            self.rules.push(rule);
+        }
+        Ok(root)
+    }
+
     /// The grammar's text (`str(Grammar)`), lifting nested choices first.
     pub(super) fn print(mut self) -> Result<String, Unsupported> {
         let lifted = self.lift()?;
         let mut out = String::from(BASIC_RULES);
-        for rule in &self.rules {
+        for (index, rule) in self.rules.iter().enumerate() {
             print_rule(&mut out, rule);
+            if self.lookahead.contains(&index) {
+                out.pop();
+                out.push_str(" (=([ \\n\\r\\t]* [,}\\]:]))\n");
+            }
         }
         out.push_str(BASIC_LIFTED);
         for rule in &lifted {
@@ -199,10 +259,46 @@ impl Grammar {
     }
 }
 
+/// `text` (an EBNF body) with the rule names in `renamed` renamed; string
+/// literals and character classes left as they are.
+fn rename_in_text(text: &str, renamed: &std::collections::HashMap<String, String>) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let start = at;
+        match bytes[at] {
+            quote @ (b'"' | b'[') => {
+                let close = if quote == b'"' { b'"' } else { b']' };
+                at += 1;
+                while at < bytes.len() && bytes[at] != close {
+                    at += if bytes[at] == b'\\' { 2 } else { 1 };
+                }
+                at = (at + 1).min(bytes.len());
+                out.push_str(&text[start..at]);
+            }
+            b if b.is_ascii_alphabetic() || b == b'_' => {
+                while at < bytes.len() && (bytes[at].is_ascii_alphanumeric() || bytes[at] == b'_') {
+                    at += 1;
+                }
+                let name = &text[start..at];
+                out.push_str(renamed.get(name).map_or(name, String::as_str));
+            }
+            _ => {
+                let width = text[at..].chars().next().map_or(1, char::len_utf8);
+                at += width;
+                out.push_str(&text[start..at]);
+            }
+        }
+    }
+    out
+}
+
 fn print_rule(out: &mut String, rule: &Rule) {
     out.push_str(&rule.name);
     out.push_str(" ::= ");
     match &rule.body {
+        Body::Text(text) => out.push_str(text),
         Body::Regex(pattern) => {
             out.push_str("Regex(\"");
             out.push_str(&ebnf_literal(pattern));
@@ -241,6 +337,7 @@ fn print_item(out: &mut String, item: &Item) {
             out.push('"');
         }
         Item::Raw(text) => out.push_str(text),
+        Item::Text(text) => out.push_str(text),
         Item::Ref(name) => out.push_str(name),
         Item::Repeat(name, min, max) => {
             out.push_str(name);

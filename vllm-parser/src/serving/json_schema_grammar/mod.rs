@@ -9,21 +9,46 @@
 //! Anything outside the subset is an [`Unsupported`] error, never a guess.
 //!
 //! The subset: `true`; `{}`; `type` a JSON type or a list of them;
-//! strings with `minLength` / `maxLength` (no `pattern`, no `format`);
-//! integers and numbers without bounds; booleans; `null`; arrays with
-//! `items`, `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
-//! `properties`, `required` and `additionalProperties: false` (or absent),
-//! or without `properties` and any `additionalProperties` (a map);
-//! `enum` / `const` of strings, integers, booleans, `null` and arrays /
-//! objects of them; `anyOf` / `oneOf` (xgrammar writes both as a choice);
-//! `$ref` to `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of
-//! ASCII letters, digits, `_`, `-`, `.`), recursion included. Annotations
+//! strings with `minLength` / `maxLength`, or with a `pattern` xgrammar keeps
+//! as a regex (printable ASCII in a common regex syntax: module `pattern`; the
+//! lengths are then ignored, as xgrammar does), or with a `format` (the 14
+//! xgrammar knows are their regexes' rules, copied from xgrammar: module
+//! `formats`; others are ignored); integers with
+//! or without `minimum` / `maximum` / `exclusiveMinimum` /
+//! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
+//! `regex`), and with a `multipleOf` (a remainder automaton, up to 100;
+//! ignored beside one bound); numbers without bounds or with bounds that are whole numbers
+//! up to 10^12 in magnitude; booleans; `null`; arrays with `items`,
+//! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
+//! `properties`, `required` and any `additionalProperties` (other keys: a
+//! string that is none of the properties' names, xgrammar's trie of their
+//! bytes), or without `properties` (a map); `enum` / `const` of any JSON
+//! values (numbers other than `i64`s written as picojson writes doubles);
+//! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
+//! its body; several: any value, as xgrammar does); `$ref` to
+//! `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of ASCII
+//! letters, digits, `_`, `-`, `.`), recursion included. Annotations
 //! (`title`, `description`, `default`, `examples`, …) and `nullable`,
-//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted.
+//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
+//! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
+//! `properties`, `items`, `maxLength`, `minimum` and the like.
+//!
+//! Outside it, among others: an integer `multipleOf` beside both bounds
+//! (xgrammar lists the multiples), fractional number
+//! bounds, `patternProperties` / `propertyNames` / `minProperties` /
+//! `maxProperties`, and schemas xgrammar takes for one another: its key for
+//! finding a schema's rules again drops annotation keywords at any depth,
+//! property names included, and sorts properties, so two schemas that differ
+//! only in a property named `title` or in the order of their properties get
+//! the rules of whichever xgrammar read first.
 
 mod convert;
 mod escape;
+mod formats;
 mod grammar;
+mod pattern;
+mod range;
+mod regex;
 
 use serde_json::Value;
 
@@ -120,6 +145,86 @@ mod tests {
     }
 
     #[test]
+    fn bounds_other_keys_and_floats_are_written_as_xgrammar_writes_them() {
+        let cases = [
+            (
+                json!({"type": "integer", "minimum": -37, "maximum": 12}),
+                vec![
+                    r#"root ::= ((root_1))"#,
+                    r#"root_1 ::= (("-" root_1_1) | ("0") | ([1-9]) | ("1" [0-2]))"#,
+                    r#"root_1_1 ::= (([1-9]) | ("1" [0-9]) | ("2" [0-9]) | ("3" [0-7]))"#,
+                ],
+            ),
+            (
+                json!({"type": "number", "minimum": 3, "maximum": 3}),
+                vec![
+                    r#"root ::= ((root_1))"#,
+                    r#"root_1 ::= (("3" root_2))"#,
+                    r#"root_1_1 ::= (("0"))"#,
+                    r#"root_2 ::= ("" | ("." root_1_1{1, 6}))"#,
+                ],
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string"}},
+                       "additionalProperties": true}),
+                vec![
+                    r#"root ::= (("{" [ \n\r\t]* root_1 [ \n\r\t]* "}") | ("{" [ \n\r\t]* "}"))"#,
+                    r#"root_addl ::= ((basic_number) | (basic_string) | (basic_boolean) | (basic_null) | (basic_array) | (basic_object))"#,
+                    r#"root_addl_key ::= (("\"" root_addl_key_2)) (=([ \n\r\t]* [,}\]:]))"#,
+                    r#"root_additional_properties ::= (([ \n\r\t]* "," [ \n\r\t]* root_addl_key [ \n\r\t]* ":" [ \n\r\t]* root_addl))"#,
+                    r#"root_part_0 ::= ((root_additional_properties{0, -1}))"#,
+                    r#"root_1 ::= (("\"a\"" [ \n\r\t]* ":" [ \n\r\t]* basic_string root_part_0) | (root_addl_key [ \n\r\t]* ":" [ \n\r\t]* root_addl root_part_0))"#,
+                    r#"root_addl_key_1 ::= (([^\0-\x1f\"\\\r\n] basic_string_sub) | ("\\" basic_escape basic_string_sub))"#,
+                    r#"root_addl_key_2 ::= (("\"") | ([^\0-\x1f\"\\\r\na] basic_string_sub) | ("\\" basic_escape basic_string_sub) | ("a" root_addl_key_1))"#,
+                ],
+            ),
+            (
+                json!({"enum": [1.5, 3.0, -0.0, 1e20, 0.1]}),
+                vec![
+                    r#"root ::= (("1.5") | ("3") | ("-0") | ("1e+20") | ("0.10000000000000001"))"#,
+                ],
+            ),
+            (
+                json!({"type": "string", "pattern": "^\\d{3}-\\w+(a|b)?$"}),
+                vec![
+                    r#"root ::= (("\"" root_1 "\""))"#,
+                    r#"root_1 ::= Regex("^\\d{3}-\\w+(a|b)\?$", json_string=true)"#,
+                ],
+            ),
+        ];
+        for (schema, expected) in cases {
+            let grammar = from_json_schema(&schema).unwrap();
+            assert_eq!(own_rules(&grammar), expected, "{schema}");
+        }
+    }
+
+    #[test]
+    fn schemas_xgrammar_takes_for_one_another_are_refused() {
+        // xgrammar's key drops a property named `description` and sorts
+        // properties: `b` would get `T`'s rule, or the other way round.
+        let x = json!({"type": "integer"});
+        let y = json!({"type": "string"});
+        for (target, copy) in [
+            (json!({"x": x}), json!({"description": y, "x": x})),
+            (json!({"x": x, "y": y}), json!({"y": y, "x": x})),
+        ] {
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "a": {"$ref": "#/$defs/T"},
+                    "b": {"type": "object", "properties": copy},
+                },
+                "$defs": {"T": {"type": "object", "properties": target}},
+            });
+            let refused = from_json_schema(&schema);
+            assert!(
+                matches!(refused, Err(Unsupported::Keyword(_))),
+                "{schema}: {refused:?}"
+            );
+        }
+    }
+
+    #[test]
     fn hostile_schemas_are_refused_not_expanded() {
         // A type list repeating a type doubles the rules at every level.
         let mut schema = json!({"type": "string"});
@@ -127,6 +232,18 @@ mod tests {
             schema = json!({"type": ["object", "object"], "properties": {"a": schema}});
         }
         assert_eq!(from_json_schema(&schema), Err(Unsupported::TooLarge));
+        let long = "k".repeat(100_000);
+        assert_eq!(
+            from_json_schema(&json!({
+                "type": "object", "properties": {long: {}}, "additionalProperties": true,
+            })),
+            Err(Unsupported::TooLarge)
+        );
+        // The widest integer range stays a few hundred rules.
+        let widest =
+            from_json_schema(&json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}))
+                .unwrap();
+        assert!(widest.lines().count() < 300, "{}", widest.lines().count());
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
             deep = json!({"type": "array", "items": deep});
@@ -140,8 +257,14 @@ mod tests {
             json!({"type": "string", "minLength": 3, "maxLength": 1}),
             json!({"$ref": "#/$defs/missing"}),
             json!({"enum": []}),
-            json!({"enum": [1.5]}),
-            json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}),
+            json!({"enum": "x"}),
+            json!({"type": "integer", "minimum": 3, "maximum": 2}),
+            json!({"type": "number", "minimum": 0.5}),
+            json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
+            json!({"type": "integer", "exclusiveMaximum": i64::MIN}),
+            json!({"type": "string", "pattern": "^(a)\\1$"}),
+            json!({"type": "string", "pattern": "^é$"}),
+            json!({"type": "object", "properties": {"a\n": {}}, "additionalProperties": true}),
         ] {
             assert!(from_json_schema(&odd).is_err(), "{odd}");
         }
