@@ -24,6 +24,16 @@ use super::range::{self, End};
 use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
 
+/// The keywords of an integer or number schema this converter follows.
+const NUMERIC_KEYWORDS: [&str; 6] = [
+    "type",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
 /// Keys xgrammar ignores entirely (they leave a `{"type": …}` basic).
 const ANNOTATIONS: &[&str] = &[
     "title",
@@ -377,33 +387,13 @@ impl<'a> Converter<'a> {
                 self.formatted_string(map, name)
             }
             Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
-            Some("integer")
-                if only(&[
-                    "type",
-                    "minimum",
-                    "maximum",
-                    "exclusiveMinimum",
-                    "exclusiveMaximum",
-                    "multipleOf",
-                ]) =>
-            {
-                self.bounded_integer(map, name)
-            }
+            Some("integer") if only(&NUMERIC_KEYWORDS) => self.bounded_integer(map, name),
             Some("number") if only(&["type", "multipleOf"]) => {
                 // xgrammar ignores `multipleOf` for numbers (once checked).
                 multiple_of(map)?;
                 self.number(name)
             }
-            Some("number")
-                if only(&[
-                    "type",
-                    "minimum",
-                    "maximum",
-                    "exclusiveMinimum",
-                    "exclusiveMaximum",
-                    "multipleOf",
-                ]) =>
-            {
+            Some("number") if only(&NUMERIC_KEYWORDS) => {
                 multiple_of(map)?;
                 self.bounded_number(map)
             }
