@@ -474,7 +474,9 @@ impl ServingParsers {
     /// `cohere_command4`) reads it to put a structural tag on requests with a
     /// JSON `response_format` or tools, and refuses them on an architecture it
     /// has no tag style for; without it (as before this was set) requests are
-    /// left alone, as vLLM leaves them without a model config.
+    /// left alone, as vLLM leaves them without a model config. A gpt-oss model
+    /// (`GptOssForCausalLM`, rendered with Harmony) has no `tool_choice` refused
+    /// for want of a tool parser, as vLLM's `use_harmony` skips that check.
     pub fn with_model_architecture(mut self, architecture: &str) -> Self {
         self.model_architecture = Some(architecture.to_owned());
         self
@@ -544,8 +546,12 @@ impl ServingParsers {
     ) -> Result<RequestAdjustments, ServingError> {
         let choice = request.effective_tool_choice();
         // online_renderer: tool_choice without a tool parser (not checked with a
-        // mistral-common tokenizer).
-        if self.active_tool_name.is_none() && choice != ToolChoice::None && !self.mistral_tokenizer
+        // mistral-common tokenizer, nor for a gpt-oss model, which renders Harmony).
+        let harmony_model = self.model_architecture.as_deref() == Some("GptOssForCausalLM");
+        if self.active_tool_name.is_none()
+            && choice != ToolChoice::None
+            && !self.mistral_tokenizer
+            && !harmony_model
         {
             return Err(match &choice {
                 ToolChoice::Auto if !self.enable_auto_tool_choice => ServingError::new(
@@ -1147,6 +1153,13 @@ mod tests {
         assert!(
             parsers
                 .adjust_request(&request(Some(&tools), Some(ToolChoice::None), &kwargs))
+                .is_ok()
+        );
+        // vLLM's `use_harmony` (a gpt-oss model) skips the check.
+        let gpt_oss = parsers.clone().with_model_architecture("GptOssForCausalLM");
+        assert!(
+            gpt_oss
+                .adjust_request(&request(Some(&tools), Some(ToolChoice::Required), &kwargs))
                 .is_ok()
         );
         // Its tool-call markup stays content.
