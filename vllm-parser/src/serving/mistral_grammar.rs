@@ -19,11 +19,10 @@ use super::{ServingRequest, ToolChoice};
 use crate::Tool;
 use crate::parser::py_truthy;
 
-/// What the grammar needs from the tokenizer: its instruct version and the
-/// ids of its control tokens (written `<[id]>` in Lark).
+/// The ids of the tokenizer's control tokens the grammar writes (`<[id]>` in
+/// Lark).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct GrammarTokens {
-    pub version: u32,
     pub tool_calls: Option<u32>,
     pub args: Option<u32>,
     /// `[THINK]` and `[/THINK]` (both or neither).
@@ -95,10 +94,12 @@ pub(crate) fn keeps_legacy_rules(request: &ServingRequest) -> bool {
     other || tag_format
 }
 
-/// The grammar for `request` (vLLM's grammar branch of `adjust_request`).
-/// `Err` names the control token the tokenizer lacks.
+/// The grammar for `request` on a tokenizer of instruct `version` (vLLM's
+/// grammar branch of `adjust_request`). `Err` names the control token the
+/// tokenizer lacks.
 pub(crate) fn grammar(
     tokens: GrammarTokens,
+    version: u32,
     request: &ServingRequest,
 ) -> Result<String, &'static str> {
     let json = json_answer(request);
@@ -118,7 +119,7 @@ pub(crate) fn grammar(
         let tools = request.tools.unwrap_or_default();
         tool_calls(tokens, tools, request.tools_strict, named, parallel)?
     };
-    let think = tokens.think.filter(|_| tokens.version >= 13);
+    let think = tokens.think.filter(|_| version >= 13);
     let mut lines = Vec::new();
     match think {
         None => {
@@ -149,7 +150,7 @@ pub(crate) fn grammar(
                 );
                 // mistral-common's `supports_model_settings` (v15+) lets the
                 // JSON answer follow reasoning.
-                let think = if tokens.version >= 15 { "think? " } else { "" };
+                let think = if version >= 15 { "think? " } else { "" };
                 lines.push(format!("json_grammar: {think}SAFE_WS? %json {schema}"));
             } else {
                 lines.push("start: body".to_owned());

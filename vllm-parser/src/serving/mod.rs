@@ -313,17 +313,13 @@ pub struct ServingParsers {
     model_architecture: Option<String>,
     /// The Mistral format the tokenizer selects (`mistral` parsers).
     mistral: MistralFormat,
-    /// With vLLM's Mistral parser class (`mistral` as either parser): its control
-    /// tokens, and (once [`ServingParsers::with_mistral_tokenizer`] says the
-    /// tokenizer supports grammars) the tokenizer's version: requests then get
-    /// its Lark grammar.
-    mistral_grammar: Option<mistral_grammar::GrammarTokens>,
-    /// Whether [`ServingParsers::with_mistral_tokenizer`] set a mistral-common
-    /// tokenizer (vLLM then skips its tool-choice checks for want of a tool
-    /// parser).
-    mistral_tokenizer: bool,
-    /// Whether that tokenizer supports mistral-common grammars.
-    mistral_grammars: bool,
+    /// With vLLM's Mistral parser class (`mistral` as either parser): its
+    /// control tokens.
+    mistral_tokens: Option<mistral_grammar::GrammarTokens>,
+    /// The mistral-common tokenizer [`ServingParsers::with_mistral_tokenizer`]
+    /// set (vLLM then skips its tool-choice checks for want of a tool parser,
+    /// and one that supports grammars gets the Mistral grammar).
+    mistral_tokenizer: Option<MistralTokenizerInfo>,
 }
 
 impl std::fmt::Debug for ServingParsers {
@@ -394,12 +390,13 @@ impl ServingParsers {
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
             .collect();
         let token_suffix = token_id("<tool_calls>").map(|_| String::new());
-        let mistral_grammar = (reasoning == Some("mistral") || active_tool == Some("mistral"))
-            .then(|| mistral_grammar::GrammarTokens {
-                version: 0,
-                tool_calls: token_id("[TOOL_CALLS]"),
-                args: token_id("[ARGS]"),
-                think: token_id("[THINK]").zip(token_id("[/THINK]")),
+        let mistral_tokens =
+            (reasoning == Some("mistral") || active_tool == Some("mistral")).then(|| {
+                mistral_grammar::GrammarTokens {
+                    tool_calls: token_id("[TOOL_CALLS]"),
+                    args: token_id("[ARGS]"),
+                    think: token_id("[THINK]").zip(token_id("[/THINK]")),
+                }
             });
         Ok(Self {
             reasoning,
@@ -412,9 +409,8 @@ impl ServingParsers {
             tool_strict_level: None,
             model_architecture: None,
             mistral,
-            mistral_grammar,
-            mistral_tokenizer: false,
-            mistral_grammars: false,
+            mistral_tokens,
+            mistral_tokenizer: None,
         })
     }
 
@@ -435,12 +431,15 @@ impl ServingParsers {
     pub fn with_mistral_tokenizer(mut self, tokenizer: MistralTokenizerInfo) -> Self {
         let has_think = self.mistral.reasoning == MistralReasoning::SpecialToken;
         self.mistral = MistralFormat::detect(|t| has_think && t == "[THINK]", Some(tokenizer));
-        self.mistral_tokenizer = true;
-        if let Some(tokens) = &mut self.mistral_grammar {
-            tokens.version = tokenizer.version;
-            self.mistral_grammars = tokenizer.supports_grammar;
-        }
+        self.mistral_tokenizer = Some(tokenizer);
         self
+    }
+
+    /// The tokenizer's version when vLLM's Mistral parser class runs on a
+    /// mistral-common tokenizer that supports grammars.
+    fn mistral_grammar_version(&self) -> Option<u32> {
+        let tokenizer = self.mistral_tokenizer.filter(|t| t.supports_grammar)?;
+        self.mistral_tokens.map(|_| tokenizer.version)
     }
 
     /// The Mistral format the `mistral` parsers read for this tokenizer.
@@ -462,9 +461,8 @@ impl ServingParsers {
             tool_strict_level: None,
             model_architecture: None,
             mistral: MistralFormat::default(),
-            mistral_grammar: None,
-            mistral_tokenizer: false,
-            mistral_grammars: false,
+            mistral_tokens: None,
+            mistral_tokenizer: None,
         }
     }
 
@@ -550,7 +548,7 @@ impl ServingParsers {
         let harmony_model = self.model_architecture.as_deref() == Some("GptOssForCausalLM");
         if self.active_tool_name.is_none()
             && choice != ToolChoice::None
-            && !self.mistral_tokenizer
+            && self.mistral_tokenizer.is_none()
             && !harmony_model
         {
             return Err(match &choice {
@@ -580,16 +578,17 @@ impl ServingParsers {
         let template = [self.reasoning, self.active_tool_name]
             .iter()
             .any(|n| matches!(n, Some("hf" | "beam")));
-        let mistral_grammar = self.mistral_grammars && self.active_tool_name == Some("mistral");
+        let mistral_grammar =
+            self.active_tool_name == Some("mistral") && self.mistral_grammar_version().is_some();
         if self.reasoning.is_none() && choice == ToolChoice::None && !template && !mistral_grammar {
             return Ok(out);
         }
         // MistralParser.adjust_request with a grammar-capable mistral-common
         // tokenizer: the grammar replaces every other rule.
-        if let Some(tokens) = self.mistral_grammar.filter(|_| self.mistral_grammars)
+        if let (Some(tokens), Some(version)) = (self.mistral_tokens, self.mistral_grammar_version())
             && !mistral_grammar::keeps_legacy_rules(request)
         {
-            let grammar = mistral_grammar::grammar(tokens, request).map_err(|token| {
+            let grammar = mistral_grammar::grammar(tokens, version, request).map_err(|token| {
                 ServingError::new(format!("Unknown special token: {token}"), None)
             })?;
             out.structured_outputs = Some(StructuredOutputs::Grammar(grammar));
@@ -651,7 +650,7 @@ impl ServingParsers {
         // mistral-common tokenizer without grammar support), whichever of its
         // parsers runs: calls keep their marker, and a forced choice is held to
         // Mistral's JSON array of calls.
-        if self.mistral_grammar.is_some() {
+        if self.mistral_tokens.is_some() {
             if request.has_tools() && choice != ToolChoice::None {
                 no_skip(&mut out);
             }
