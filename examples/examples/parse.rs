@@ -319,27 +319,10 @@ impl Vocabulary {
     /// grammar support, which pick the `mistral` parsers' format as `serve` does.
     fn mistral(dir: &Path) -> anyhow::Result<Self> {
         let renderer = vllm_chat::mistral::MistralRenderer::from_dir(dir, Default::default())?;
-        let names = [
-            "<s>",
-            "</s>",
-            "[INST]",
-            "[/INST]",
-            "[AVAILABLE_TOOLS]",
-            "[/AVAILABLE_TOOLS]",
-            "[TOOL_RESULTS]",
-            "[/TOOL_RESULTS]",
-            "[TOOL_CALLS]",
-            "[SYSTEM_PROMPT]",
-            "[/SYSTEM_PROMPT]",
-            "[TOOL_CONTENT]",
-            "[ARGS]",
-            "[CALL_ID]",
-            "[THINK]",
-            "[/THINK]",
-        ];
-        let tokens = names
-            .iter()
-            .filter_map(|name| Some(((*name).to_owned(), renderer.token_to_id(name)?)))
+        let tokens = renderer
+            .control_tokens()
+            .into_iter()
+            .filter_map(|(name, id)| Some((name.to_owned(), id?)))
             .collect();
         Ok(Vocabulary {
             tokens,

@@ -246,11 +246,11 @@ impl MistralRenderer {
         self.vocab.specials.eos
     }
 
-    /// The id of a token given by its text: a special token (`[TOOL_CALLS]`, `[THINK]`)
-    /// or a piece that encodes to exactly one id. What parsers look their markers up with.
-    pub fn token_to_id(&self, text: &str) -> Option<u32> {
+    /// The control tokens parsers look up (`[TOOL_CALLS]`, `[ARGS]`, `[THINK]`, …) and
+    /// their ids in this vocabulary (`None` where it has no such token).
+    pub fn control_tokens(&self) -> [(&'static str, Option<u32>); 16] {
         let s = &self.vocab.specials;
-        let named = [
+        [
             ("<s>", Some(s.bos)),
             ("</s>", Some(s.eos)),
             ("[INST]", Some(s.inst)),
@@ -267,7 +267,13 @@ impl MistralRenderer {
             ("[CALL_ID]", s.call_id),
             ("[THINK]", s.think),
             ("[/THINK]", s.end_think),
-        ];
+        ]
+    }
+
+    /// The id of a token given by its text: a special token (`[TOOL_CALLS]`, `[THINK]`)
+    /// or a piece that encodes to exactly one id. What parsers look their markers up with.
+    pub fn token_to_id(&self, text: &str) -> Option<u32> {
+        let named = self.control_tokens();
         if let Some((_, id)) = named.iter().find(|(name, _)| *name == text) {
             return *id;
         }
