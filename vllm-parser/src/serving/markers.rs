@@ -90,6 +90,7 @@ pub(crate) const PROMPT_MARKERS: &[&str] = &[
     "<|START_RESPONSE|>",
     "<|START_TEXT|>",
     "<|START_THINKING|>",
+    "<|CHATBOT_TOKEN|>",
     "<|action_end|>",
     "<|assistant|>",
     "<|call|>",
