@@ -719,6 +719,24 @@ fn reasoning_is_split_from_content_streamed_and_whole() {
         .await;
         assert_eq!(hidden["choices"][0]["message"]["reasoning"], Value::Null);
         assert_eq!(hidden["choices"][0]["message"]["content"], content);
+
+        // The engine request's `reasoning_ended` is vLLM's explicit answer for the
+        // prompt (the render endpoint shows what the chat path sends): the qwen3
+        // parser reads an open turn as reasoning, and the empty think block Qwen3's
+        // template renders with thinking off as ended.
+        for (kwargs, ended) in [
+            (json!({}), false),
+            (json!({"enable_thinking": false}), true),
+        ] {
+            let body = json!({"messages": hi(), "chat_template_kwargs": kwargs});
+            let (status, rendered) = post(addr, "/v1/chat/completions/render", body).await;
+            assert_eq!(status, StatusCode::OK, "{rendered}");
+            assert_eq!(rendered["reasoning_ended"], ended, "{kwargs}");
+            assert!(
+                rendered["reasoning_parser_kwargs"].is_object(),
+                "{rendered}"
+            );
+        }
     });
 }
 

@@ -248,24 +248,13 @@ mod erased {
     }
 }
 
-/// With a reasoning parser, `reasoning_parser_kwargs` carries the effective template
-/// kwargs and `reasoning_ended` is the parser's view of the prompt (vLLM's
-/// `ServingRender._reasoning_parser_kwargs` and `resolve_reasoning_ended`); a request
-/// without `include_reasoning` is ended whatever the parser says.
+/// `reasoning_ended` as vLLM's `resolve_reasoning_ended` gives it. The renderer alone
+/// has no reasoning parser: `null`, or `true` when the request hides reasoning, and no
+/// `reasoning_parser_kwargs`.
 #[test]
-fn a_reasoning_parser_fills_the_reasoning_fields() {
-    use serde_json::{Map, json};
-    use vllm_chat::render_mode::ReasoningEnd;
-
-    /// Ends the reasoning when the prompt's last token is `id`.
-    struct EndsWith(u32);
-    impl ReasoningEnd for EndsWith {
-        fn is_reasoning_end(&self, ids: &[u32], _: &Map<String, Value>) -> bool {
-            ids.last() == Some(&self.0)
-        }
-    }
+fn without_a_reasoning_parser_reasoning_ends_only_when_hidden() {
     let (_dir, renderer) = renderer("qwen3", None);
-    let request: ChatCompletionRequest = serde_json::from_value(json!({
+    let request: ChatCompletionRequest = serde_json::from_value(serde_json::json!({
         "messages": [{"role": "user", "content": "hi"}],
         "chat_template_kwargs": {"enable_thinking": false}
     }))
@@ -273,26 +262,57 @@ fn a_reasoning_parser_fills_the_reasoning_fields() {
     let plain = renderer.render_chat(&request).unwrap();
     assert_eq!(plain.reasoning_ended, None);
     assert_eq!(plain.reasoning_parser_kwargs, None);
-    let last = *plain.token_ids.last().unwrap();
-    for (parser, ended) in [(EndsWith(last), true), (EndsWith(last + 1), false)] {
-        let out = serde_json::to_value(renderer.render_chat_with(&request, Some(&parser)).unwrap())
-            .unwrap();
-        assert_eq!(out["reasoning_ended"], json!(ended));
+    let mut hidden = request;
+    hidden.include_reasoning = false;
+    assert_eq!(
+        renderer.render_chat(&hidden).unwrap().reasoning_ended,
+        Some(true)
+    );
+}
+
+/// In front of the server's parsers (`pipeline::render_chat`, the render endpoint and
+/// the chat path), `reasoning_parser_kwargs` carries the effective template kwargs and
+/// `reasoning_ended` is the reasoning parser's `is_reasoning_end` on the prompt: Qwen3's
+/// template closes an empty think block with thinking off, and leaves the turn open
+/// with it on; a request hiding reasoning is ended whatever the prompt says.
+#[cfg(feature = "pipeline")]
+#[test]
+fn a_reasoning_parser_resolves_reasoning_ended_from_the_prompt() {
+    use serde_json::json;
+    use vllm_chat::pipeline::{Model, render_chat};
+
+    let dir = common::ModelDir::new("qwen3").expect("testdata model");
+    let model = Model::load(&dir.0, RendererOptions::default()).expect("model");
+    let parsers = model
+        .serving_parsers(Some("qwen3"), None, false)
+        .expect("parsers");
+    let request = |kwargs: Value| -> ChatCompletionRequest {
+        serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": "hi"}],
+            "chat_template_kwargs": kwargs,
+        }))
+        .unwrap()
+    };
+    for (kwargs, ended) in [
+        (json!({"enable_thinking": false}), true),
+        (json!({}), false),
+    ] {
+        let out = render_chat(&model, &parsers, request(kwargs.clone())).unwrap();
+        assert_eq!(out.reasoning_ended, Some(ended), "{kwargs}");
+        let out = serde_json::to_value(out).unwrap();
         assert_eq!(
             out["reasoning_parser_kwargs"],
             json!({"chat_template_kwargs": out["parse_context"]["chat_template_kwargs"]})
         );
-        assert_eq!(
-            out["reasoning_parser_kwargs"]["chat_template_kwargs"]["enable_thinking"],
-            json!(false)
-        );
     }
-    let mut hidden = request.clone();
+    let mut hidden = request(json!({}));
     hidden.include_reasoning = false;
-    let out = renderer
-        .render_chat_with(&hidden, Some(&EndsWith(last + 1)))
-        .unwrap();
+    let out = render_chat(&model, &parsers, hidden).unwrap();
     assert_eq!(out.reasoning_ended, Some(true));
+    // Without parsers: `null`, as the renderer alone answers.
+    let none = vllm_chat::pipeline::ServingParsers::none();
+    let out = render_chat(&model, &none, request(json!({}))).unwrap();
+    assert_eq!(out.reasoning_ended, None);
 }
 
 /// An empty encoding reads back to vLLM's defaults, which `Default` also gives.

@@ -17,6 +17,10 @@ vLLM's serving layer does:
   (``set_prompt_token_ids`` first; ``should_adjust_request``):
   ``skip_special_tokens``, ``spaces_between_special_tokens``, the structured
   outputs kind (``json`` with its schema, or ``structural_tag``), or the error;
+  and the engine request's ``reasoning_ended``
+  (``ChatCompletionRequest.resolve_reasoning_ended`` with a fresh parser, as
+  ``OpenAIServingChat`` and the render endpoint call it after rendering,
+  whether or not the request was adjusted);
 * the message of the non-streaming path (``set_prompt_token_ids``, ``parse``,
   ``assemble_chat_message_fields``, ``resolve_finish_reason``);
 * the message of the streaming path (``ChatStreamProcessor.step`` token by
@@ -155,8 +159,10 @@ def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
         request = ChatCompletionRequest.model_validate(body)
     except Exception as e:  # noqa: BLE001
         return None, {"invalid": str(e).splitlines()[0]}
-    if parser_cls.tool_parser_cls is None and request.tool_choice not in (None, "none"):
-        # OnlineRenderer: tool_choice without a tool parser (vLLM's messages).
+    if (parser_cls.tool_parser_cls is None and request.tool_choice not in (None, "none")
+            and not gf.is_mistral_tokenizer(tokenizer) and config["model_type"] != "gpt_oss"):
+        # OnlineRenderer: tool_choice without a tool parser (vLLM's messages;
+        # not checked with a mistral-common tokenizer, nor under Harmony).
         if request.tool_choice == "auto":
             return None, {"error": '"auto" tool choice requires '
                           "--enable-auto-tool-choice and --tool-call-parser to be set"}
@@ -178,6 +184,11 @@ def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
     except Exception as e:  # noqa: BLE001
         # create_error_response: str(exc) and the exception's parameter.
         return None, {"error": str(e), "param": getattr(e, "parameter", None)}
+    # The engine request's reasoning_ended (OpenAIServingChat's
+    # _engine_reasoning_kwargs, the render endpoint alike): resolved after
+    # adjust_request, adjusted or not, with a fresh parser (_make_parser).
+    reasoning_ended = request.resolve_reasoning_ended(
+        gf.make_parser(parser_cls, tokenizer, config, request), prompt_ids)
     so = request.structured_outputs
     kind = None
     if so is not None:
@@ -189,6 +200,7 @@ def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
         "skip_special_tokens": request.skip_special_tokens,
         "spaces_between_special_tokens": request.spaces_between_special_tokens,
         "structured_outputs": kind,
+        "reasoning_ended": reasoning_ended,
     }
 
 

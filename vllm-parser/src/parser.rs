@@ -49,6 +49,19 @@ pub trait ReasoningParser: Send {
     fn rewrite_content(&mut self, _text: &str, _last: bool) -> Option<String> {
         None
     }
+
+    /// vLLM's `is_reasoning_end(prompt_token_ids)` for the prompt this parser
+    /// was built with ([`ParserOptions::prompt`]) under its options (e.g.
+    /// thinking turned off): `Some(true)` when generation starts after
+    /// reasoning. It is what vLLM sends as the engine request's
+    /// `reasoning_ended` (structured outputs then constrain from the first
+    /// token). It is not always the parser's start state: vLLM's parser
+    /// engines start in content only when the prompt closed reasoning inside
+    /// the current turn, while their `is_reasoning_end` also answers `true`
+    /// for a format that does not wait for reasoning. `None` where vLLM's
+    /// parser has no answer (its `granite` parser leaves the method abstract,
+    /// so the engine request carries `None`).
+    fn prompt_ends_reasoning(&self) -> Option<bool>;
 }
 
 /// Finds tool calls in content.

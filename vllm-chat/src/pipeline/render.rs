@@ -32,10 +32,12 @@ pub(crate) fn serving_error(error: ServingError) -> ApiError {
 
 /// vLLM's `GenerateRequest` for `request` in front of `parsers` (the render
 /// endpoint's answer): the request after the parsers' `adjust_request`, rendered, with
-/// their structured-outputs constraint, `reasoning_ended` (`true` when reasoning is
-/// hidden or the parsers' grammar covers it; otherwise `null`, which leaves the
-/// prompt to the engine's own reasoning parser) and `reasoning_parser_kwargs` (with a
-/// reasoning parser). CPU work: call it off the async workers for large requests.
+/// their structured-outputs constraint, `reasoning_ended` (vLLM's
+/// `resolve_reasoning_ended`: `true` when reasoning is hidden or the parsers' grammar
+/// covers it, else the reasoning parser's `is_reasoning_end` on the prompt, `null`
+/// without one; [`ServingParsers::resolve_reasoning_ended`]) and
+/// `reasoning_parser_kwargs` (with a reasoning parser). CPU work: call it off the async
+/// workers for large requests.
 pub fn render_chat(
     model: &Model,
     parsers: &ServingParsers,
@@ -67,6 +69,18 @@ pub(crate) fn prepare_chat(
         request.spaces_between_special_tokens = spaces;
     }
     let mut generate = model.renderer.render_chat(&request)?;
+    // vLLM's `resolve_reasoning_ended` after `adjust_request` and the render, with a
+    // parser built for the kwargs the prompt was rendered with (also the engine's).
+    let chat_template_kwargs = generate
+        .parse_context
+        .as_ref()
+        .map(|c| c.chat_template_kwargs.clone())
+        .unwrap_or_default();
+    generate.reasoning_ended = parsers.resolve_reasoning_ended(
+        &tools.serving(&request, &chat_template_kwargs),
+        &adjustments,
+        &generate.token_ids,
+    );
     // The parsers' constraint replaces the request's own (`response_format` was mapped
     // by `render_chat`), as vLLM applies it after validating the request: a forced tool
     // choice held to the tools' JSON schema, xgrammar's structural tag in the model's
@@ -92,18 +106,7 @@ pub(crate) fn prepare_chat(
     if constraint.is_some() {
         generate.sampling_params.structured_outputs = constraint;
     }
-    // vLLM's `resolve_reasoning_ended`: with a reasoning parser vLLM also resolves the
-    // prompt itself (`is_reasoning_end`), which the engine's reasoning parser, built
-    // with the same kwargs, does alike from `null`.
-    if adjustments.grammar_from_parser {
-        generate.reasoning_ended = Some(true);
-    }
     if parsers.reasoning().is_some() {
-        let chat_template_kwargs = generate
-            .parse_context
-            .as_ref()
-            .map(|c| c.chat_template_kwargs.clone())
-            .unwrap_or_default();
         generate.reasoning_parser_kwargs = Some(ReasoningParserKwargs {
             chat_template_kwargs,
         });

@@ -13,9 +13,11 @@
 //! the sampling-parameter ranges ([`SamplingParams::verify`]) and the structured
 //! outputs ([`StructuredOutputsParams`]).
 //!
-//! Not produced: multimodal `features` and `token_offsets`. With a reasoning parser
-//! ([`ReasoningEnd`], from a crate that has one), `reasoning_parser_kwargs` and the
-//! parser-resolved `reasoning_ended` are filled in as vLLM does.
+//! Not produced: multimodal `features` and `token_offsets`. The renderer knows no
+//! parsers: `reasoning_ended` is vLLM's answer without a reasoning parser (`true`
+//! when the request hides reasoning, else `null`). In front of parsers, the
+//! `pipeline` feature's `render_chat` fills in `reasoning_parser_kwargs` and the
+//! parser-resolved `reasoning_ended` as vLLM does (`vllm_parser::serving`).
 
 mod sampling;
 mod structured;
@@ -32,19 +34,6 @@ use crate::openai::{
 };
 use crate::{ChatRenderer, RenderError};
 use sampling::{SamplingInputs, check_prompt_length, check_requested_lengths, max_tokens};
-
-/// What render mode needs from a reasoning parser: whether the rendered prompt
-/// already ends the reasoning (vLLM's `ReasoningParser.is_reasoning_end`), e.g. a
-/// template that closed `<think></think>` because thinking is off.
-pub trait ReasoningEnd {
-    /// True when `prompt_token_ids` end the reasoning section; `chat_template_kwargs`
-    /// are the kwargs the prompt was rendered with.
-    fn is_reasoning_end(
-        &self,
-        prompt_token_ids: &[u32],
-        chat_template_kwargs: &Map<String, Value>,
-    ) -> bool;
-}
 
 /// vLLM's `ReasoningParserKwargs`: what the engine-side reasoning parser is built with.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -70,7 +59,10 @@ pub struct GenerateRequest {
     pub sampling_params: SamplingParams,
     /// The requested model name.
     pub model: Option<String>,
-    /// `true` when the request disables reasoning output; null lets the engine decide.
+    /// Whether generation starts after reasoning (vLLM's `resolve_reasoning_ended`):
+    /// `true` when the request hides reasoning or the prompt already ended it, `false`
+    /// when the reasoning parser reads the prompt as still reasoning; null lets the
+    /// engine decide.
     pub reasoning_ended: Option<bool>,
     /// The reasoning parser's kwargs (with a reasoning parser, chat only).
     pub reasoning_parser_kwargs: Option<ReasoningParserKwargs>,
@@ -218,16 +210,6 @@ impl ChatRenderer {
         &self,
         request: &ChatCompletionRequest,
     ) -> Result<GenerateRequest, RenderError> {
-        self.render_chat_with(request, None)
-    }
-
-    /// [`render_chat`](Self::render_chat) for a server with a reasoning parser: sets
-    /// `reasoning_parser_kwargs`, and `reasoning_ended` from the parser's view of the prompt.
-    pub fn render_chat_with(
-        &self,
-        request: &ChatCompletionRequest,
-        reasoning: Option<&dyn ReasoningEnd>,
-    ) -> Result<GenerateRequest, RenderError> {
         request.validate()?;
         self.check_model(&request.model)?;
         let context = self.context_len();
@@ -315,11 +297,8 @@ impl ChatRenderer {
             .map(|m| m.tool_calls.as_ref().map_or(0, Vec::len))
             .sum();
         let chat_template_kwargs = self.request_template_kwargs(request);
-        let reasoning_ended = match reasoning {
-            _ if !request.include_reasoning => Some(true),
-            Some(parser) => Some(parser.is_reasoning_end(&token_ids, &chat_template_kwargs)),
-            None => None,
-        };
+        // `resolve_reasoning_ended` without a parser.
+        let reasoning_ended = (!request.include_reasoning).then_some(true);
         Ok(GenerateRequest {
             request_id: format!("chatcmpl-{}", request_id(&request.request_id)),
             token_ids,
@@ -329,9 +308,7 @@ impl ChatRenderer {
             sampling_params: params,
             model: request.model.clone(),
             reasoning_ended,
-            reasoning_parser_kwargs: reasoning.map(|_| ReasoningParserKwargs {
-                chat_template_kwargs: chat_template_kwargs.clone(),
-            }),
+            reasoning_parser_kwargs: None,
             return_token_ids: request.return_token_ids,
             output_mode: "tokens",
             parse_context: Some(ParseContext {

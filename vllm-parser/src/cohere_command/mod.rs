@@ -104,6 +104,8 @@ pub struct CohereCommandParser {
     actions: ActionParser,
     parse_tools: bool,
     finished: bool,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with.
+    prompt_ends_reasoning: bool,
 }
 
 impl CohereCommandParser {
@@ -130,12 +132,13 @@ impl CohereCommandParser {
             actions: ActionParser::new(),
             parse_tools,
             finished: false,
+            prompt_ends_reasoning: false,
         }
     }
 
     /// `cohere_command3` as the reasoning parser.
-    pub fn command3_reasoning(_options: &ParserOptions) -> Box<dyn ReasoningParser> {
-        Box::new(Self::new(&CMD3, false))
+    pub fn command3_reasoning(options: &ParserOptions) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(&CMD3, false).with_prompt(&options.prompt))
     }
 
     /// `cohere_command3` as the tool parser.
@@ -144,13 +147,32 @@ impl CohereCommandParser {
     }
 
     /// `cohere_command4` as the reasoning parser.
-    pub fn command4_reasoning(_options: &ParserOptions) -> Box<dyn ReasoningParser> {
-        Box::new(Self::new(&CMD4, false))
+    pub fn command4_reasoning(options: &ParserOptions) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(&CMD4, false).with_prompt(&options.prompt))
     }
 
     /// `cohere_command4` as the tool parser.
     pub fn command4_tool(_options: &ParserOptions) -> Box<dyn ToolParser> {
         Box::new(Self::new(&CMD4, true))
+    }
+
+    /// `BaseCohereCommandReasoningParser.is_reasoning_end`: scanning the
+    /// prompt backwards, `<|CHATBOT_TOKEN|>` (the current turn's start) means
+    /// not ended, `<|START_THINKING|>` means ended if an `<|END_THINKING|>`
+    /// came after it, and the prompt's start likewise.
+    fn with_prompt(mut self, prompt: &str) -> Self {
+        let last = |marker: &str| prompt.rfind(marker);
+        let end = last("<|END_THINKING|>");
+        let start = last("<|START_THINKING|>");
+        let chatbot = last("<|CHATBOT_TOKEN|>");
+        self.prompt_ends_reasoning = if chatbot.is_some() && chatbot > start {
+            false
+        } else if start.is_some() {
+            end > start
+        } else {
+            end.is_some()
+        };
+        self
     }
 
     fn push_text(&mut self, text: &str, out: &mut Vec<Event>) {
@@ -295,6 +317,10 @@ impl CohereCommandParser {
 }
 
 impl ReasoningParser for CohereCommandParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         self.push_text(text, out);
     }

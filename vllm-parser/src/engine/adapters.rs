@@ -75,6 +75,8 @@ pub struct EngineReasoningParser {
     engine: Option<Engine>,
     assembler: ReasoningAssembler,
     signals: Vec<Signal>,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with.
+    prompt_ends_reasoning: bool,
 }
 
 impl EngineReasoningParser {
@@ -84,6 +86,7 @@ impl EngineReasoningParser {
     /// where the prompt left off.
     pub fn new(config: EngineConfig, thinking: bool, prompt: &str) -> Self {
         let assembler = ReasoningAssembler::new(&config);
+        let prompt_ends_reasoning = is_reasoning_end(&config, prompt);
         let initial = if prompt_closes_reasoning(&config, prompt) {
             State::Content
         } else {
@@ -100,7 +103,15 @@ impl EngineReasoningParser {
             engine: thinking.then(|| Engine::new(config, initial, bypass)),
             assembler,
             signals: Vec::new(),
+            prompt_ends_reasoning,
         }
+    }
+
+    /// Replaces the engine's `is_reasoning_end` answer where vLLM's parser
+    /// class overrides it (Inkling).
+    pub(crate) fn with_prompt_ends_reasoning(mut self, ended: bool) -> Self {
+        self.prompt_ends_reasoning = ended;
+        self
     }
 
     /// Boxed, for the registry.
@@ -109,41 +120,70 @@ impl EngineReasoningParser {
     }
 }
 
-/// vLLM's `set_prompt_token_ids` / `is_reasoning_end(prompt)` on text: a
-/// format that starts in reasoning and knows its turn boundaries starts in
-/// content when the prompt's last reasoning marker or boundary is a marker
-/// that ends reasoning (e.g. a template that rendered `<think></think>`).
+/// vLLM's `set_prompt_token_ids` on text: a format that starts in reasoning
+/// and knows its turn boundaries starts in content when the prompt ended
+/// reasoning ([`is_reasoning_end`], e.g. a template that rendered
+/// `<think></think>`).
 fn prompt_closes_reasoning(config: &EngineConfig, prompt: &str) -> bool {
-    if config.initial_state != State::Reasoning || config.turn_boundaries.is_empty() {
-        return false;
-    }
-    let from_reasoning = config
+    config.initial_state == State::Reasoning
+        && !config.turn_boundaries.is_empty()
+        && is_reasoning_end(config, prompt)
+}
+
+/// The parser engine's `is_reasoning_end(prompt_token_ids)` on the prompt's
+/// markers: scanning backwards, a marker that ends reasoning (the terminals
+/// whose transitions out of reasoning emit its end; none when a transition
+/// leaves reasoning without ending it) answers `true`, a `THINK_START` that
+/// opens reasoning from the initial state `false`; at any other
+/// `THINK_START`, at a turn boundary or at the prompt's start the answer is
+/// `not wait_for_reasoning`.
+pub(crate) fn is_reasoning_end(config: &EngineConfig, prompt: &str) -> bool {
+    let wait = config
+        .wait_for_reasoning
+        .unwrap_or(config.initial_state == State::Reasoning);
+    let start_opens = config
+        .transition(config.initial_state, "THINK_START")
+        .is_some_and(|t| t.to == State::Reasoning);
+    let mut end_terminals = Vec::new();
+    for t in config
         .transitions
         .iter()
-        .filter(|t| t.from == State::Reasoning);
-    let mut end_terminals = Vec::new();
-    for t in from_reasoning {
+        .filter(|t| t.from == State::Reasoning)
+    {
         if t.emits.contains(&Emit::ReasoningEnd) {
             end_terminals.push(t.terminal);
         } else if t.to != State::Reasoning {
-            return false;
+            end_terminals.clear();
+            break;
         }
     }
-    let spellings = |names: &[&str]| -> Vec<&'static str> {
+    let last_of = |names: &[&str]| {
         config
             .terminals
             .iter()
             .filter(|(name, _)| names.contains(name))
-            .map(|(_, lit)| *lit)
-            .collect()
+            .filter_map(|(_, literal)| prompt.rfind(literal))
+            .max()
     };
-    let last = |markers: &[&str]| markers.iter().filter_map(|m| prompt.rfind(m)).max();
-    let end = last(&spellings(&end_terminals));
-    let other = last(&spellings(&["THINK_START"])).max(last(&config.turn_boundaries));
-    end.is_some() && end > other
+    let end = last_of(&end_terminals);
+    let start = last_of(&["THINK_START"]);
+    let boundary = config
+        .turn_boundaries
+        .iter()
+        .filter_map(|b| prompt.rfind(b))
+        .max();
+    match [end, start, boundary].into_iter().flatten().max() {
+        Some(at) if Some(at) == end => true,
+        Some(at) if Some(at) == start && start_opens => false,
+        _ => !wait,
+    }
 }
 
 impl ReasoningParser for EngineReasoningParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn is_engine_based(&self) -> bool {
         true
     }

@@ -160,6 +160,11 @@ pub struct EngineConfig {
     /// The reasoning parser's start state from the prompt, if the format
     /// reads one.
     pub prompt_state: Option<PromptState>,
+    /// vLLM's `wait_for_reasoning`: whether `is_reasoning_end` answers
+    /// `false` for a prompt whose backward scan finds no reasoning marker
+    /// before a turn boundary; `None` (vLLM's default): when the format
+    /// starts in reasoning.
+    pub wait_for_reasoning: Option<bool>,
 }
 
 /// How a call's raw argument text becomes its arguments when no converter
@@ -212,6 +217,7 @@ impl EngineConfig {
             args_keys: &["arguments", "parameters"],
             keep_text_after_calls: false,
             prompt_state: None,
+            wait_for_reasoning: None,
         }
     }
 

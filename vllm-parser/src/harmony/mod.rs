@@ -270,6 +270,11 @@ impl HarmonyParser {
 /// `openai_gptoss`. vLLM's `GptOssReasoningParser` only marks the pair: with a
 /// tool parser it steps aside and `openai` parses the reasoning too.
 impl ReasoningParser for HarmonyParser {
+    /// `GptOssReasoningParser.is_reasoning_end` is always `True`.
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(true)
+    }
+
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
         self.push_text(text, token_ids, out);
     }

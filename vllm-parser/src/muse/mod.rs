@@ -208,6 +208,14 @@ fn emit(event: fn(String) -> Event, text: String, out: &mut Vec<Event>) {
 }
 
 impl ReasoningParser for MuseReasoningParser {
+    /// vLLM's `MuseReasoningParser.is_reasoning_end` is whether the decoded
+    /// text's current turn opened a tool channel (`<atem:function_calls>` /
+    /// `<atem:invoke` after a tool recipient); a prompt ends with the
+    /// assistant's header, whose turn holds no message yet.
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(false)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         self.text.push_str(text);
         if let Some(stream) = &mut self.stream {

@@ -9,12 +9,18 @@ use crate::parser::{ParserOptions, ReasoningParser};
 #[derive(Debug, Default)]
 pub struct AppendThinkParser {
     started: bool,
+    /// vLLM's `is_reasoning_end(prompt)`: the prompt's last think tag is `</think>`.
+    prompt_ends_reasoning: bool,
 }
 
 impl AppendThinkParser {
     /// A boxed constructor for the registry.
-    pub fn boxed(_options: &ParserOptions) -> Box<dyn ReasoningParser> {
-        Box::new(Self::default())
+    pub fn boxed(options: &ParserOptions) -> Box<dyn ReasoningParser> {
+        let prompt = &options.prompt;
+        Box::new(Self {
+            started: false,
+            prompt_ends_reasoning: prompt.rfind("</think>") > prompt.rfind("<think>"),
+        })
     }
 
     fn start(&mut self, out: &mut Vec<Event>) {
@@ -26,6 +32,10 @@ impl AppendThinkParser {
 }
 
 impl ReasoningParser for AppendThinkParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         self.start(out);
         if !text.is_empty() {

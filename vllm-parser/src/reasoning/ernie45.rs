@@ -105,6 +105,10 @@ fn push_content(text: String, out: &mut Vec<Event>) {
 }
 
 impl ReasoningParser for Ernie45Parser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        self.think.prompt_ends_reasoning()
+    }
+
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
         self.think.push(text, token_ids, &mut self.events);
         self.route(out);

@@ -102,6 +102,12 @@ impl Default for GraniteParser {
 }
 
 impl ReasoningParser for GraniteParser {
+    /// vLLM's `GraniteReasoningParser` does not implement `is_reasoning_end`
+    /// (the abstract method's body returns `None`).
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        None
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         if self.state == State::Response {
             if !text.is_empty() {

@@ -142,6 +142,12 @@ fn push(out: &mut Vec<Event>, event: Event) {
 }
 
 impl ReasoningParser for HunyuanA13bParser {
+    /// vLLM answers from the parser's streaming state (`current_state ==
+    /// "response"`), which a fresh parser has not reached.
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(false)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         self.scanner.push(text);
         self.scan(out);

@@ -33,6 +33,8 @@ pub struct KimiK3ReasoningParser {
     /// Without tools, the content is unwrapped here; with tools it passes
     /// through for the tool parser.
     unwrap: Option<ResponseChannel>,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with.
+    prompt_ends_reasoning: bool,
 }
 
 impl KimiK3ReasoningParser {
@@ -43,7 +45,15 @@ impl KimiK3ReasoningParser {
             Some(value) => py_truthy(value),
             None => kwargs.get("enable_thinking").is_none_or(py_truthy),
         };
+        // `is_reasoning_end`: thinking off, or the prompt's newest think
+        // marker closes the channel. The channel name is an ordinary token
+        // (U+0001 in the prompt's markers), so any XTML channel counts.
+        let prompt = &options.prompt;
+        let newest = |marker: &str| prompt.rfind(marker);
+        let prompt_ends_reasoning =
+            !thinking || newest("<|close|>\u{1}<|sep|>") > newest("<|open|>\u{1}<|sep|>");
         Self {
+            prompt_ends_reasoning,
             lexer: Lexer::default(),
             in_reasoning: thinking,
             open_seen: false,
@@ -87,6 +97,10 @@ impl KimiK3ReasoningParser {
 }
 
 impl ReasoningParser for KimiK3ReasoningParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         self.lexer.push(text);
         while let Some(token) = self.lexer.next() {

@@ -50,6 +50,9 @@ enum Phase {
 pub struct MiniMaxM3ReasoningParser {
     scanner: MarkerScanner,
     phase: Phase,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with:
+    /// the prompt has `</mm:think>` and no `<mm:think>` after it.
+    prompt_ends_reasoning: bool,
 }
 
 impl MiniMaxM3ReasoningParser {
@@ -60,7 +63,9 @@ impl MiniMaxM3ReasoningParser {
             .get("thinking_mode")
             .and_then(|mode| mode.as_str())
             == Some("enabled");
+        let prompt = &options.prompt;
         Self {
+            prompt_ends_reasoning: prompt.rfind(END) > prompt.rfind(START),
             scanner: MarkerScanner::new(),
             phase: if thinking {
                 Phase::LeadInReasoning
@@ -111,6 +116,10 @@ impl MiniMaxM3ReasoningParser {
 }
 
 impl ReasoningParser for MiniMaxM3ReasoningParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         if self.phase == Phase::After {
             if !text.is_empty() {

@@ -211,6 +211,8 @@ pub fn k2_horizon(options: &ParserOptions) -> ThinkFormat {
 /// A reasoning parser for one [`ThinkFormat`].
 pub struct ThinkParser {
     format: ThinkFormat,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with.
+    prompt_ends_reasoning: bool,
     markers: Vec<&'static str>,
     scanner: MarkerScanner,
     in_reasoning: bool,
@@ -244,6 +246,7 @@ impl ThinkParser {
                     None => switch.by_default,
                 }
             });
+        let prompt_ends_reasoning = is_reasoning_end(&format, thinking, &options.prompt);
         let thinking = thinking && !prompt_closed_reasoning(&format, &options.prompt);
         let start = if format.start_markers == StartMarkers::Keep {
             ""
@@ -254,6 +257,7 @@ impl ThinkParser {
         markers.extend_from_slice(format.implicit_end);
         Self {
             format,
+            prompt_ends_reasoning,
             markers,
             scanner: MarkerScanner::new(),
             in_reasoning: thinking,
@@ -336,7 +340,42 @@ fn prompt_closed_reasoning(format: &ThinkFormat, prompt: &str) -> bool {
     }
 }
 
+/// vLLM's `is_reasoning_end(prompt_token_ids)` for `format` (`thinking`: the
+/// request's flags left reasoning on). Where a format's prompt rule is vLLM's
+/// streaming start state this is the same rule; it differs where vLLM's
+/// answer does: a parser built with thinking off is vLLM's
+/// `IdentityReasoningParser` (always ended); Olmo3's start state ignores the
+/// prompt, its `is_reasoning_end` finds `</think>` anywhere; the implicit ends
+/// (a tool-call start) end reasoning too; and Qwen3's parser engine answers
+/// `not wait_for_reasoning` (thinking off) when its backward scan reaches a
+/// turn boundary or the prompt's start.
+fn is_reasoning_end(format: &ThinkFormat, thinking: bool, prompt: &str) -> bool {
+    let last = |marker: &str| prompt.rfind(marker);
+    let end = std::iter::once(format.end)
+        .chain(format.implicit_end.iter().copied())
+        .filter_map(last)
+        .max();
+    let start = last(format.start);
+    match format.prompt_rule {
+        PromptRule::LastMarkerIsEndBefore(boundaries) => {
+            let boundary = boundaries.iter().filter_map(|b| last(b)).max();
+            let newest = [end, start, boundary].into_iter().flatten().max();
+            // Qwen3's `THINK_START` opens reasoning only from its thinking
+            // start state; elsewhere the scan stops there as at a boundary.
+            newest.is_some() && newest == end || !thinking
+        }
+        _ if !thinking => true,
+        PromptRule::AnyEnd | PromptRule::Ignore => end.is_some(),
+        PromptRule::LastMarkerIsEnd => end > start,
+        PromptRule::LastMarkerIsEndSince(turn) => end > start && end > last(turn),
+    }
+}
+
 impl ReasoningParser for ThinkParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         if self.in_reasoning {
             self.scanner.push(text);

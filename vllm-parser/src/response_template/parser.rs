@@ -29,6 +29,8 @@ pub struct TemplateParser {
     finished: bool,
     /// Reused for each delta's regions.
     regions: Vec<Region>,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with.
+    prompt_ends_reasoning: bool,
 }
 
 impl TemplateParser {
@@ -43,7 +45,17 @@ impl TemplateParser {
                 &mut initial,
             )
         });
+        let thinking_disabled = options
+            .chat_template_kwargs
+            .get("enable_thinking")
+            .is_some_and(|v| !crate::parser::py_truthy(v));
         let mut parser = Self {
+            prompt_ends_reasoning: match &template {
+                Some(template) if parse_reasoning => {
+                    prompt_ends_reasoning(template, &options.prompt, thinking_disabled)
+                }
+                _ => true,
+            },
             prefix_end: scanner.as_ref().map_or(0, |s| s.input_text().len()),
             scanner,
             template,
@@ -227,7 +239,92 @@ fn tool_calls(value: &PyJson) -> Vec<Call> {
     calls
 }
 
+/// vLLM's `ResponseTemplateReasoningParser.is_reasoning_end`
+/// (`_reasoning_has_ended` on the regions of the prompt after its last start
+/// anchor): ended without a thinking field, when the prompt closed the
+/// thinking region or left a content or tool region open; not while thinking
+/// is open; otherwise when the request turned thinking off
+/// (`enable_thinking` falsy). (vLLM also probes delimiters held at the
+/// prompt's end with a NUL; a prompt that ends inside a delimiter is taken as
+/// it stands.)
+fn prompt_ends_reasoning(
+    template: &Arc<ResponseTemplate>,
+    prompt: &str,
+    thinking_disabled: bool,
+) -> bool {
+    let Some(thinking) = template
+        .fields
+        .iter()
+        .position(|f| f.kind == FieldKind::Thinking)
+    else {
+        return true;
+    };
+    let mut initial = Vec::new();
+    Scanner::new(
+        template.clone(),
+        Vec::new(),
+        after_last_anchor(template, prompt),
+        &mut initial,
+    );
+    let mut active = None;
+    for region in &initial {
+        match region {
+            // The implicit field opens without a delimiter: in the prompt's
+            // markers (ordinary tokens are U+0001, so the start anchor's text
+            // is not seen) that is no evidence that content has started.
+            Region::Open { field, start, end } => active = (end > start).then_some(*field),
+            Region::Close { field, .. } | Region::Malformed { field, .. } => {
+                if *field == thinking {
+                    return true;
+                }
+                active = None;
+            }
+            Region::Chunk { .. } => {}
+        }
+    }
+    match active {
+        Some(field) => field != thinking,
+        None => thinking_disabled,
+    }
+}
+
+/// The prompt's markers after its last start anchor. The anchor's text
+/// (`<|im_start|>assistant\n`) is a marker token followed by ordinary tokens,
+/// U+0001 in the prompt's markers: its longest prefix found in the prompt at
+/// a token boundary stands for it. Without one the whole prompt is read.
+fn after_last_anchor<'p>(template: &ResponseTemplate, prompt: &'p str) -> &'p str {
+    let mut cut = None;
+    for literal in &template.start_anchor_literals {
+        let ends = literal
+            .char_indices()
+            .map(|(at, _)| at)
+            .skip(1)
+            .chain([literal.len()]);
+        let ends: Vec<usize> = ends.collect();
+        for &len in ends.iter().rev() {
+            let prefix = &literal[..len];
+            let found = prompt
+                .match_indices(prefix)
+                .map(|(at, _)| at + len)
+                .filter(|&end| {
+                    len == literal.len()
+                        || matches!(prompt[end..].chars().next(), None | Some('\u{1}'))
+                })
+                .last();
+            if found.is_some() {
+                cut = cut.max(found);
+                break;
+            }
+        }
+    }
+    cut.map_or(prompt, |end| &prompt[end..])
+}
+
 impl ReasoningParser for TemplateParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
         self.push_text(text, out);
     }

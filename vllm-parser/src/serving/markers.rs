@@ -82,6 +82,7 @@ pub(crate) const PROMPT_MARKERS: &[&str] = &[
     "<tool_call|>",
     "<tool_sep>",
     "<v>",
+    "<|CHATBOT_TOKEN|>",
     "<|END_ACTION|>",
     "<|END_RESPONSE|>",
     "<|END_TEXT|>",

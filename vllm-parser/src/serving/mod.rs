@@ -16,6 +16,11 @@
 //! 3. every engine step, [`ChoiceParser::push`]; at the end
 //!    [`ChoiceParser::message`] and [`ChoiceParser::finish_reason`].
 //!
+//! After rendering, [`ServingParsers::resolve_reasoning_ended`] also gives the
+//! engine request's `reasoning_ended` as vLLM resolves it (the reasoning
+//! parser's `is_reasoning_end` on the prompt's token ids,
+//! [`ServingParsers::is_reasoning_end`]).
+//!
 //! # Structural tags
 //!
 //! With `VLLM_ENFORCE_STRICT_TOOL_CALLING` (on by default) vLLM holds calls of
@@ -106,6 +111,7 @@ mod ids;
 pub mod json_schema_grammar;
 mod markers;
 mod mistral_grammar;
+mod reasoning_end;
 mod required;
 mod strict;
 mod structural_tag;

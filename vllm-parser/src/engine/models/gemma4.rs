@@ -81,8 +81,12 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 
 /// The `gemma4` reasoning parser.
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
+    // vLLM's `gemma4_config(thinking)`: the thinking flag only decides
+    // `wait_for_reasoning` (`enable_thinking`, off by default).
+    let mut config = config();
+    config.wait_for_reasoning = Some(options.template_flag("enable_thinking", false));
     Box::new(ThoughtPrefix {
-        inner: EngineReasoningParser::new(config(), true, &options.prompt),
+        inner: EngineReasoningParser::new(config, true, &options.prompt),
         head: String::new(),
         decided: false,
     })
@@ -125,6 +129,10 @@ impl ThoughtPrefix {
 }
 
 impl ReasoningParser for ThoughtPrefix {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        self.inner.prompt_ends_reasoning()
+    }
+
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
         let mut events = Vec::new();
         self.inner.push(text, token_ids, &mut events);

@@ -69,6 +69,10 @@ impl GraniteThinkingParser {
 }
 
 impl ReasoningParser for GraniteThinkingParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        self.inner.prompt_ends_reasoning()
+    }
+
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
         self.inner.push(text, token_ids, &mut self.events);
         self.pass(out);

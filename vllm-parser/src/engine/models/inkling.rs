@@ -81,6 +81,7 @@ pub fn config() -> EngineConfig {
         ]);
     }
     let mut config = EngineConfig::new("inkling", MessageHeader, MARKERS.to_vec(), transitions);
+    config.wait_for_reasoning = Some(true);
     config.converter = Some(convert);
     config.strip_content_whitespace_with_tools = false;
     config.args_keys = &["args", "arguments", "parameters"];
@@ -122,5 +123,18 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 
 /// The `inkling` reasoning parser.
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
-    EngineReasoningParser::boxed(config(), true, &options.prompt)
+    let prompt = &options.prompt;
+    Box::new(
+        EngineReasoningParser::new(config(), true, prompt)
+            .with_prompt_ends_reasoning(is_reasoning_end(prompt)),
+    )
+}
+
+/// `InklingParser.is_reasoning_end`: the prompt's last content-kind marker is
+/// `<|content_text|>` or `<|content_model_end_sampling|>` (not
+/// `<|content_thinking|>` nor `<|message_model|>`).
+fn is_reasoning_end(prompt: &str) -> bool {
+    let last = |marker: &str| prompt.rfind(marker);
+    let ended = last(CONTENT_TEXT).max(last("<|content_model_end_sampling|>"));
+    ended.is_some() && ended > last(CONTENT_THINKING).max(last(MESSAGE_MODEL))
 }

@@ -114,6 +114,10 @@ fn push_text(out: &mut Vec<Event>, kind: fn(String) -> Event, text: String) {
 }
 
 impl ReasoningParser for MiniCpmVParser {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        self.inner.prompt_ends_reasoning()
+    }
+
     fn is_engine_based(&self) -> bool {
         true
     }

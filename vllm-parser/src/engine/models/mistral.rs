@@ -77,6 +77,7 @@ pub fn config(reasoning: MistralReasoning) -> EngineConfig {
     config.args_text = ArgsText::FirstJsonValue;
     config.names_in_arguments = false;
     config.accept_empty_names = true;
+    config.wait_for_reasoning = Some(think.is_some());
     config
 }
 

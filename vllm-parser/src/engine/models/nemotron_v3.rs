@@ -57,6 +57,10 @@ impl ForceContent {
 }
 
 impl ReasoningParser for ForceContent {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        self.inner.prompt_ends_reasoning()
+    }
+
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
         let from = self.held.len();
         self.inner.push(text, token_ids, &mut self.held);

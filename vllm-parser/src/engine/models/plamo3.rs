@@ -112,12 +112,23 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 /// The `plamo3` reasoning parser. With thinking off the engine still runs
 /// (it drops the end-of-turn tag).
 pub fn reasoning_parser(options: &ParserOptions) -> Box<dyn ReasoningParser> {
-    let config = config(thinking(options));
+    let thinking = thinking(options);
+    let config = config(thinking);
     let terminals = terminals(&config);
     Box::new(Plamo3Reasoning {
         inner: EngineReasoningParser::new(config, true, &options.prompt),
         terminals,
+        prompt_ends_reasoning: !thinking || is_reasoning_end(&options.prompt),
     })
+}
+
+/// `Plamo3Parser.is_reasoning_end` with thinking on: scanning the prompt
+/// backwards, the end-of-think tag answers `true`, the begin-of-think tag or
+/// the end-of-turn tag (`<|plamo:tag|>`) `false`, as does the prompt's start.
+fn is_reasoning_end(prompt: &str) -> bool {
+    let last = |marker: &str| prompt.rfind(marker);
+    let end = last("<|plamo:end_think:plamo|>");
+    end.is_some() && end > last("<|plamo:begin_think:plamo|>") && end > last("<|plamo:tag|>")
 }
 
 fn terminals(config: &EngineConfig) -> Vec<&'static str> {
@@ -193,9 +204,15 @@ impl ToolParser for Plamo3Tool {
 struct Plamo3Reasoning {
     inner: EngineReasoningParser,
     terminals: Vec<&'static str>,
+    /// vLLM's `is_reasoning_end` for the prompt the parser was built with.
+    prompt_ends_reasoning: bool,
 }
 
 impl ReasoningParser for Plamo3Reasoning {
+    fn prompt_ends_reasoning(&self) -> Option<bool> {
+        Some(self.prompt_ends_reasoning)
+    }
+
     fn is_engine_based(&self) -> bool {
         true
     }
