@@ -99,6 +99,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod beam;
 mod choice;
 mod cohere;
 mod cohere_tools;
@@ -536,11 +537,30 @@ impl ServingParsers {
         self.reasoning.is_some() || self.active_tool_name.is_some()
     }
 
-    /// vLLM's request checks and every parser's `adjust_request`, before
+    /// vLLM's request checks and every parser's `adjust_request`, with no
+    /// prompt: [`adjust_request_for_prompt`](Self::adjust_request_for_prompt)
+    /// with an empty one. Only `beam` reads the prompt; every other parser's
+    /// adjustments are the same either way, so they may be applied before
     /// rendering. Errors are 400s with vLLM's exact message.
     pub fn adjust_request(
         &self,
         request: &ServingRequest,
+    ) -> Result<RequestAdjustments, ServingError> {
+        self.adjust_request_for_prompt(request, "")
+    }
+
+    /// vLLM's request checks and every parser's `adjust_request` after
+    /// `set_prompt_token_ids`, with `prompt` the rendered prompt as vLLM
+    /// decodes its token ids (`skip_special_tokens=False`, no clean-up, no
+    /// spaces between special tokens; for most tokenizers the rendered
+    /// prompt text itself). `beam` derives its structural tag from where the
+    /// prompt leaves the assistant message (at its start, inside open
+    /// reasoning or an open answer). Errors are 400s with vLLM's exact
+    /// message.
+    pub fn adjust_request_for_prompt(
+        &self,
+        request: &ServingRequest,
+        prompt: &str,
     ) -> Result<RequestAdjustments, ServingError> {
         let choice = request.effective_tool_choice();
         // online_renderer: tool_choice without a tool parser (not checked with a
@@ -624,6 +644,39 @@ impl ServingParsers {
                 out.spaces_between_special_tokens = Some(false);
             }
         }
+        // BeamParser: its own `_constrain_request`, no other rule.
+        if let Some(template) = &self.response_template
+            && (self.reasoning == Some("beam") || self.active_tool_name == Some("beam"))
+        {
+            let parsers = beam::BeamParsers {
+                template,
+                reasoning: self.reasoning == Some("beam"),
+                tool: self.active_tool_name == Some("beam"),
+                strict_level: self.tool_strict_level,
+            };
+            match beam::constrain(&parsers, request, prompt)? {
+                beam::BeamTag::None => {}
+                beam::BeamTag::Tag {
+                    json,
+                    message_start,
+                } => {
+                    out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                        model: "beam",
+                        single_call: false,
+                        json: Some(json),
+                    });
+                    out.grammar_from_parser = message_start;
+                }
+                beam::BeamTag::Unbuilt => {
+                    out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                        model: "beam",
+                        single_call: false,
+                        json: None,
+                    });
+                }
+            }
+            return Ok(out);
+        }
         // CohereCommandParser._apply_structural_tags, before its
         // DelegatingParser.adjust_request.
         let mut structural = false;
@@ -682,27 +735,6 @@ impl ServingParsers {
                 ),
                 Some(param),
             ));
-        }
-        if tool == "beam" && request.has_tools() {
-            // The template's grammar cannot force a call here (this crate
-            // does not build Beam's structural tag).
-            match &choice {
-                ToolChoice::Required | ToolChoice::Named(_) => {
-                    let kind = if choice == ToolChoice::Required {
-                        "required"
-                    } else {
-                        "named"
-                    };
-                    return Err(ServingError::new(
-                        format!(
-                            "response_template parsing cannot guarantee {kind} tool choice for \
-                             this request (parameter=tool_choice)"
-                        ),
-                        Some("tool_choice"),
-                    ));
-                }
-                _ => {}
-            }
         }
         if tool == "k2_horizon" {
             check_k2_horizon_format(request.chat_template_kwargs)?;

@@ -1,0 +1,165 @@
+//! vLLM 0.33.0's `BeamParser.adjust_request` on synthetic response templates
+//! (`scripts/gen_beam_grammars.py`, `tests/fixtures/serving/beam_grammars.json.gz`):
+//! every case's structural tag must be vLLM's byte for byte, with the same
+//! `_grammar_from_parser` and cleared `response_format`, or the same 400.
+//! Cases this crate does not decide (a tag left unbuilt: `xml-inline`
+//! arguments, JSON schemas outside the converted subset) are counted, and
+//! must be exactly those.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use vllm_parser::Tool;
+use vllm_parser::response_template::ResponseTemplate;
+use vllm_parser::serving::{ServingParsers, ServingRequest, StructuredOutputs, ToolChoice};
+
+fn fixture() -> (Value, Vec<Value>) {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving/beam_grammars.json.gz");
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let mut lines = text.lines().map(|l| serde_json::from_str(l).unwrap());
+    let header = lines.next().unwrap();
+    (header, lines.collect())
+}
+
+/// Whether this crate may leave the case's tag unbuilt: `xml-inline`
+/// arguments, or a schema (a tool's or the response format's) outside the
+/// JSON-schema subset it converts like xgrammar.
+fn may_be_unbuilt(entry: &Value) -> bool {
+    let case = entry["case"].as_str().unwrap();
+    entry["template"] == "xml"
+        || case.starts_with("odd")
+        || case.starts_with("strict_odd")
+        || case.contains("odd_schema")
+}
+
+#[test]
+fn beam_tags_are_vllms_byte_for_byte() {
+    let (header, entries) = fixture();
+    let templates: BTreeMap<String, Arc<ResponseTemplate>> = header["templates"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(name, spec)| {
+            let template = ResponseTemplate::from_json(spec)
+                .unwrap_or_else(|e| panic!("template {name}: {e}"));
+            (name.clone(), Arc::new(template))
+        })
+        .collect();
+    let mut failures = Vec::new();
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let empty = Map::new();
+    for entry in &entries {
+        let label = format!(
+            "{} [{} / {}] prompt {} case {}",
+            entry["template"], entry["reasoning"], entry["tool"], entry["prompt"], entry["case"]
+        );
+        let template = templates[entry["template"].as_str().unwrap()].clone();
+        let tool_parser = entry["tool"].as_str();
+        let parsers = ServingParsers::new(
+            entry["reasoning"].as_str(),
+            tool_parser,
+            tool_parser.is_some(),
+            Some(template),
+            |_| Some(u32::MAX),
+        )
+        .expect("beam starts");
+        let body = &entry["request"];
+        let raw_tools = body["tools"].as_array().cloned().unwrap_or_default();
+        let tools: Vec<Tool> = raw_tools.iter().filter_map(Tool::from_openai).collect();
+        let strict: Vec<bool> = raw_tools
+            .iter()
+            .map(|t| t["function"]["strict"] == Value::Bool(true))
+            .collect();
+        let kwargs = body["chat_template_kwargs"].as_object().unwrap_or(&empty);
+        let response_format = body.get("response_format");
+        let request = ServingRequest {
+            tools: body.get("tools").map(|_| tools.as_slice()),
+            tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
+            parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
+            include_reasoning: body["include_reasoning"].as_bool().unwrap_or(true),
+            chat_template_kwargs: kwargs,
+            skip_special_tokens: None,
+            response_format_set: response_format.is_some_and(|f| f["type"] != "text"),
+            tools_strict: &strict,
+            response_format,
+            structured_outputs: None,
+        };
+        let result = &entry["result"];
+        let prefix = entry["prefix"].as_str().unwrap();
+        let ours = parsers.adjust_request_for_prompt(&request, prefix);
+        if let Ok(adjusted) = &ours
+            && let Some(StructuredOutputs::StructuralTag { json: None, .. }) =
+                adjusted.structured_outputs
+        {
+            // Not decided here, whatever vLLM did.
+            if may_be_unbuilt(entry) {
+                *counts.entry("unbuilt").or_default() += 1;
+            } else {
+                failures.push(format!("{label}: not built, vLLM {result}"));
+            }
+            continue;
+        }
+        match (ours, result["error"].as_str()) {
+            (Err(e), Some(message)) => {
+                if e.message != message || e.param.as_deref() != result["param"].as_str() {
+                    failures.push(format!("{label}: refused {e:?}, vLLM {result}"));
+                } else {
+                    *counts.entry("refusals").or_default() += 1;
+                }
+            }
+            (Err(e), None) => failures.push(format!("{label}: refused {e:?}, vLLM {result}")),
+            (Ok(_), Some(message)) => {
+                failures.push(format!("{label}: accepted, vLLM refused: {message}"));
+            }
+            (Ok(adjusted), None) => {
+                let expected = result["structural_tag"].as_str();
+                match (&adjusted.structured_outputs, expected) {
+                    (
+                        Some(StructuredOutputs::StructuralTag {
+                            json: Some(json), ..
+                        }),
+                        Some(tag),
+                    ) if json == tag => {
+                        let cleared = result["response_format_cleared"].as_bool().unwrap();
+                        let grammar = result["grammar_from_parser"].as_bool().unwrap();
+                        // A tag replaces any response_format (RequestAdjustments).
+                        if adjusted.grammar_from_parser != grammar
+                            || cleared != body.get("response_format").is_some()
+                        {
+                            failures.push(format!(
+                                "{label}: grammar_from_parser {} (vLLM {grammar})",
+                                adjusted.grammar_from_parser
+                            ));
+                        } else {
+                            *counts.entry("tags").or_default() += 1;
+                        }
+                    }
+                    (None, None) if !adjusted.grammar_from_parser => {
+                        *counts.entry("untouched").or_default() += 1;
+                    }
+                    (ours, _) => failures.push(format!(
+                        "{label}:\n  ours {ours:?}\n  vLLM {}",
+                        expected.unwrap_or("no tag")
+                    )),
+                }
+            }
+        }
+    }
+    eprintln!("beam cases: {counts:?} of {}", entries.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} beam cases differ from vLLM:\n{}",
+        failures.len(),
+        entries.len(),
+        failures[..failures.len().min(40)].join("\n")
+    );
+    assert!(counts["tags"] > 1000, "{counts:?}");
+}
