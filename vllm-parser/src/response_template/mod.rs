@@ -9,7 +9,9 @@
 //! value a `transform` may reshape. vLLM 0.33.0 parses with transformers'
 //! `ResponseParser` (vendored in `vllm/parser/chat_parsing/`) driven by
 //! `vllm/parser/response_template.py`; `beam` is the same parser, which
-//! additionally constrains generation with a grammar (not a parsing concern).
+//! additionally constrains generation with a structural tag derived from the
+//! template (module `grammar`, applied by
+//! [`ServingParsers`](crate::serving::ServingParsers)).
 //!
 //! The template is model metadata, so a server compiles it once
 //! ([`ResponseTemplate::from_tokenizer_config`]) and hands it to each request
@@ -29,8 +31,8 @@
 //!   whose body parses is a call).
 //!
 //! Not reproduced: `start_anchor_pattern` anchors only truncate the prompt (the
-//! literal anchors derived from them for `_closer_rest` are not), and the
-//! structured-output grammar `beam` builds for the engine.
+//! literal anchors derived from them for `_closer_rest` are not); `beam`'s
+//! grammar for `xml-inline` tool-call arguments.
 
 mod coerce;
 mod content;

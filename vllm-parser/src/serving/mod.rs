@@ -4,11 +4,15 @@
 //! (`--reasoning-parser`, `--tool-call-parser`, `--enable-auto-tool-choice`)
 //! and, for every chat request:
 //!
-//! 1. before rendering, [`ServingParsers::adjust_request`]: vLLM's request
-//!    checks (a `tool_choice` the server cannot honour is a 400 with vLLM's
-//!    message) and every parser's `adjust_request` (`skip_special_tokens`,
-//!    structured outputs for a forced tool choice: a JSON schema, or the exact
-//!    structural-tag string vLLM sends, see below);
+//! 1. [`ServingParsers::adjust_request`]: vLLM's request checks (a
+//!    `tool_choice` the server cannot honour is a 400 with vLLM's message) and
+//!    every parser's `adjust_request` (`skip_special_tokens`, structured
+//!    outputs for a forced tool choice: a JSON schema, or the exact
+//!    structural-tag string vLLM sends, see below). vLLM adjusts after
+//!    rendering, with the prompt's token ids set; only `beam` reads them, so
+//!    a server calls [`ServingParsers::adjust_request_for_prompt`] with the
+//!    decoded prompt when [`ServingParsers::reads_prompt`], and may adjust
+//!    before rendering otherwise;
 //! 2. after rendering, one [`ChoiceParser`] per choice from
 //!    [`ServingParsers::choice_parser`] with the prompt's token ids: the parser
 //!    starts in the state vLLM starts it in (`set_prompt_token_ids` /
@@ -45,11 +49,19 @@
 //! gives the exact string, and so do tools whose schemas are inside the
 //! subset [`json_schema_grammar`] converts exactly as xgrammar 0.2.8 prints
 //! them ([`cohere_tools_grammar`]); other tools leave the tag unbuilt (`json:
-//! None`). The grammar vLLM's `beam` parser derives from the checkpoint's
-//! response template (`vllm/parser/response_template_grammar.py`, which
-//! checks its regexes and schemas by compiling them with xgrammar) is not
-//! built here: `beam` still refuses `required` / named tool choices, as vLLM
-//! does when its grammar cannot be derived.
+//! None`).
+//!
+//! vLLM's `beam` parser derives its tag from the checkpoint's response
+//! template (`vllm/parser/beam.py`, `vllm/parser/response_template_grammar.py`)
+//! on nearly every request: reasoning (from the message start), calls in the
+//! template's format with strict JSON arguments, the answer (in a JSON
+//! `response_format`); [`RequestAdjustments::grammar_from_parser`] when the
+//! prompt ends at the message start; a `required` / named choice it cannot
+//! derive is refused as vLLM refuses it. The tag is vLLM's byte for byte
+//! (`tests/beam_grammars.rs` against `scripts/gen_beam_grammars.py`) for
+//! templates with `json` arguments; `xml-inline` arguments and JSON schemas
+//! outside [`json_schema_grammar`]'s subset (vLLM asks xgrammar whether they
+//! compile) leave it unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -532,6 +544,14 @@ impl ServingParsers {
         self.reasoning == Some("openai_gptoss") || self.active_tool_name == Some("openai")
     }
 
+    /// Whether [`adjust_request_for_prompt`](Self::adjust_request_for_prompt)
+    /// reads the prompt (`beam`, whose grammar depends on it): a server
+    /// decodes the rendered prompt only then.
+    pub fn reads_prompt(&self) -> bool {
+        self.response_template.is_some()
+            && (self.reasoning == Some("beam") || self.active_tool_name == Some("beam"))
+    }
+
     /// Whether the server parses output at all (vLLM's `parser_cls is not None`).
     pub fn is_active(&self) -> bool {
         self.reasoning.is_some() || self.active_tool_name.is_some()
@@ -645,8 +665,10 @@ impl ServingParsers {
             }
         }
         // BeamParser: its own `_constrain_request`, no other rule.
-        if let Some(template) = &self.response_template
-            && (self.reasoning == Some("beam") || self.active_tool_name == Some("beam"))
+        if let Some(template) = self
+            .response_template
+            .as_ref()
+            .filter(|_| self.reads_prompt())
         {
             let parsers = beam::BeamParsers {
                 template,

@@ -18,6 +18,10 @@ const JSON_SYNTAX: &str = " \t\n\r{}[],:\"-+.0123456789eEtrufalsn";
 
 type Derived<T> = Result<Option<T>, GrammarError>;
 
+/// The elements of the output after reasoning, from a message start (its
+/// anchors) or not (`None`).
+type Output<'a> = dyn Fn(Option<&[String]>) -> Derived<Vec<Value>> + 'a;
+
 fn unsupported(error: String) -> GrammarError {
     GrammarError::Unsupported(error)
 }
@@ -414,7 +418,7 @@ fn keep_enforced<T>(items: Vec<T>, enforced: &[bool]) -> Vec<T> {
 /// token at the message start (opening with non-empty reasoning if
 /// `requires_reasoning`).
 fn frame(
-    output: &dyn Fn(Option<&[String]>) -> Derived<Vec<Value>>,
+    output: &Output,
     thinking: Option<&Field>,
     message_start: Option<&[String]>,
     requires_reasoning: bool,

@@ -78,14 +78,9 @@ fn alternatives(p: &[char], mut index: usize, depth: usize) -> (Option<Vec<Strin
 }
 
 fn starts_with(p: &[char], index: usize, text: &str) -> bool {
-    let mut at = index;
-    for c in text.chars() {
-        if p.get(at) != Some(&c) {
-            return false;
-        }
-        at += 1;
-    }
-    true
+    (index..)
+        .zip(text.chars())
+        .all(|(at, c)| p.get(at) == Some(&c))
 }
 
 fn concatenation(p: &[char], mut index: usize, depth: usize) -> (Option<Vec<String>>, usize) {
