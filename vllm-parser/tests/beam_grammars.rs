@@ -163,3 +163,115 @@ fn beam_tags_are_vllms_byte_for_byte() {
     );
     assert!(counts["tags"] > 1000, "{counts:?}");
 }
+
+/// Templates and requests are untrusted: odd ones give a tag, a refusal or an
+/// unbuilt tag, never a panic.
+#[test]
+fn hostile_inputs_do_not_panic() {
+    let (header, _) = fixture();
+    let mut templates: Vec<Value> = header["templates"]
+        .as_object()
+        .unwrap()
+        .values()
+        .cloned()
+        .collect();
+    let nested = format!("{}x{}", "(?:".repeat(300), ")".repeat(300));
+    let mut deep = serde_json::json!({"type": "string"});
+    for _ in 0..100 {
+        deep = serde_json::json!({"type": "object", "properties": {"a": deep}});
+    }
+    for (open, close) in [
+        (nested.as_str(), r"</c>"),
+        (r"(?P<name>\w+)", r"^|$"),
+        (
+            r"é(?P<name>[^\]]+)\n?",
+            r"(?:a|b)?(?:c|d)?(?:e|f)?(?:g|h)?(?:i|j)?",
+        ),
+        (r"<(?P<name>.*)>", r"\\"),
+    ] {
+        templates.push(serde_json::json!({
+            "start_anchor_pattern": "^|<s>",
+            "fields": {
+                "thinking": {"open_pattern": "<t>\\n?", "close": "</t>"},
+                "tool_calls": {"open_pattern": open, "close_pattern": close, "content": "json",
+                    "transform": {"function": {"name": "{name}", "arguments": "{content}"}}},
+                "content": {"open": ["<a>", "<a>\n"], "close": "</a>"},
+            },
+        }));
+    }
+    let names = [
+        "x".repeat(5000),
+        "é".into(),
+        String::new(),
+        "a\u{0}b".into(),
+    ];
+    let parameters = [
+        Value::String("p".into()),
+        serde_json::json!([1]),
+        deep,
+        serde_json::json!({"type": "object", "properties": {"x": {"$ref": "#/nowhere"}}}),
+    ];
+    let tools: Vec<Tool> = names
+        .iter()
+        .zip(&parameters)
+        .map(|(name, parameters)| Tool {
+            name: name.clone(),
+            description: None,
+            parameters: parameters.clone(),
+        })
+        .collect();
+    let strict = [true, false, true, false];
+    let kwargs = Map::new();
+    let formats = [
+        serde_json::json!({"type": "json_schema", "json_schema": {"schema": "nope"}}),
+        serde_json::json!({"type": "json_schema"}),
+        serde_json::json!({"type": 7}),
+    ];
+    let mut served = 0;
+    for spec in &templates {
+        let Ok(template) = ResponseTemplate::from_json(spec) else {
+            continue;
+        };
+        served += 1;
+        let parsers = ServingParsers::new(
+            Some("beam"),
+            Some("beam"),
+            true,
+            Some(Arc::new(template)),
+            |_| Some(0),
+        )
+        .unwrap();
+        for choice in [
+            None,
+            Some(ToolChoice::Required),
+            Some(ToolChoice::Named("é".into())),
+        ] {
+            for format in formats.iter().map(Some).chain([None]) {
+                let request = ServingRequest {
+                    tools: Some(&tools),
+                    tool_choice: choice.clone(),
+                    parallel_tool_calls: Some(false),
+                    include_reasoning: true,
+                    chat_template_kwargs: &kwargs,
+                    skip_special_tokens: None,
+                    response_format_set: format.is_some(),
+                    tools_strict: &strict,
+                    response_format: format,
+                    structured_outputs: None,
+                };
+                for prefix in [
+                    "",
+                    "<s>",
+                    "<s>é<a>",
+                    "<s><a",
+                    "\u{0}<s>(?:",
+                    "<|turn>model\n<|channel>thought\n",
+                ] {
+                    let _ = parsers.adjust_request_for_prompt(&request, prefix);
+                }
+            }
+        }
+    }
+    // The fixture's templates and the odd ones this crate compiles.
+    assert!(served >= 9, "{served}");
+}

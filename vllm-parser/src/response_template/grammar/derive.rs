@@ -16,6 +16,9 @@ use crate::response_template::{Delimiter, Field, Pattern, ResponseTemplate};
 /// Characters JSON writes outside strings (`_JSON_SYNTAX`).
 const JSON_SYNTAX: &str = " \t\n\r{}[],:\"-+.0123456789eEtrufalsn";
 
+/// The longest tool name whose negation (`_other_names`) is derived.
+const MAX_NAME_CHARS: usize = 512;
+
 type Derived<T> = Result<Option<T>, GrammarError>;
 
 /// The elements of the output after reasoning, from a message start (its
@@ -352,6 +355,16 @@ pub(crate) fn tool_call_structural_tag(spec: &CallTag) -> Derived<Value> {
             .filter(|(_, e)| **e)
             .map(|(f, _)| f.name)
             .collect();
+        // vLLM recurses once per character of a name here (a name near
+        // Python's recursion limit fails the request); so bounded here.
+        if enforced_names
+            .iter()
+            .any(|n| n.chars().count() > MAX_NAME_CHARS)
+        {
+            return Err(unsupported(format!(
+                "a tool name longer than {MAX_NAME_CHARS} characters"
+            )));
+        }
         let others = other_names(name_pattern, &enforced_names);
         let loose = arguments_format(field, &json!({}), false)?;
         if let (Some(others), Some(loose)) = (others, loose) {

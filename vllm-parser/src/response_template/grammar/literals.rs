@@ -48,8 +48,10 @@ pub(crate) fn literals(pattern: &str, message_start: bool, lookahead: bool) -> O
     )
 }
 
-/// Nesting is bounded so that a hostile pattern cannot exhaust the stack.
-const MAX_DEPTH: usize = 64;
+/// Nesting is bounded so that a hostile pattern cannot exhaust the stack
+/// (deeper groups are underivable here; Python's recursion limit stops vLLM
+/// near 500 levels).
+const MAX_DEPTH: usize = 256;
 
 fn alternatives(p: &[char], mut index: usize, depth: usize) -> (Option<Vec<String>>, usize) {
     if depth > MAX_DEPTH {
