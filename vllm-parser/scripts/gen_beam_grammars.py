@@ -285,6 +285,12 @@ def requests():
     yield "no_tools", body()
     for fmt_name, fmt in FORMATS.items():
         yield f"no_tools/{fmt_name}", body(response_format=fmt)
+    yield "no_tools/so_json", body(structured_outputs={"json": JSON_SCHEMA_FORMAT["json_schema"]["schema"]})
+    yield "no_tools/so_json_text", body(structured_outputs={"json": json.dumps({"type": "array"})})
+    yield "no_tools/so_json_object", body(structured_outputs={"json_object": True})
+    yield "no_tools/so_structural_tag", body(structured_outputs={"structural_tag": json.dumps(
+        {"type": "structural_tag", "format": {"type": "const_string", "value": "x"}})})
+    yield "no_tools/so_regex", body(structured_outputs={"regex": "a+"})
     yield "no_tools/no_thinking", body(chat_template_kwargs={"enable_thinking": False})
     yield "no_tools/no_reasoning", body(include_reasoning=False)
     for set_name, tools in TOOL_SETS.items():

@@ -55,33 +55,53 @@ pub(crate) struct BeamParsers<'a> {
 /// The request's own constraint (`extract_structured_outputs`).
 enum Output<'a> {
     None,
-    Json(&'a Value),
+    Json(std::borrow::Cow<'a, Value>),
     JsonObject,
     StructuralTag,
-    /// A constraint this crate does not map (`regex`, `choice`, `grammar`,
-    /// `structured_outputs` given directly).
+    /// A constraint this crate does not decide on (`regex`, `choice`,
+    /// `grammar`: vLLM compiles them with xgrammar first), or a
+    /// `structured_outputs` that a `response_format` overrides in part.
     Other,
 }
 
+/// `structured_outputs_from_response_format(structured_outputs,
+/// response_format)`, as far as `beam` reads it.
 fn request_output<'a>(request: &ServingRequest<'a>) -> Output<'a> {
-    if request.structured_outputs.is_some() {
-        return Output::Other;
-    }
-    let Some(format) = request
-        .response_format
-        .filter(|_| request.response_format_set)
-    else {
-        return Output::None;
-    };
-    match format.get("type").and_then(Value::as_str) {
-        Some("text") => Output::None,
-        Some("json_object") => Output::JsonObject,
-        Some("structural_tag") => Output::StructuralTag,
-        Some("json_schema") => match format.get("json_schema").and_then(|j| j.get("schema")) {
-            Some(schema) if !schema.is_null() => Output::Json(schema),
+    let format = request.response_format.filter(|f| {
+        request.response_format_set && f.get("type").and_then(Value::as_str) != Some("text")
+    });
+    match (format, request.structured_outputs) {
+        (None, None) => Output::None,
+        (Some(_), Some(_)) => Output::Other,
+        (Some(format), None) => match format.get("type").and_then(Value::as_str) {
+            Some("json_object") => Output::JsonObject,
+            Some("structural_tag") => Output::StructuralTag,
+            Some("json_schema") => match format.get("json_schema").and_then(|j| j.get("schema")) {
+                Some(schema) if !schema.is_null() => {
+                    Output::Json(std::borrow::Cow::Borrowed(schema))
+                }
+                _ => Output::Other,
+            },
             _ => Output::Other,
         },
-        _ => Output::Other,
+        (None, Some(params)) => {
+            let set = |key: &str| params.get(key).filter(|v| !v.is_null());
+            if set("structural_tag").is_some() {
+                Output::StructuralTag
+            } else if set("json_object").is_some_and(crate::py_truthy) {
+                Output::JsonObject
+            } else if let Some(json) = set("json") {
+                match json {
+                    Value::String(text) => match serde_json::from_str(text) {
+                        Ok(schema) => Output::Json(std::borrow::Cow::Owned(schema)),
+                        Err(_) => Output::Other,
+                    },
+                    schema => Output::Json(std::borrow::Cow::Borrowed(schema)),
+                }
+            } else {
+                Output::Other
+            }
+        }
     }
 }
 
@@ -168,7 +188,7 @@ fn template_tag(
         _ if !answer_opens => return Ok(None),
         Output::Other => return Err(Refusal::Unbuilt),
         Output::JsonObject => Some(serde_json::json!({"type": "json_object"})),
-        Output::Json(schema) => {
+        Output::Json(ref schema) => {
             if !grammar::xgrammar_supports_schema(schema)? {
                 return Ok(None);
             }
