@@ -169,6 +169,31 @@ TEMPLATES = {
             "thinking": "<|user|>hi<|end|><|assistant|><think>",
         },
     },
+    # XML-inline arguments with JSON values, a `[^"]+` name group, and no
+    # thinking field.
+    "xml_json": {
+        "template": {
+            "start_anchor": "<|assistant|>",
+            "fields": {
+                "tool_calls": {
+                    "open_pattern": "<tool name=\"(?P<name>[^\"]+)\">\\n?",
+                    "close": "</tool>",
+                    "repeats": True,
+                    "content": "xml-inline",
+                    "content_args": {
+                        "tag_pattern": "<param name=\"(?P<key>[^\"]+)\">(?P<value>.*?)</param>",
+                        "value_parser": {"name": "json"},
+                    },
+                    "transform": CALL_TRANSFORM,
+                },
+                "content": {"open": ["<reply>", "<reply>\n"], "close": "</reply>"},
+            },
+        },
+        "prompts": {
+            "start": "<|user|>hi<|end|><|assistant|>",
+            "answer": "<|user|>hi<|end|><|assistant|><reply>",
+        },
+    },
     # Qwen3-Coder's format: `\s*` in the closers, so no grammar is derived.
     "qwen_xml": {
         "template": {
@@ -356,6 +381,9 @@ def main() -> int:
     for template_name, spec in TEMPLATES.items():
         count = 0
         for reasoning, tool_parser in PARSERS:
+            if reasoning and "thinking" not in spec["template"]["fields"]:
+                # vLLM refuses a reasoning parser without a thinking field.
+                continue
             parser_cls = ParserManager.get_parser(
                 tool_parser_name=tool_parser, reasoning_parser_name=reasoning,
                 enable_auto_tools=tool_parser is not None)

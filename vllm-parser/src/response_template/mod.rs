@@ -31,8 +31,7 @@
 //!   whose body parses is a call).
 //!
 //! Not reproduced: `start_anchor_pattern` anchors only truncate the prompt (the
-//! literal anchors derived from them for `_closer_rest` are not); `beam`'s
-//! grammar for `xml-inline` tool-call arguments.
+//! literal anchors derived from them for `_closer_rest` are not).
 
 mod coerce;
 mod content;
@@ -90,10 +89,10 @@ pub(crate) struct Field {
     pub open: Option<Delimiter>,
     pub close: Option<Delimiter>,
     pub content: ContentParser,
-    /// The `content` parser's name and whether `content_args` is empty (the
-    /// `beam` grammar derives arguments for plain `json` only).
+    /// The `content` parser's name and its `content_args`, which the `beam`
+    /// grammar reads.
     pub content_name: String,
-    pub content_args_empty: bool,
+    pub content_args: Map<String, Value>,
     pub repeats: bool,
     pub join: bool,
     pub transform: Option<Value>,
@@ -324,7 +323,7 @@ fn build_field(name: &str, raw: &Value) -> Result<Field, TemplateError> {
         close,
         content,
         content_name: content_name.to_owned(),
-        content_args_empty: args.is_empty(),
+        content_args: args.clone(),
         repeats,
         join,
         transform,

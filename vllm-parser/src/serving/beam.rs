@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::strict::py_str_repr;
 use super::structural_tag::{dump_tag, response_format_output};
 use super::{ServingError, ServingRequest, ToolChoice, ToolStrictLevel};
 use crate::response_template::grammar::{
@@ -140,11 +139,8 @@ enum Refusal {
 impl From<GrammarError> for Refusal {
     fn from(error: GrammarError) -> Self {
         match error {
-            GrammarError::Unencodable(name) => Refusal::Serving(ServingError::new(
-                format!(
-                    "tool name {} cannot be encoded in tool calls (parameter=tools)",
-                    py_str_repr(&name)
-                ),
+            GrammarError::Unencodable(message) => Refusal::Serving(ServingError::new(
+                format!("{message} (parameter=tools)"),
                 Some("tools"),
             )),
             GrammarError::Unsupported(_) => Refusal::Unbuilt,

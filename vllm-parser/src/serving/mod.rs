@@ -59,9 +59,10 @@
 //! prompt ends at the message start; a `required` / named choice it cannot
 //! derive is refused as vLLM refuses it. The tag is vLLM's byte for byte
 //! (`tests/beam_grammars.rs` against `scripts/gen_beam_grammars.py`) for
-//! templates with `json` arguments; `xml-inline` arguments and JSON schemas
-//! outside [`json_schema_grammar`]'s subset (vLLM asks xgrammar whether they
-//! compile) leave it unbuilt (`json: None`).
+//! `json` and `xml-inline` arguments; JSON schemas outside
+//! [`json_schema_grammar`]'s subset (vLLM asks xgrammar whether they
+//! compile), `regex` / `choice` / `grammar` constraints and `xml-inline`
+//! string values with a `format` / `pattern` leave it unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -138,6 +139,7 @@ use crate::tools::Tool;
 pub use choice::ChoiceParser;
 pub use cohere_tools::{ToolGrammarError, cohere_tools_grammar};
 pub use ids::{mistral_tool_call_id, random_hex, tool_call_id};
+pub(crate) use strict::py_str_repr;
 pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 
 /// The request's `tool_choice`, as the client gave it.

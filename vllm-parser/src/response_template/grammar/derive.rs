@@ -203,7 +203,7 @@ fn json_spells_closer(closers: &[String]) -> bool {
 
 /// `_json_format`: JSON unless a closer is ambiguous with its syntax or
 /// xgrammar cannot compile the schema.
-fn json_format(schema: &Value, closers: &[String]) -> Derived<Value> {
+pub(super) fn json_format(schema: &Value, closers: &[String]) -> Derived<Value> {
     if !closers.is_empty()
         && (closers
             .iter()
@@ -219,16 +219,14 @@ fn json_format(schema: &Value, closers: &[String]) -> Derived<Value> {
 fn arguments_format(field: &Field, parameters: &Value, strict: bool) -> Derived<Value> {
     let closers = closers(field).unwrap_or_default();
     match field.content_name.as_str() {
-        "json" if field.content_args_empty => {
+        "json" if field.content_args.is_empty() => {
             if json_spells_closer(&closers) {
                 return Ok(None);
             }
             let loose = json!({"type": "object"});
             json_format(if strict { parameters } else { &loose }, &closers)
         }
-        "xml-inline" => Err(GrammarError::Unsupported(
-            "xml-inline tool-call arguments".into(),
-        )),
+        "xml-inline" => super::xml::arguments_format(field, parameters, strict),
         _ => Ok(None),
     }
 }
@@ -329,7 +327,11 @@ pub(crate) fn tool_call_structural_tag(spec: &CallTag) -> Derived<Value> {
             &default_parameters
         };
         // strict_arguments: the schema is enforced where the template can.
-        let mut function_arguments = arguments_format(field, parameters, true)?;
+        let mut function_arguments = match arguments_format(field, parameters, true) {
+            // A name the template cannot spell fails only a strict function.
+            Err(GrammarError::Unencodable(_)) if !function.strict => None,
+            other => other?,
+        };
         enforced.push(function_arguments.is_some());
         if function_arguments.is_none() && !function.strict {
             function_arguments = arguments_format(field, parameters, false)?;
@@ -343,7 +345,10 @@ pub(crate) fn tool_call_structural_tag(spec: &CallTag) -> Derived<Value> {
     let mut names = Vec::new();
     for function in spec.functions {
         if !name_matcher.matches_from(function.name, 0) {
-            return Err(GrammarError::Unencodable(function.name.to_owned()));
+            return Err(GrammarError::Unencodable(format!(
+                "tool name {} cannot be encoded in tool calls",
+                crate::serving::py_str_repr(function.name)
+            )));
         }
         names.push(escape(function.name));
     }

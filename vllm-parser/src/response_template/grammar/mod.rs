@@ -5,20 +5,22 @@
 //!
 //! The tag is built from literal delimiters (module `literals` expands the
 //! simple regexes vLLM expands), the tool opener's `(?P<name>…)` group and
-//! each function's JSON arguments (module `derive`), as the plain dicts vLLM
+//! each function's arguments — `json` (module `derive`) or `xml-inline`
+//! (module `xml`, which reads candidate parameter text back with the
+//! template's own content parser, as vLLM does) — as the plain dicts vLLM
 //! dumps (module `format`). Where vLLM decides by compiling with xgrammar
 //! (`_json_compiles`, and `_xgrammar_supports` for a request's own JSON
 //! schema), this crate asks its own xgrammar-exact JSON-schema converter
 //! ([`crate::serving::json_schema_grammar`]): a schema inside its subset
 //! compiles; one outside it is [`GrammarError::Unsupported`], as is anything
-//! else not reproduced (`xml-inline` arguments, whose strict derivation
-//! re-parses candidate text with the content parser), so a caller can leave
-//! the request as it is instead of guessing. The differences this leaves are
-//! listed on [`GrammarError::Unsupported`].
+//! else not reproduced, so a caller can leave the request as it is instead
+//! of guessing. The differences this leaves are listed on
+//! [`GrammarError::Unsupported`].
 
 mod derive;
 mod format;
 mod literals;
+mod xml;
 
 use std::sync::Arc;
 
@@ -34,14 +36,17 @@ pub(crate) use derive::{
 /// Why no tag can be given for a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum GrammarError {
-    /// A function name the tool opener's name group cannot spell (vLLM's
-    /// `ValueError`, a 400 naming `tools`).
+    /// A tool or parameter name the template cannot spell: vLLM's
+    /// `ValueError` message (a 400 naming `tools`).
     Unencodable(String),
     /// The derivation depends on what this crate does not reproduce: a JSON
     /// schema outside [`crate::serving::json_schema_grammar`]'s subset (vLLM
-    /// asks xgrammar whether it compiles; many such schemas do), `xml-inline`
-    /// tool-call arguments, or a delimiter regex this crate's regex syntax
-    /// rejects.
+    /// asks xgrammar whether it compiles; many such schemas do), a request
+    /// schema with keywords vLLM's xgrammar validation may refuse, a
+    /// `regex` / `choice` / `grammar` constraint, an `xml-inline` string
+    /// value with a `format` or `pattern` (vLLM analyses it with `sre_parse`
+    /// and xgrammar), a delimiter regex this crate's regex syntax rejects
+    /// (lookaheads), or a tool name too long to negate.
     Unsupported(String),
 }
 
