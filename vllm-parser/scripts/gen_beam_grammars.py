@@ -262,6 +262,27 @@ ODD = tool("odd", {
     "properties": {"x": {"type": "number", "minimum": 0.5}},
     "patternProperties": {"^y": {"type": "string"}},
 })
+# Value shapes the XML-inline derivation treats apart: padded enum strings the
+# text parser strips, typed and nullable values, unions, untyped values, and a
+# parameter name no `\w+` key group spells.
+SHAPES = tool("shapes", {
+    "type": "object",
+    "properties": {
+        "mode": {"type": "string", "enum": [" padded", "plain"]},
+        "n": {"type": "integer"},
+        "flag": {"type": "boolean", "nullable": True},
+        "obj": {"type": "object", "properties": {"k": {"type": "string"}}},
+        "anything": {},
+        "maybe": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "choice": {"const": "only"},
+    },
+    "required": ["mode", "n"],
+})
+BAD_KEY = tool("bad_key", {"type": "object", "properties": {"bad key": {"type": "string"}}})
+# A string `format`: the JSON converter knows `date`; XML-inline text values
+# with a format are not decided here.
+DATED = tool("dated", {"type": "object", "properties": {"d": {"type": "string", "format": "date"}},
+                       "required": ["d"]})
 DOTTED = tool("get.weather", {"type": "object", "properties": {}})
 DASHED = tool("get-weather", {"type": "object", "properties": {}})
 
@@ -278,6 +299,9 @@ TOOL_SETS = {
     "strict_some": [strict(WEATHER), SEARCH, strict(PING, False)],
     "odd": [ODD, PING],
     "strict_odd": [strict(ODD)],
+    "shapes": [SHAPES, BAD_KEY],
+    "strict_shapes": [strict(SHAPES), strict(BAD_KEY)],
+    "dated": [strict(DATED)],
     "dotted": [WEATHER, DOTTED],
     "dashed": [DASHED],
 }
