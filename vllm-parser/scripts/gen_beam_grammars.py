@@ -281,8 +281,12 @@ SHAPES = tool("shapes", {
 BAD_KEY = tool("bad_key", {"type": "object", "properties": {"bad key": {"type": "string"}}})
 # A string `format`: the JSON converter knows `date`; XML-inline text values
 # with a format are not decided here.
-DATED = tool("dated", {"type": "object", "properties": {"d": {"type": "string", "format": "date"}},
-                       "required": ["d"]})
+FORMATS_OF_STRINGS = ["date", "time", "date-time", "email", "hostname", "ipv4", "uuid", "uri"]
+DATED = tool("dated", {"type": "object", "properties": {
+    f"p{i}": {"type": "string", "format": name} for i, name in enumerate(FORMATS_OF_STRINGS)},
+    "required": ["p0"]})
+UNKNOWN_FORMAT = tool("unknown_format", {"type": "object", "properties": {
+    "u": {"type": "string", "format": "unknown-format"}}})
 DOTTED = tool("get.weather", {"type": "object", "properties": {}})
 DASHED = tool("get-weather", {"type": "object", "properties": {}})
 
@@ -302,6 +306,7 @@ TOOL_SETS = {
     "shapes": [SHAPES, BAD_KEY],
     "strict_shapes": [strict(SHAPES), strict(BAD_KEY)],
     "dated": [strict(DATED)],
+    "dated_unknown": [strict(UNKNOWN_FORMAT)],
     "dotted": [WEATHER, DOTTED],
     "dashed": [DASHED],
 }

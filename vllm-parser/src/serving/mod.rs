@@ -62,7 +62,7 @@
 //! `json` and `xml-inline` arguments; JSON schemas outside
 //! [`json_schema_grammar`]'s subset (vLLM asks xgrammar whether they
 //! compile), `regex` / `choice` / `grammar` constraints and `xml-inline`
-//! string values with a `format` / `pattern` leave it unbuilt (`json: None`).
+//! string values with a `pattern` leave it unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and

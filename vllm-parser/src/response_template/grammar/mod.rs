@@ -44,8 +44,8 @@ pub(crate) enum GrammarError {
     /// asks xgrammar whether it compiles; many such schemas do), a request
     /// schema with keywords vLLM's xgrammar validation may refuse, a
     /// `regex` / `choice` / `grammar` constraint, an `xml-inline` string
-    /// value with a `format` or `pattern` (vLLM analyses it with `sre_parse`
-    /// and xgrammar), a delimiter regex this crate's regex syntax rejects
+    /// value with a `pattern` (vLLM analyses it with `sre_parse` and
+    /// compiles it with xgrammar), a delimiter regex this crate's regex syntax rejects
     /// (lookaheads), or a tool name too long to negate.
     Unsupported(String),
 }

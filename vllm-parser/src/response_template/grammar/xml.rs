@@ -4,8 +4,8 @@
 //! every derived tag parses to the arguments it stands for.
 //!
 //! Not reproduced (left [`GrammarError::Unsupported`]): string values with a
-//! `format` or `pattern` (vLLM analyses the regex with `sre_parse` and
-//! compiles it with xgrammar).
+//! `pattern` (vLLM analyses the regex with `sre_parse` and compiles it with
+//! xgrammar); the regexes of `format`s are vLLM's own, read exactly here.
 
 use serde_json::{Map, Value, json};
 
@@ -109,7 +109,7 @@ enum Text {
 }
 
 /// `_text_format`: raw text constrained without changing its parsed value.
-fn text_format(schema: &Value) -> Result<Option<Text>, GrammarError> {
+fn text_format(schema: &Value, excludes: &[String]) -> Result<Option<Text>, GrammarError> {
     if schema == &Value::Bool(true) {
         return Ok(Some(Text::Any));
     }
@@ -117,7 +117,7 @@ fn text_format(schema: &Value) -> Result<Option<Text>, GrammarError> {
         return Ok(None);
     };
     if map.contains_key("format") || map.contains_key("pattern") {
-        return Err(unsupported("a string format or pattern"));
+        return string_regex(schema, map, excludes);
     }
     if keys_beyond(
         map,
@@ -152,11 +152,105 @@ fn text_format(schema: &Value) -> Result<Option<Text>, GrammarError> {
         let plain = branch
             .as_object()
             .is_none_or(|b| !b.contains_key("format") && !b.contains_key("pattern"));
-        if !plain || !matches!(text_format(branch)?, Some(Text::Any)) {
+        if !plain || !matches!(text_format(branch, excludes)?, Some(Text::Any)) {
             return Ok(None);
         }
     }
     Ok(Some(Text::Any))
+}
+
+/// `_string_regex` for a `format`: the raw string forms of the formats
+/// xgrammar holds in JSON strings (`_STRING_FORMATS`), unless a match may
+/// write the first character of a value end. A `pattern` is not decided
+/// here (vLLM analyses it with `sre_parse` and compiles it with xgrammar).
+fn string_regex(
+    schema: &Value,
+    map: &Map<String, Value>,
+    excludes: &[String],
+) -> Result<Option<Text>, GrammarError> {
+    if keys_beyond(
+        map,
+        &[
+            ANNOTATIONS,
+            &["type", "format", "pattern", "minLength", "maxLength"],
+        ],
+    ) || schema_types(schema) != ["string"]
+    {
+        return Ok(None);
+    }
+    let Some(format) = map.get("format") else {
+        return Err(unsupported("a string pattern"));
+    };
+    let Some(pattern) = format.as_str().and_then(string_format) else {
+        return Ok(None);
+    };
+    let firsts: Vec<char> = excludes.iter().filter_map(|e| e.chars().next()).collect();
+    if may_write(&pattern, &firsts) {
+        return Ok(None);
+    }
+    Ok(Some(Text::Format(regex(&pattern))))
+}
+
+const DATE: &str = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])";
+const TIME: &str = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:(?:[0-5][0-9]|60)(?:\.[0-9]+)?(?:Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])";
+const HOST_LABEL: &str = r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?";
+const OCTET: &str = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9]?[0-9])";
+const ATOM: &str = r"[A-Za-z0-9_!#$%&'*+/=?^`{|}~-]+";
+const URI_CHARS: &str = r"A-Za-z0-9_.~!$&'()*+,;=";
+const ESCAPED: &str = r"%[0-9A-Fa-f]{2}";
+
+/// `_STRING_FORMATS[name]`.
+fn string_format(name: &str) -> Option<String> {
+    let path = format!("(?:[{URI_CHARS}:@-]|{ESCAPED})");
+    let query = format!("(?:[{URI_CHARS}:@/?-]|{ESCAPED})*");
+    Some(match name {
+        "date" => DATE.to_owned(),
+        "time" => TIME.to_owned(),
+        "date-time" => format!("{DATE}T{TIME}"),
+        "email" => format!(
+            r"{ATOM}(?:\.{ATOM})*@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])*"
+        ),
+        "hostname" => format!(r"{HOST_LABEL}(?:\.{HOST_LABEL})*"),
+        "ipv4" => format!(r"(?:{OCTET}\.){{3}}{OCTET}"),
+        "uuid" => r"[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{4}){3}-[0-9A-Fa-f]{12}".to_owned(),
+        "uri" => format!(
+            r"[A-Za-z][A-Za-z+.-]*:(?://(?:(?:[{URI_CHARS}:-]|{ESCAPED})*@)?(?:[{URI_CHARS}-]|{ESCAPED})*(?::[0-9]*)?(?:/{path}*)*|/?(?:{path}+(?:/{path}*)*)?)(?:\?{query})?(?:#{query})?"
+        ),
+        _ => return None,
+    })
+}
+
+/// `_may_write`: whether a match of `pattern` may hold one of `chars`. Exact
+/// for the format regexes above (literals, classes, groups, bounded
+/// repeats); any pattern this cannot read may.
+fn may_write(pattern: &str, chars: &[char]) -> bool {
+    use regex_syntax::hir::{Hir, HirKind};
+    fn may(hir: &Hir, chars: &[char]) -> bool {
+        match hir.kind() {
+            HirKind::Empty | HirKind::Look(_) => false,
+            HirKind::Literal(literal) => String::from_utf8_lossy(&literal.0)
+                .chars()
+                .any(|c| chars.contains(&c)),
+            HirKind::Class(regex_syntax::hir::Class::Unicode(class)) => chars.iter().any(|&c| {
+                class
+                    .ranges()
+                    .iter()
+                    .any(|r| r.start() <= c && c <= r.end())
+            }),
+            HirKind::Class(_) => true,
+            HirKind::Repetition(repetition) => {
+                repetition.max != Some(0) && may(&repetition.sub, chars)
+            }
+            HirKind::Capture(capture) => may(&capture.sub, chars),
+            HirKind::Concat(items) | HirKind::Alternation(items) => {
+                items.iter().any(|item| may(item, chars))
+            }
+        }
+    }
+    match regex_syntax::ParserBuilder::new().build().parse(pattern) {
+        Ok(hir) => may(&hir, chars),
+        Err(_) => true,
+    }
 }
 
 /// `_json_value_schema`: a value's schema with the document's definitions.
@@ -197,7 +291,7 @@ fn value_format(
     if json_values || (!types.is_empty() && !types.iter().any(|t| t == "string")) {
         return super::derive::json_format(&json_value_schema(schema, parameters), closers);
     }
-    Ok(text_format(schema)?.map(|text| match text {
+    Ok(text_format(schema, closers)?.map(|text| match text {
         Text::Any => any_text(),
         Text::Format(format) => format,
     }))
