@@ -718,13 +718,17 @@ pub(crate) fn arguments_format(field: &Field, parameters: &Value, strict: bool) 
         more.push(joined);
         last.push(ending);
     }
-    let index_of = |key: &String| names.iter().position(|n| n == key).unwrap_or(0);
+    // Lookups by name: a tool may declare many parameters.
+    let positions: std::collections::HashMap<&String, usize> =
+        names.iter().enumerate().map(|(i, n)| (n, i)).collect();
+    let required_set: std::collections::HashSet<&String> = required.iter().collect();
+    let index_of = |key: &String| positions.get(key).copied().unwrap_or(0);
     let ordered = |keys: &[String]| -> Value {
         let before: Vec<Value> = keys
             .iter()
             .map(|k| {
                 let tag = more[index_of(k)].clone();
-                if required.contains(k) {
+                if required_set.contains(k) {
                     tag
                 } else {
                     optional(tag)
@@ -758,7 +762,7 @@ pub(crate) fn arguments_format(field: &Field, parameters: &Value, strict: bool) 
         let first = keys
             .iter()
             .enumerate()
-            .filter(|(_, k)| required.contains(k))
+            .filter(|(_, k)| required_set.contains(k))
             .map(|(i, _)| i)
             .max()
             .unwrap_or(0);
