@@ -157,7 +157,7 @@ impl Pipeline {
             request.model = None;
         }
         let parsers = &self.config.parsers;
-        // vLLM's request checks and the parsers' `adjust_request`, then the render,
+        // The render, then vLLM's request checks and the parsers' `adjust_request`,
         // off the async workers: with tools, `adjust_request` may convert every tool's
         // JSON schema into a grammar (Cohere's structural tag), which is CPU work of its
         // own whatever the messages' size.

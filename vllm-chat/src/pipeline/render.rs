@@ -1,9 +1,11 @@
 //! A chat request rendered in front of the server's parsers, as vLLM's
 //! `OnlineRenderer.render_chat` does it for both the chat endpoint and the render
-//! endpoint (`/v1/chat/completions/render`): the parsers' `adjust_request`
-//! (`skip_special_tokens`, `spaces_between_special_tokens`, a structured-outputs
-//! constraint) applies before the render, and the rendered request carries vLLM's
-//! `reasoning_ended` / `reasoning_parser_kwargs` for the engine.
+//! endpoint (`/v1/chat/completions/render`): the render, then the parsers'
+//! `adjust_request` for the rendered prompt (`skip_special_tokens`,
+//! `spaces_between_special_tokens`, a structured-outputs constraint; `beam` derives
+//! its grammar from where the prompt leaves the assistant message), and the
+//! rendered request carries vLLM's `reasoning_ended` / `reasoning_parser_kwargs` for
+//! the engine.
 
 use serde_json::Map;
 use vllm_parser::serving::{ServingError, ServingParsers, StructuredOutputs};
@@ -31,7 +33,7 @@ pub(crate) fn serving_error(error: ServingError) -> ApiError {
 }
 
 /// vLLM's `GenerateRequest` for `request` in front of `parsers` (the render
-/// endpoint's answer): the request after the parsers' `adjust_request`, rendered, with
+/// endpoint's answer): the request rendered, then adjusted by the parsers' `adjust_request`, with
 /// their structured-outputs constraint, `reasoning_ended` (vLLM's
 /// `resolve_reasoning_ended`: `true` when reasoning is hidden or the parsers' grammar
 /// covers it, else the reasoning parser's `is_reasoning_end` on the prompt, `null`
@@ -59,16 +61,28 @@ pub(crate) fn prepare_chat(
         .default_chat_template_kwargs
         .clone();
     kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
+    let mut generate = model.renderer.render_chat(&request)?;
+    // After the render, as vLLM adjusts after `set_prompt_token_ids`: `beam` reads
+    // the prompt as vLLM decodes it; no other parser's adjustment affects the render.
+    let prompt = if parsers.reads_prompt() {
+        model
+            .tokenizer
+            .decode(&generate.token_ids, false)
+            .map_err(|e| ApiError::internal(e.to_string()))?
+    } else {
+        String::new()
+    };
     let adjustments = parsers
-        .adjust_request(&tools.serving(&request, &kwargs))
+        .adjust_request_for_prompt(&tools.serving(&request, &kwargs), &prompt)
         .map_err(serving_error)?;
     if let Some(skip) = adjustments.skip_special_tokens {
         request.skip_special_tokens = Some(skip);
+        generate.sampling_params.skip_special_tokens = skip;
     }
     if let Some(spaces) = adjustments.spaces_between_special_tokens {
         request.spaces_between_special_tokens = spaces;
+        generate.sampling_params.spaces_between_special_tokens = spaces;
     }
-    let mut generate = model.renderer.render_chat(&request)?;
     // vLLM's `resolve_reasoning_ended` after `adjust_request` and the render, with a
     // parser built for the kwargs the prompt was rendered with (also the engine's).
     let chat_template_kwargs = generate

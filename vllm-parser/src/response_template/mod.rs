@@ -9,7 +9,9 @@
 //! value a `transform` may reshape. vLLM 0.33.0 parses with transformers'
 //! `ResponseParser` (vendored in `vllm/parser/chat_parsing/`) driven by
 //! `vllm/parser/response_template.py`; `beam` is the same parser, which
-//! additionally constrains generation with a grammar (not a parsing concern).
+//! additionally constrains generation with a structural tag derived from the
+//! template (module `grammar`, applied by
+//! [`ServingParsers`](crate::serving::ServingParsers)).
 //!
 //! The template is model metadata, so a server compiles it once
 //! ([`ResponseTemplate::from_tokenizer_config`]) and hands it to each request
@@ -29,11 +31,11 @@
 //!   whose body parses is a call).
 //!
 //! Not reproduced: `start_anchor_pattern` anchors only truncate the prompt (the
-//! literal anchors derived from them for `_closer_rest` are not), and the
-//! structured-output grammar `beam` builds for the engine.
+//! literal anchors derived from them for `_closer_rest` are not).
 
 mod coerce;
 mod content;
+pub(crate) mod grammar;
 mod parser;
 mod pattern;
 mod scanner;
@@ -74,6 +76,9 @@ pub(crate) struct Delimiter {
     /// Whether one literal is a strict prefix of another, so a complete match
     /// at the end of the text could still grow.
     pub can_extend: bool,
+    /// The regex as written, for regex delimiters (`open_re.pattern`, which
+    /// the `beam` grammar expands into literals).
+    pub source: Option<String>,
 }
 
 /// One region of the message.
@@ -84,6 +89,11 @@ pub(crate) struct Field {
     pub open: Option<Delimiter>,
     pub close: Option<Delimiter>,
     pub content: ContentParser,
+    /// The `content` parser's name and its `content_args`, which the `beam`
+    /// grammar reads.
+    pub content_name: String,
+    pub content_args: Map<String, Value>,
+    pub repeats: bool,
     pub join: bool,
     pub transform: Option<Value>,
     pub transform_each: bool,
@@ -113,6 +123,8 @@ pub struct ResponseTemplate {
     implicit: Option<usize>,
     start_anchor: Pattern,
     start_anchor_literals: Vec<String>,
+    /// `start_anchor_pattern` as written.
+    start_anchor_source: Option<String>,
 }
 
 const FIELD_KEYS: &[&str] = &[
@@ -183,13 +195,17 @@ impl ResponseTemplate {
         if implicit.len() > 1 {
             return Err(TemplateError::new("at most one field may omit 'open'"));
         }
-        let (start_anchor, start_anchor_literals) = match delimiter(
+        let (start_anchor, start_anchor_literals, start_anchor_source) = match delimiter(
             "response_template",
             spec,
             "start_anchor",
             "start_anchor_pattern",
         )? {
-            Some(anchor) => (anchor.pattern, anchor.literals.unwrap_or_default()),
+            Some(anchor) => (
+                anchor.pattern,
+                anchor.literals.unwrap_or_default(),
+                anchor.source,
+            ),
             None => {
                 return Err(TemplateError::new(
                     "response_template must define 'start_anchor' or 'start_anchor_pattern'",
@@ -201,6 +217,7 @@ impl ResponseTemplate {
             implicit: implicit.first().copied(),
             start_anchor,
             start_anchor_literals,
+            start_anchor_source,
         })
     }
 
@@ -305,6 +322,9 @@ fn build_field(name: &str, raw: &Value) -> Result<Field, TemplateError> {
         open,
         close,
         content,
+        content_name: content_name.to_owned(),
+        content_args: args.clone(),
+        repeats,
         join,
         transform,
         transform_each,
@@ -367,12 +387,14 @@ fn delimiter(
                 pattern: Pattern::literals(&ordered).map_err(|e| bad(&e))?,
                 literals: Some(list),
                 can_extend,
+                source: None,
             }))
         }
         (None, Some(Value::String(pattern))) => Ok(Some(Delimiter {
             pattern: Pattern::new(pattern).map_err(|e| bad(&format!("invalid regex: {e}")))?,
             literals: None,
             can_extend: false,
+            source: Some(pattern.clone()),
         })),
         (None, Some(_)) => Err(bad(&format!("'{pattern_key}' must be a string"))),
         (None, None) => Ok(None),

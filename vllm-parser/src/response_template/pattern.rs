@@ -69,6 +69,22 @@ impl Pattern {
         Ok(pattern)
     }
 
+    /// `source` that must also end at the end of the text, for Python's
+    /// `fullmatch` ([`matches_from`](Self::matches_from)).
+    pub(crate) fn to_end(source: &str) -> Result<Self, String> {
+        Self::new(&format!("(?:{source})\\z"))
+    }
+
+    /// Python's `fullmatch(text, at)` for a pattern made by
+    /// [`to_end`](Self::to_end): whether a match starts at byte `at` (`^`
+    /// still means the start of `text`).
+    pub(crate) fn matches_from(&self, text: &str, at: usize) -> bool {
+        text.is_char_boundary(at)
+            && self
+                .search(text, at, false)
+                .is_some_and(|found| found.start == at)
+    }
+
     /// The names of the pattern's named groups.
     pub(crate) fn group_names(&self) -> impl Iterator<Item = &str> {
         self.nfa

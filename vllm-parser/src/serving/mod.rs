@@ -4,11 +4,15 @@
 //! (`--reasoning-parser`, `--tool-call-parser`, `--enable-auto-tool-choice`)
 //! and, for every chat request:
 //!
-//! 1. before rendering, [`ServingParsers::adjust_request`]: vLLM's request
-//!    checks (a `tool_choice` the server cannot honour is a 400 with vLLM's
-//!    message) and every parser's `adjust_request` (`skip_special_tokens`,
-//!    structured outputs for a forced tool choice: a JSON schema, or the exact
-//!    structural-tag string vLLM sends, see below);
+//! 1. [`ServingParsers::adjust_request`]: vLLM's request checks (a
+//!    `tool_choice` the server cannot honour is a 400 with vLLM's message) and
+//!    every parser's `adjust_request` (`skip_special_tokens`, structured
+//!    outputs for a forced tool choice: a JSON schema, or the exact
+//!    structural-tag string vLLM sends, see below). vLLM adjusts after
+//!    rendering, with the prompt's token ids set; only `beam` reads them, so
+//!    a server calls [`ServingParsers::adjust_request_for_prompt`] with the
+//!    decoded prompt when [`ServingParsers::reads_prompt`], and may adjust
+//!    before rendering otherwise;
 //! 2. after rendering, one [`ChoiceParser`] per choice from
 //!    [`ServingParsers::choice_parser`] with the prompt's token ids: the parser
 //!    starts in the state vLLM starts it in (`set_prompt_token_ids` /
@@ -50,11 +54,20 @@
 //! gives the exact string, and so do tools whose schemas are inside the
 //! subset [`json_schema_grammar`] converts exactly as xgrammar 0.2.8 prints
 //! them ([`cohere_tools_grammar`]); other tools leave the tag unbuilt (`json:
-//! None`). The grammar vLLM's `beam` parser derives from the checkpoint's
-//! response template (`vllm/parser/response_template_grammar.py`, which
-//! checks its regexes and schemas by compiling them with xgrammar) is not
-//! built here: `beam` still refuses `required` / named tool choices, as vLLM
-//! does when its grammar cannot be derived.
+//! None`).
+//!
+//! vLLM's `beam` parser derives its tag from the checkpoint's response
+//! template (`vllm/parser/beam.py`, `vllm/parser/response_template_grammar.py`)
+//! on nearly every request: reasoning (from the message start), calls in the
+//! template's format with strict JSON arguments, the answer (in a JSON
+//! `response_format`); [`RequestAdjustments::grammar_from_parser`] when the
+//! prompt ends at the message start; a `required` / named choice it cannot
+//! derive is refused as vLLM refuses it. The tag is vLLM's byte for byte
+//! (`tests/beam_grammars.rs` against `scripts/gen_beam_grammars.py`) for
+//! `json` and `xml-inline` arguments; JSON schemas outside
+//! [`json_schema_grammar`]'s subset (vLLM asks xgrammar whether they
+//! compile), `regex` / `choice` / `grammar` constraints and `xml-inline`
+//! string values with a `pattern` leave it unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -104,6 +117,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod beam;
 mod choice;
 mod cohere;
 mod cohere_tools;
@@ -131,6 +145,7 @@ use crate::tools::Tool;
 pub use choice::ChoiceParser;
 pub use cohere_tools::{ToolGrammarError, cohere_tools_grammar};
 pub use ids::{mistral_tool_call_id, random_hex, tool_call_id};
+pub(crate) use strict::py_str_repr;
 pub use strict::{ToolStrictLevel, UnknownToolStrictLevel};
 
 /// The request's `tool_choice`, as the client gave it.
@@ -537,16 +552,43 @@ impl ServingParsers {
         self.reasoning == Some("openai_gptoss") || self.active_tool_name == Some("openai")
     }
 
+    /// Whether [`adjust_request_for_prompt`](Self::adjust_request_for_prompt)
+    /// reads the prompt (`beam`, whose grammar depends on it): a server
+    /// decodes the rendered prompt only then.
+    pub fn reads_prompt(&self) -> bool {
+        self.response_template.is_some()
+            && (self.reasoning == Some("beam") || self.active_tool_name == Some("beam"))
+    }
+
     /// Whether the server parses output at all (vLLM's `parser_cls is not None`).
     pub fn is_active(&self) -> bool {
         self.reasoning.is_some() || self.active_tool_name.is_some()
     }
 
-    /// vLLM's request checks and every parser's `adjust_request`, before
+    /// vLLM's request checks and every parser's `adjust_request`, with no
+    /// prompt: [`adjust_request_for_prompt`](Self::adjust_request_for_prompt)
+    /// with an empty one. Only `beam` reads the prompt; every other parser's
+    /// adjustments are the same either way, so they may be applied before
     /// rendering. Errors are 400s with vLLM's exact message.
     pub fn adjust_request(
         &self,
         request: &ServingRequest,
+    ) -> Result<RequestAdjustments, ServingError> {
+        self.adjust_request_for_prompt(request, "")
+    }
+
+    /// vLLM's request checks and every parser's `adjust_request` after
+    /// `set_prompt_token_ids`, with `prompt` the rendered prompt as vLLM
+    /// decodes its token ids (`skip_special_tokens=False`, no clean-up, no
+    /// spaces between special tokens; for most tokenizers the rendered
+    /// prompt text itself). `beam` derives its structural tag from where the
+    /// prompt leaves the assistant message (at its start, inside open
+    /// reasoning or an open answer). Errors are 400s with vLLM's exact
+    /// message.
+    pub fn adjust_request_for_prompt(
+        &self,
+        request: &ServingRequest,
+        prompt: &str,
     ) -> Result<RequestAdjustments, ServingError> {
         let choice = request.effective_tool_choice();
         // online_renderer: tool_choice without a tool parser (not checked with a
@@ -630,6 +672,41 @@ impl ServingParsers {
                 out.spaces_between_special_tokens = Some(false);
             }
         }
+        // BeamParser: its own `_constrain_request`, no other rule.
+        if let Some(template) = self
+            .response_template
+            .as_ref()
+            .filter(|_| self.reads_prompt())
+        {
+            let parsers = beam::BeamParsers {
+                template,
+                reasoning: self.reasoning == Some("beam"),
+                tool: self.active_tool_name == Some("beam"),
+                strict_level: self.tool_strict_level,
+            };
+            match beam::constrain(&parsers, request, prompt)? {
+                beam::BeamTag::None => {}
+                beam::BeamTag::Tag {
+                    json,
+                    message_start,
+                } => {
+                    out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                        model: "beam",
+                        single_call: false,
+                        json: Some(json),
+                    });
+                    out.grammar_from_parser = message_start;
+                }
+                beam::BeamTag::Unbuilt => {
+                    out.structured_outputs = Some(StructuredOutputs::StructuralTag {
+                        model: "beam",
+                        single_call: false,
+                        json: None,
+                    });
+                }
+            }
+            return Ok(out);
+        }
         // CohereCommandParser._apply_structural_tags, before its
         // DelegatingParser.adjust_request.
         let mut structural = false;
@@ -688,27 +765,6 @@ impl ServingParsers {
                 ),
                 Some(param),
             ));
-        }
-        if tool == "beam" && request.has_tools() {
-            // The template's grammar cannot force a call here (this crate
-            // does not build Beam's structural tag).
-            match &choice {
-                ToolChoice::Required | ToolChoice::Named(_) => {
-                    let kind = if choice == ToolChoice::Required {
-                        "required"
-                    } else {
-                        "named"
-                    };
-                    return Err(ServingError::new(
-                        format!(
-                            "response_template parsing cannot guarantee {kind} tool choice for \
-                             this request (parameter=tool_choice)"
-                        ),
-                        Some("tool_choice"),
-                    ));
-                }
-                _ => {}
-            }
         }
         if tool == "k2_horizon" {
             check_k2_horizon_format(request.chat_template_kwargs)?;

@@ -86,7 +86,7 @@ pub struct UnknownToolStrictLevel {
 /// Python's `repr` of a `str`: single quotes unless the text holds a single
 /// quote and no double quote; backslashes, the quote and non-printable
 /// characters escaped.
-fn py_str_repr(s: &str) -> String {
+pub(crate) fn py_str_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

@@ -1,0 +1,152 @@
+//! The structural tag vLLM's `beam` parser derives from a checkpoint's
+//! `response_template` (`vllm/parser/response_template_grammar.py`), which
+//! holds the whole reply — reasoning, calls in the template's own format,
+//! the answer — to the template.
+//!
+//! The tag is built from literal delimiters (module `literals` expands the
+//! simple regexes vLLM expands), the tool opener's `(?P<name>…)` group and
+//! each function's arguments — `json` (module `derive`) or `xml-inline`
+//! (module `xml`, which reads candidate parameter text back with the
+//! template's own content parser, as vLLM does) — as the plain dicts vLLM
+//! dumps (module `format`). Where vLLM decides by compiling with xgrammar
+//! (`_json_compiles`, and `_xgrammar_supports` for a request's own JSON
+//! schema), this crate asks its own xgrammar-exact JSON-schema converter
+//! ([`crate::serving::json_schema_grammar`]): a schema inside its subset
+//! compiles; one outside it is [`GrammarError::Unsupported`], as is anything
+//! else not reproduced, so a caller can leave the request as it is instead
+//! of guessing. The differences this leaves are listed on
+//! [`GrammarError::Unsupported`].
+
+mod derive;
+mod format;
+mod literals;
+mod xml;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::scanner::{Region, Scanner};
+use super::{FieldKind, ResponseTemplate};
+
+pub(crate) use derive::{
+    CallTag, answer_rest_structural_tag, message_start_anchors, tool_call_structural_tag,
+};
+
+/// Why no tag can be given for a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum GrammarError {
+    /// A tool or parameter name the template cannot spell: vLLM's
+    /// `ValueError` message (a 400 naming `tools`).
+    Unencodable(String),
+    /// The derivation depends on what this crate does not reproduce: a JSON
+    /// schema outside [`crate::serving::json_schema_grammar`]'s subset (vLLM
+    /// asks xgrammar whether it compiles; many such schemas do), a request
+    /// schema with keywords vLLM's xgrammar validation may refuse, a
+    /// `regex` / `choice` / `grammar` constraint, an `xml-inline` string
+    /// value with a `pattern` (vLLM analyses it with `sre_parse` and
+    /// compiles it with xgrammar), a delimiter regex this crate's regex syntax rejects
+    /// (lookaheads), or a tool name too long to negate.
+    Unsupported(String),
+}
+
+/// One function a tag may call: its name, `parameters` (`Null` when absent)
+/// and whether its schema must be enforced (`strict`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Function<'a> {
+    pub name: &'a str,
+    pub parameters: &'a Value,
+    pub strict: bool,
+}
+
+/// JSON-schema keywords vLLM's xgrammar validation refuses beside some types
+/// (`has_xgrammar_unsupported_json_features`) though the converter ignores
+/// them: a request's own schema holding one (or any `format`, or a `pattern`
+/// beside length bounds) is not decided here.
+const VALIDATION_KEYWORDS: &[&str] = &[
+    "multipleOf",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "propertyNames",
+];
+
+/// xgrammar's `Grammar.from_json_schema` succeeds (`_json_compiles`), as far
+/// as this crate can tell.
+pub(crate) fn json_compiles(schema: &Value) -> Result<bool, GrammarError> {
+    crate::serving::json_schema_grammar::from_json_schema(schema)
+        .map(|_| true)
+        .map_err(|e| GrammarError::Unsupported(e.to_string()))
+}
+
+/// vLLM's `_xgrammar_supports` for a request's own JSON schema, as far as
+/// this crate can tell.
+pub(crate) fn xgrammar_supports_schema(schema: &Value) -> Result<bool, GrammarError> {
+    fn has_keyword(value: &Value, depth: usize) -> bool {
+        depth > crate::serving::json_schema_grammar::MAX_DEPTH
+            || match value {
+                Value::Object(map) => map.iter().any(|(key, value)| {
+                    VALIDATION_KEYWORDS.contains(&key.as_str())
+                        || key == "format"
+                        || (key == "pattern"
+                            && (map.contains_key("minLength") || map.contains_key("maxLength")))
+                        || has_keyword(value, depth + 1)
+                }),
+                Value::Array(items) => items.iter().any(|v| has_keyword(v, depth + 1)),
+                _ => false,
+            }
+    }
+    if has_keyword(schema, 0) {
+        return Err(GrammarError::Unsupported(
+            "a JSON schema keyword vLLM's xgrammar validation may refuse".into(),
+        ));
+    }
+    json_compiles(schema)
+}
+
+/// `_starts_message`: whether output after `prefix` starts the assistant
+/// message (the last start anchor ends the prefix).
+pub(crate) fn starts_message(template: &ResponseTemplate, prefix: &str) -> bool {
+    template
+        .start_anchor
+        .find_iter(prefix)
+        .last()
+        .is_some_and(|found| found.end == prefix.len())
+}
+
+/// The field a prompt leaves open (`_open_field`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OpenField {
+    Thinking,
+    Content,
+    ToolCalls,
+}
+
+/// `_open_field`: the field `prefix` leaves open with its explicit opener.
+pub(crate) fn open_field(template: &Arc<ResponseTemplate>, prefix: &str) -> Option<OpenField> {
+    let mut initial = Vec::new();
+    let _scanner = Scanner::new(template.clone(), Vec::new(), prefix, &mut initial);
+    let mut open = None;
+    for region in &initial {
+        match region {
+            Region::Open { field, start, end } if end > start => {
+                open = template.fields.get(*field).map(|f| match f.kind {
+                    FieldKind::Thinking => OpenField::Thinking,
+                    FieldKind::Content => OpenField::Content,
+                    FieldKind::ToolCalls => OpenField::ToolCalls,
+                });
+            }
+            Region::Close { .. } | Region::Malformed { .. } => open = None,
+            _ => {}
+        }
+    }
+    open
+}
+
+impl ResponseTemplate {
+    /// The field of `kind`, for the grammar.
+    pub(crate) fn grammar_field(&self, kind: FieldKind) -> Option<&super::Field> {
+        self.field(kind)
+    }
+}
