@@ -882,25 +882,35 @@ impl Converter<'_> {
             -1,
             i64::min,
         )?;
-        if start.is_none() && end.is_none() {
-            // A whole `multipleOf` is a digit automaton; another is ignored.
-            return match multiple {
-                Some(m) if m.fract() == 0.0 => self.multiple_of_integer(m, name),
-                _ => Ok(integer()),
-            };
-        }
-        // With one bound, xgrammar ignores `multipleOf`; with both it lists
-        // the multiples (not reproduced).
-        if multiple.is_some() && start.is_some() && end.is_some() {
-            return Err(Unsupported::Keyword(
-                "multipleOf with a lower and an upper bound".into(),
-            ));
-        }
-        if let (Some(start), Some(end)) = (start, end)
-            && start > end
-        {
-            return Err(Unsupported::Keyword("an empty integer range".into()));
-        }
+        // xgrammar keeps a whole `multipleOf` up to 1024, ignoring others.
+        let multiple = multiple
+            .filter(|m| m.fract() == 0.0 && *m <= MAX_MULTIPLE_OF as f64)
+            .map(|m| m as i64);
+        let (start, end) = match (start, end, multiple) {
+            (None, None, Some(m)) => return self.multiple_of_integer(m, name),
+            (None, None, None) => return Ok(integer()),
+            (Some(start), Some(end), _) if start > end => {
+                return Err(Unsupported::Keyword("an empty integer range".into()));
+            }
+            // Between two bounds at most `MAX_LISTED` apart, xgrammar lists
+            // the multiples; otherwise (or beside one bound) it ignores
+            // `multipleOf`.
+            (Some(start), Some(end), Some(m))
+                if i128::from(end) - i128::from(start) < MAX_LISTED as i128 =>
+            {
+                let listed: Vec<Vec<Item>> = (start..=end)
+                    .filter(|v| v % m == 0)
+                    .map(|v| vec![Item::Lit(v.to_string())])
+                    .collect();
+                if listed.is_empty() {
+                    return Err(Unsupported::Keyword(
+                        "an integer range without a multiple".into(),
+                    ));
+                }
+                return Ok(Body::Choice(listed));
+            }
+            (start, end, _) => (start, end),
+        };
         let rules = regex_rules(&range::integer_range_regex(start, end))?;
         let root = self.grammar.graft(rules)?;
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
@@ -908,11 +918,8 @@ impl Converter<'_> {
 
     /// The integers that are multiples of `m` (a whole number): the states
     /// of the remainder of the digits read so far, as xgrammar writes them.
-    fn multiple_of_integer(&mut self, m: f64, name: &str) -> Result<Body, Unsupported> {
-        if m > MAX_MULTIPLE_OF as f64 {
-            return Err(Unsupported::TooLarge);
-        }
-        let m = m as u64;
+    fn multiple_of_integer(&mut self, m: i64, name: &str) -> Result<Body, Unsupported> {
+        let m = m.unsigned_abs();
         let state = |k: u64| format!("{name}_multiple_of_{m}_mod_{k}");
         let digit = |d: u64| Item::Lit(d.to_string());
         for k in 0..m {
@@ -935,28 +942,20 @@ impl Converter<'_> {
         ]))
     }
 
-    /// A number within bounds that are whole numbers: the bounds' regex
+    /// A number within bounds: the bounds' regex
     /// ([`range::number_range_regex`]) made rules ([`regex_rules`]).
     fn bounded_number(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
         // The stricter bound wins; at a tie, the exclusive one.
-        let end = |inclusive: &str, exclusive: &str, stricter: fn(i64, i64) -> bool| {
-            // xgrammar works on doubles: far from zero, its exclusive bounds
-            // lose precision (seen at 4e15); keep to a trillion.
-            let bound = |key: &str| match integer_bound(map, key)? {
-                Some(v) if v.unsigned_abs() > 1_000_000_000_000 => {
-                    Err(Unsupported::Keyword(format!("{key} {v}")))
-                }
-                v => Ok(v),
+        let end = |inclusive: &str, exclusive: &str, stricter: fn(f64, f64) -> bool| {
+            let bound = |key: &str, exclusive: bool| {
+                map.get(key)
+                    .map(|v| match v.as_f64() {
+                        Some(value) if value.is_finite() => Ok(End { value, exclusive }),
+                        _ => Err(Unsupported::Keyword(format!("{key} {v}"))),
+                    })
+                    .transpose()
             };
-            let inclusive = bound(inclusive)?.map(|value| End {
-                value,
-                exclusive: false,
-            });
-            let exclusive = bound(exclusive)?.map(|value| End {
-                value,
-                exclusive: true,
-            });
-            Ok::<_, Unsupported>(match (inclusive, exclusive) {
+            Ok::<_, Unsupported>(match (bound(inclusive, false)?, bound(exclusive, true)?) {
                 (Some(i), Some(e)) if stricter(i.value, e.value) => Some(i),
                 (Some(_), Some(e)) => Some(e),
                 (i, e) => i.or(e),
@@ -964,19 +963,11 @@ impl Converter<'_> {
         };
         let start = end("minimum", "exclusiveMinimum", |i, e| i > e)?;
         let end = end("maximum", "exclusiveMaximum", |i, e| i < e)?;
-        let regex = match (start, end) {
-            (None, None) => return Err(Unsupported::Keyword("number bounds".into())),
-            (Some(s), Some(e)) if s.value > e.value => {
-                return Err(Unsupported::Keyword("an empty number range".into()));
-            }
-            (Some(s), Some(e)) if s.value == e.value => {
-                if s.exclusive || e.exclusive {
-                    return Err(Unsupported::Keyword("an empty number range".into()));
-                }
-                format!("^({}(\\.0{{1,6}})?)$", s.value)
-            }
-            _ => range::number_range_regex(start, end),
-        };
+        if start.is_none() && end.is_none() {
+            return Err(Unsupported::Keyword("number bounds".into()));
+        }
+        let regex = range::number_range_regex(start, end)
+            .ok_or_else(|| Unsupported::Keyword("an empty number range".into()))?;
         let rules = regex_rules(&regex)?;
         let root = self.grammar.graft(rules)?;
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
@@ -1031,8 +1022,13 @@ fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Uns
     }
 }
 
-/// The largest whole `multipleOf` converted (one rule per remainder).
-const MAX_MULTIPLE_OF: u64 = 100;
+/// The largest whole `multipleOf` xgrammar keeps for an integer (one rule
+/// per remainder without bounds); it ignores larger ones.
+const MAX_MULTIPLE_OF: u64 = 1024;
+
+/// The most integers between two bounds among which xgrammar lists the
+/// multiples of a `multipleOf`.
+const MAX_LISTED: u64 = 10_000;
 
 /// `multipleOf`, if any: a number above zero (xgrammar refuses others).
 fn multiple_of(map: &Map<String, Value>) -> Result<Option<f64>, Unsupported> {

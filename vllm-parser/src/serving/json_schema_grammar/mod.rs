@@ -16,9 +16,13 @@
 //! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
 //! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
-//! `regex`), and with a `multipleOf` (a remainder automaton, up to 100;
-//! ignored beside one bound); numbers without bounds or with bounds that are whole numbers
-//! up to 10^12 in magnitude; booleans; `null`; arrays with `items`,
+//! `regex`), and with a `multipleOf` (a whole one up to 1024: without bounds
+//! a remainder automaton, between two bounds at most 10 000 integers apart
+//! the list of the multiples, otherwise ignored, as is any other
+//! `multipleOf`); numbers without bounds or with any finite bounds
+//! (xgrammar's float range regex on its grid of six decimals: bounds
+//! rounded inwards, magnitudes past `i64` written out in full);
+//! booleans; `null`; arrays with `items`,
 //! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
@@ -33,9 +37,9 @@
 //! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
 //! `properties`, `items`, `maxLength`, `minimum` and the like.
 //!
-//! Outside it, among others: an integer `multipleOf` beside both bounds
-//! (xgrammar lists the multiples), fractional number
-//! bounds, `patternProperties` / `propertyNames` / `minProperties` /
+//! Outside it, among others: integer bounds that are not whole numbers
+//! (xgrammar refuses them) or beyond 2^53, empty ranges (xgrammar refuses
+//! them), `patternProperties` / `propertyNames` / `minProperties` /
 //! `maxProperties`, and schemas xgrammar takes for one another: its key for
 //! finding a schema's rules again drops annotation keywords at any depth,
 //! property names included, and sorts properties, so two schemas that differ
@@ -244,6 +248,24 @@ mod tests {
             from_json_schema(&json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}))
                 .unwrap();
         assert!(widest.lines().count() < 300, "{}", widest.lines().count());
+        let widest = from_json_schema(&json!({
+            "type": "number", "minimum": -f64::MAX, "exclusiveMaximum": f64::MAX,
+        }))
+        .unwrap();
+        assert!(widest.len() < 100_000, "{}", widest.len());
+        // xgrammar lists the multiples of up to 10 000 integers, no more.
+        let listed = |width: i64| {
+            from_json_schema(&json!({
+                "type": "integer", "minimum": i64::MAX - width, "maximum": i64::MAX,
+                "multipleOf": 1024,
+            }))
+            .unwrap()
+        };
+        assert!(
+            listed(9_999)
+                .contains(r#"root ::= (("9223372036854766592") | ("9223372036854767616") | ("#)
+        );
+        assert!(listed(10_000).contains("root ::= ((root_1))"));
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
             deep = json!({"type": "array", "items": deep});
@@ -259,7 +281,9 @@ mod tests {
             json!({"enum": []}),
             json!({"enum": "x"}),
             json!({"type": "integer", "minimum": 3, "maximum": 2}),
-            json!({"type": "number", "minimum": 0.5}),
+            json!({"type": "integer", "minimum": 0.5}),
+            json!({"type": "integer", "minimum": 1, "maximum": 2, "multipleOf": 3}),
+            json!({"type": "number", "minimum": 0.1234561, "maximum": 0.1234569}),
             json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
             json!({"type": "integer", "exclusiveMaximum": i64::MIN}),
             json!({"type": "string", "pattern": "^(a)\\1$"}),
