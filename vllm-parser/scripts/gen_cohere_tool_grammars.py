@@ -24,8 +24,9 @@ Cases:
   still outside the subset (``multipleOf``, fractional bounds, rarer regexes).
 * ``bounds/N``: ``BOUNDS`` generated tools (seeded apart again) aimed at
   numeric bounds: ``number`` with fractional bounds, bounds past 10^12 and
-  rounding past six decimals, and ``integer`` with ``multipleOf`` (beside
-  both bounds, one, or none; fractional, up to and past 1024).
+  rounding past six decimals, ``integer`` with ``multipleOf`` (beside
+  both bounds, one, or none; fractional, up to and past 1024), and objects
+  with ``minProperties`` / ``maxProperties``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -421,7 +422,7 @@ def bounded_number(rng):
         out[key] = number_bound(rng)
     low = [k for k in keys if "inimum" in k]
     high = [k for k in keys if "aximum" in k]
-    if low and high and rng.random() < 0.85:
+    if low and high and rng.random() < 0.95:
         # Mostly non-empty ranges.
         a, b = out[low[0]], out[high[0]]
         if a > b:
@@ -459,12 +460,36 @@ def multiple_integer(rng):
     return out
 
 
+def counted_object(rng):
+    out = {"type": "object"}
+    roll = rng.random()
+    if roll < 0.7:
+        out["additionalProperties"] = rng.choice(
+            [True, {}, {"type": "integer"}, {"type": "string"}, bounded_number(rng)])
+    elif roll < 0.85:
+        out["properties"] = {"a": {"type": "integer"}, "b": {"type": "string"}}
+        if rng.random() < 0.5:
+            out["additionalProperties"] = True
+    low = rng.choice([None, 0, 1, 2, 3, 5])
+    high = rng.choice([None, 0, 1, 2, 3, 4, 10])
+    if low is not None and high is not None and high < low and rng.random() < 0.8:
+        high = low + rng.choice([0, 1, 2, 5])
+    if low is not None:
+        out["minProperties"] = low
+    if high is not None:
+        out["maxProperties"] = high
+    return out
+
+
 def bounds_tools(rng):
     tools = []
     for _ in range(BOUNDS):
         names = rng.sample(["a", "b", "c", "price", "count"], rng.randint(1, 3))
-        props = {n: (bounded_number(rng) if rng.random() < 0.55 else multiple_integer(rng))
-                 for n in names}
+        props = {}
+        for n in names:
+            roll = rng.random()
+            props[n] = (bounded_number(rng) if roll < 0.45 else multiple_integer(rng)
+                        if roll < 0.8 else counted_object(rng))
         params = {"type": "object", "properties": props}
         if rng.random() < 0.5:
             params["required"] = [n for n in names if rng.random() < 0.6]

@@ -408,7 +408,14 @@ impl<'a> Converter<'a> {
                 self.array(map, name)
             }
             Some("object") | None
-                if only(&["type", "properties", "required", "additionalProperties"]) =>
+                if only(&[
+                    "type",
+                    "properties",
+                    "required",
+                    "additionalProperties",
+                    "minProperties",
+                    "maxProperties",
+                ]) =>
             {
                 if kind.is_none() && keys.is_empty() {
                     return Ok(any());
@@ -562,18 +569,13 @@ impl<'a> Converter<'a> {
         let more_min = min.saturating_sub(1);
         let more_max = max.map_or(-1, |m| m as i64 - 1);
         let more_item = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
-        // xgrammar writes `{0, 1}` and `{1, 1}` out.
-        match (more_min, more_max) {
-            (_, 0) => {}
-            (0, 1) => sequence.push(Item::Nested(vec![vec![], more_item])),
-            (1, 1) => sequence.extend(more_item),
-            _ => {
-                let more = format!("{name}_items");
-                let index = self.grammar.add(more.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![more_item]);
-                sequence.push(Item::Repeat(more, more_min, more_max));
-            }
-        }
+        self.repeat(
+            &mut sequence,
+            more_item,
+            more_min,
+            more_max,
+            format!("{name}_items"),
+        )?;
         sequence.extend([Item::Raw(WS), Item::Lit("]".into())]);
         let mut alternatives = vec![sequence];
         if min == 0 {
@@ -589,13 +591,31 @@ impl<'a> Converter<'a> {
             Some(Value::Object(properties)) => properties.iter().collect(),
             Some(_) => return Err(Unsupported::Keyword("non-object properties".into())),
         };
+        let min = count(map, "minProperties")?.unwrap_or(0);
+        let max = count(map, "maxProperties")?;
+        if max.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword(
+                "minProperties above maxProperties".into(),
+            ));
+        }
+        if !properties.is_empty() && (min > 0 || max.is_some()) {
+            // xgrammar then counts the properties in its rules (not reproduced).
+            return Err(Unsupported::Keyword(
+                "minProperties / maxProperties beside properties".into(),
+            ));
+        }
         let additional = match map.get("additionalProperties") {
             None | Some(Value::Bool(false)) => None,
             Some(additional) if properties.is_empty() => {
-                return self.map_object(additional, name);
+                return self.map_object(additional, name, min, max);
             }
             Some(additional) => Some(additional),
         };
+        if properties.is_empty() && min > 0 {
+            return Err(Unsupported::Keyword(
+                "minProperties without properties or other keys".into(),
+            ));
+        }
         let required: HashSet<&str> = match map.get("required") {
             None => HashSet::new(),
             Some(Value::Array(names)) => names
@@ -973,11 +993,20 @@ impl Converter<'_> {
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
     }
 
-    /// An object of any keys whose values are `additional` (no `properties`).
-    fn map_object(&mut self, additional: &Value, name: &str) -> Result<Body, Unsupported> {
+    /// An object of any keys whose values are `additional` (no
+    /// `properties`), `min` to `max` of them.
+    fn map_object(
+        &mut self,
+        additional: &Value,
+        name: &str,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Body, Unsupported> {
+        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
+        if max == Some(0) {
+            return Ok(Body::Choice(vec![empty()]));
+        }
         let value = self.rule_for(additional, format!("{name}_addl"))?;
-        let more = format!("{name}_properties");
-        let index = self.grammar.add(more.clone())?;
         let entry = |value: Item| {
             vec![
                 Item::Ref("basic_string".into()),
@@ -989,18 +1018,46 @@ impl Converter<'_> {
         };
         let mut rest = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
         rest.extend(entry(value.clone()));
-        self.grammar.rules[index].body = Body::Choice(vec![rest]);
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         sequence.extend(entry(value));
-        sequence.extend([
-            Item::Repeat(more, 0, -1),
-            Item::Raw(WS),
-            Item::Lit("}".into()),
-        ]);
-        Ok(Body::Choice(vec![
-            sequence,
-            vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())],
-        ]))
+        let more_max = max.map_or(-1, |m| m as i64 - 1);
+        self.repeat(
+            &mut sequence,
+            rest,
+            min.saturating_sub(1),
+            more_max,
+            format!("{name}_properties"),
+        )?;
+        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
+        let mut alternatives = vec![sequence];
+        if min == 0 {
+            alternatives.push(empty());
+        }
+        Ok(Body::Choice(alternatives))
+    }
+
+    /// `more` `min` to `max` (`-1`: unbounded) times at the end of
+    /// `sequence`, as xgrammar writes it: nothing for none, optional for
+    /// `{0, 1}`, itself for `{1, 1}`, else a rule `rule` of it repeated.
+    fn repeat(
+        &mut self,
+        sequence: &mut Vec<Item>,
+        more: Vec<Item>,
+        min: u64,
+        max: i64,
+        rule: String,
+    ) -> Result<(), Unsupported> {
+        match (min, max) {
+            (_, 0) => {}
+            (0, 1) => sequence.push(Item::Nested(vec![vec![], more])),
+            (1, 1) => sequence.extend(more),
+            _ => {
+                let index = self.grammar.add(rule.clone())?;
+                self.grammar.rules[index].body = Body::Choice(vec![more]);
+                sequence.push(Item::Repeat(rule, min, max));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -26,7 +26,9 @@
 //! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
-//! bytes), or without `properties` (a map); `enum` / `const` of any JSON
+//! bytes), or without `properties` (a map, with any `minProperties` /
+//! `maxProperties`: the entries after the first repeated as xgrammar
+//! repeats them); `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
 //! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
 //! its body; several: any value, as xgrammar does); `$ref` to
@@ -39,8 +41,9 @@
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or beyond 2^53, empty ranges (xgrammar refuses
-//! them), `patternProperties` / `propertyNames` / `minProperties` /
-//! `maxProperties`, and schemas xgrammar takes for one another: its key for
+//! them), `patternProperties` / `propertyNames`, `minProperties` /
+//! `maxProperties` beside `properties` (xgrammar counts the properties
+//! in its rules), and schemas xgrammar takes for one another: its key for
 //! finding a schema's rules again drops annotation keywords at any depth,
 //! property names included, and sorts properties, so two schemas that differ
 //! only in a property named `title` or in the order of their properties get
@@ -229,6 +232,35 @@ mod tests {
     }
 
     #[test]
+    fn map_entries_are_counted_as_xgrammar_counts_them() {
+        let map = |min: Option<u64>, max: Option<u64>| {
+            let mut schema = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+            if let Some(min) = min {
+                schema["minProperties"] = min.into();
+            }
+            if let Some(max) = max {
+                schema["maxProperties"] = max.into();
+            }
+            from_json_schema(&schema).unwrap()
+        };
+        let entry = r#"basic_string [ \n\r\t]* ":" [ \n\r\t]* basic_integer"#;
+        let open = r#"("{" [ \n\r\t]* "}")"#;
+        assert!(map(Some(0), Some(0)).contains(&format!("root ::= ({open})")));
+        assert!(map(Some(1), Some(1)).contains(&format!(
+            r#"root ::= (("{{" [ \n\r\t]* {entry} [ \n\r\t]* "}}"))"#
+        )));
+        assert!(map(None, Some(2)).contains(&format!(
+            r#"root ::= (("{{" [ \n\r\t]* {entry} root_1 [ \n\r\t]* "}}") | {open})"#
+        )));
+        assert!(map(Some(3), None).contains(&format!(
+            r#"root ::= (("{{" [ \n\r\t]* {entry} root_properties{{2, -1}} [ \n\r\t]* "}}"))"#
+        )));
+        assert!(map(Some(2), Some(2)).contains(&format!(
+            r#"{entry} [ \n\r\t]* "," [ \n\r\t]* {entry} [ \n\r\t]* "}}"))"#
+        )));
+    }
+
+    #[test]
     fn hostile_schemas_are_refused_not_expanded() {
         // A type list repeating a type doubles the rules at every level.
         let mut schema = json!({"type": "string"});
@@ -282,6 +314,9 @@ mod tests {
             json!({"enum": "x"}),
             json!({"type": "integer", "minimum": 3, "maximum": 2}),
             json!({"type": "integer", "minimum": 0.5}),
+            json!({"type": "object", "minProperties": 1}),
+            json!({"type": "object", "additionalProperties": true, "minProperties": 2, "maxProperties": 1}),
+            json!({"type": "object", "properties": {"a": {}}, "maxProperties": 1}),
             json!({"type": "integer", "minimum": 1, "maximum": 2, "multipleOf": 3}),
             json!({"type": "number", "minimum": 0.1234561, "maximum": 0.1234569}),
             json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
