@@ -26,7 +26,8 @@ Cases:
   numeric bounds: ``number`` with fractional bounds, bounds past 10^12 and
   rounding past six decimals, ``integer`` with ``multipleOf`` (beside
   both bounds, one, or none; fractional, up to and past 1024), and objects
-  with ``minProperties`` / ``maxProperties``.
+  with ``minProperties`` / ``maxProperties``, ``patternProperties``,
+  ``propertyNames``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -463,9 +464,24 @@ def multiple_integer(rng):
 def counted_object(rng):
     out = {"type": "object"}
     roll = rng.random()
-    if roll < 0.7:
+    if roll < 0.45:
         out["additionalProperties"] = rng.choice(
             [True, {}, {"type": "integer"}, {"type": "string"}, bounded_number(rng)])
+    elif roll < 0.6:
+        out["patternProperties"] = {
+            p: rng.choice([{"type": "integer"}, {"type": "string", "maxLength": 3},
+                           {"type": "string", "pattern": p}, multiple_integer(rng), {}])
+            for p in rng.sample(["^a", "^[a-z]+$", r"^\d{2}$", "^x_", "title", "^é"],
+                                rng.randint(1, 2))}
+        if rng.random() < 0.3:
+            out["additionalProperties"] = rng.choice([False, {"type": "string"}])
+    elif roll < 0.75:
+        out["propertyNames"] = rng.choice([
+            {"type": "string", "pattern": "^[a-z]+$"}, {"pattern": "^a"},
+            {"type": "string", "maxLength": 3}, {"enum": ["x", "y"]}, {"type": "string"}])
+        if rng.random() < 0.6:
+            out["additionalProperties"] = rng.choice(
+                [True, False, {"type": "integer"}, {"type": "string", "maxLength": 3}])
     elif roll < 0.85:
         out["properties"] = {"a": {"type": "integer"}, "b": {"type": "string"}}
         if rng.random() < 0.5:

@@ -415,6 +415,8 @@ impl<'a> Converter<'a> {
                     "additionalProperties",
                     "minProperties",
                     "maxProperties",
+                    "patternProperties",
+                    "propertyNames",
                 ]) =>
             {
                 if kind.is_none() && keys.is_empty() {
@@ -598,11 +600,23 @@ impl<'a> Converter<'a> {
                 "minProperties above maxProperties".into(),
             ));
         }
-        if !properties.is_empty() && (min > 0 || max.is_some()) {
-            // xgrammar then counts the properties in its rules (not reproduced).
+        let keyed = map.contains_key("patternProperties") || map.contains_key("propertyNames");
+        if !properties.is_empty() && (min > 0 || max.is_some() || keyed) {
+            // xgrammar then counts the properties in its rules, or merges
+            // the keys' rules with theirs (not reproduced).
             return Err(Unsupported::Keyword(
-                "minProperties / maxProperties beside properties".into(),
+                "minProperties / maxProperties / patternProperties / propertyNames beside \
+                 properties"
+                    .into(),
             ));
+        }
+        if keyed && map.contains_key("required") {
+            return Err(Unsupported::Keyword(
+                "required beside patternProperties / propertyNames".into(),
+            ));
+        }
+        if keyed {
+            return self.keyed_object(map, name, min, max);
         }
         let additional = match map.get("additionalProperties") {
             None | Some(Value::Bool(false)) => None,
@@ -1025,6 +1039,99 @@ impl Converter<'_> {
             &mut sequence,
             rest,
             min.saturating_sub(1),
+            more_max,
+            format!("{name}_properties"),
+        )?;
+        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
+        let mut alternatives = vec![sequence];
+        if min == 0 {
+            alternatives.push(empty());
+        }
+        Ok(Body::Choice(alternatives))
+    }
+
+    /// An object whose keys match `patternProperties` (each pattern with its
+    /// own values; `additionalProperties` and `propertyNames` are then
+    /// ignored) or `propertyNames` (values: `additionalProperties`, any
+    /// value without), `min` to `max` of them, as xgrammar writes it: a
+    /// rule `…_prop` of one entry, repeated.
+    fn keyed_object(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Body, Unsupported> {
+        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
+        if max == Some(0) {
+            return Ok(Body::Choice(vec![empty()]));
+        }
+        let entry = |key: Item, value: Item| {
+            vec![
+                Item::Raw(WS),
+                key,
+                Item::Raw(WS),
+                Item::Lit(":".into()),
+                Item::Raw(WS),
+                value,
+            ]
+        };
+        let mut entries = Vec::new();
+        match (map.get("patternProperties"), map.get("propertyNames")) {
+            (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
+                for (i, (pattern, schema)) in patterns.iter().enumerate() {
+                    // A pattern named like an annotation drops out of xgrammar's
+                    // key for finding schemas again (not reproduced).
+                    if !pattern::kept_as_regex(pattern)
+                        || ANNOTATIONS.contains(&pattern.as_str())
+                        || matches!(schema, Value::Bool(false))
+                    {
+                        return Err(Unsupported::Keyword(format!(
+                            "patternProperties {pattern:?}"
+                        )));
+                    }
+                    // The key's rule is made afresh, never found again.
+                    let key = format!("{name}_prop_{i}_key");
+                    let index = self.grammar.add(key.clone())?;
+                    self.grammar.rules[index].body = Body::Choice(vec![vec![
+                        Item::Lit("\"".into()),
+                        Item::Regex(pattern.clone()),
+                        Item::Lit("\"".into()),
+                    ]]);
+                    let value = self.rule_for(schema, format!("{name}_prop_{i}"))?;
+                    entries.push(entry(Item::Ref(key), value));
+                }
+            }
+            (None, Some(names)) if names.is_object() => {
+                let key = self.rule_for(names, format!("{name}_name"))?;
+                let value = match map.get("additionalProperties") {
+                    None | Some(Value::Bool(false)) => Item::Ref("basic_any".into()),
+                    Some(additional) => self.rule_for(additional, format!("{name}_addl"))?,
+                };
+                entries.push(entry(key, value));
+            }
+            _ => {
+                return Err(Unsupported::Keyword(
+                    "patternProperties / propertyNames of this form".into(),
+                ));
+            }
+        }
+        let prop = format!("{name}_prop");
+        let index = self.grammar.add(prop.clone())?;
+        self.grammar.rules[index].body = Body::Choice(entries);
+        let mut sequence = vec![Item::Lit("{".into()), Item::Ref(prop.clone())];
+        let more = vec![
+            Item::Raw(WS),
+            Item::Lit(",".into()),
+            Item::Raw(WS),
+            Item::Ref(prop),
+        ];
+        let more_max = max.map_or(-1, |m| m as i64 - 1);
+        let more_min = min.saturating_sub(1);
+        self.repeat(
+            &mut sequence,
+            more,
+            more_min,
             more_max,
             format!("{name}_properties"),
         )?;
