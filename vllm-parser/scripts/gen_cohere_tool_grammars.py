@@ -464,7 +464,7 @@ def multiple_integer(rng):
 def counted_object(rng):
     out = {"type": "object"}
     roll = rng.random()
-    if roll < 0.45:
+    if roll < 0.35:
         out["additionalProperties"] = rng.choice(
             [True, {}, {"type": "integer"}, {"type": "string"}, bounded_number(rng)])
     elif roll < 0.6:
@@ -475,19 +475,19 @@ def counted_object(rng):
                                 rng.randint(1, 2))}
         if rng.random() < 0.3:
             out["additionalProperties"] = rng.choice([False, {"type": "string"}])
-    elif roll < 0.75:
+    elif roll < 0.85:
         out["propertyNames"] = rng.choice([
             {"type": "string", "pattern": "^[a-z]+$"}, {"pattern": "^a"},
             {"type": "string", "maxLength": 3}, {"enum": ["x", "y"]}, {"type": "string"}])
         if rng.random() < 0.6:
             out["additionalProperties"] = rng.choice(
                 [True, False, {"type": "integer"}, {"type": "string", "maxLength": 3}])
-    elif roll < 0.85:
+    elif roll < 0.95:
         out["properties"] = {"a": {"type": "integer"}, "b": {"type": "string"}}
         if rng.random() < 0.5:
             out["additionalProperties"] = True
-    low = rng.choice([None, 0, 1, 2, 3, 5])
-    high = rng.choice([None, 0, 1, 2, 3, 4, 10])
+    low = rng.choice([None, None, 0, 1, 2, 3, 5])
+    high = rng.choice([None, None, 0, 1, 2, 3, 4, 10])
     if low is not None and high is not None and high < low and rng.random() < 0.8:
         high = low + rng.choice([0, 1, 2, 5])
     if low is not None:
@@ -504,8 +504,8 @@ def bounds_tools(rng):
         props = {}
         for n in names:
             roll = rng.random()
-            props[n] = (bounded_number(rng) if roll < 0.45 else multiple_integer(rng)
-                        if roll < 0.8 else counted_object(rng))
+            props[n] = (bounded_number(rng) if roll < 0.4 else multiple_integer(rng)
+                        if roll < 0.65 else counted_object(rng))
         params = {"type": "object", "properties": props}
         if rng.random() < 0.5:
             params["required"] = [n for n in names if rng.random() < 0.6]

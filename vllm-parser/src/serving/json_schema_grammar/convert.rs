@@ -601,6 +601,7 @@ impl<'a> Converter<'a> {
             ));
         }
         let keyed = map.contains_key("patternProperties") || map.contains_key("propertyNames");
+        // `minProperties: 0` alone changes nothing.
         if !properties.is_empty() && (min > 0 || max.is_some() || keyed) {
             // xgrammar then counts the properties in its rules, or merges
             // the keys' rules with theirs (not reproduced).

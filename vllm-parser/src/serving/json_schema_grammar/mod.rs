@@ -28,7 +28,11 @@
 //! string that is none of the properties' names, xgrammar's trie of their
 //! bytes), or without `properties` (a map, with any `minProperties` /
 //! `maxProperties`: the entries after the first repeated as xgrammar
-//! repeats them); `enum` / `const` of any JSON
+//! repeats them), or with `patternProperties` (patterns as for strings;
+//! `additionalProperties` and `propertyNames` then ignored) or
+//! `propertyNames` (a schema for the keys, `additionalProperties` for the
+//! values), without `properties` or `required` and with any
+//! `minProperties` / `maxProperties`; `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
 //! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
 //! its body; several: any value, as xgrammar does); `$ref` to
@@ -41,9 +45,10 @@
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or beyond 2^53, empty ranges (xgrammar refuses
-//! them), `patternProperties` / `propertyNames`, `minProperties` /
-//! `maxProperties` beside `properties` (xgrammar counts the properties
-//! in its rules), and schemas xgrammar takes for one another: its key for
+//! them), `minProperties` (above 0) / `maxProperties` /
+//! `patternProperties` / `propertyNames` beside `properties` (xgrammar
+//! counts the properties in its rules, or merges the keys' rules with
+//! theirs), a `propertyNames` schema without `type`, and schemas xgrammar takes for one another: its key for
 //! finding a schema's rules again drops annotation keywords at any depth,
 //! property names included, and sorts properties, so two schemas that differ
 //! only in a property named `title` or in the order of their properties get
