@@ -27,7 +27,7 @@ Cases:
   rounding past six decimals, ``integer`` with ``multipleOf`` (beside
   both bounds, one, or none; fractional, up to and past 1024), and objects
   with ``minProperties`` / ``maxProperties``, ``patternProperties``,
-  ``propertyNames``.
+  ``propertyNames``; and other keywords beside ``$ref`` / ``allOf``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -497,6 +497,24 @@ def counted_object(rng):
     return out
 
 
+BESIDE = [{"type": "object"}, {"type": "integer", "minimum": 3}, {"required": ["x"]},
+          {"properties": {"y": {"type": "string"}}}, {"items": {"type": "string"}},
+          {"nullable": True}, {"maxLength": 2, "pattern": "^a"}, {"description": "d"},
+          {"anyOf": [{"type": "null"}]}, {"additionalProperties": False}]
+
+
+def beside_ref(rng):
+    """A ``$ref`` (to a definition of the tool's) or an ``allOf`` with other
+    keywords beside it."""
+    target = rng.choice([{"$ref": "#/$defs/A"}, {"allOf": [{"$ref": "#/$defs/A"}]},
+                         {"allOf": [{"type": "integer"}]},
+                         {"allOf": [{"type": "integer"}, {"minimum": 0}]}])
+    out = dict(target)
+    for extra in rng.sample(BESIDE, rng.randint(1, 2)):
+        out.update(extra)
+    return out
+
+
 def bounds_tools(rng):
     tools = []
     for _ in range(BOUNDS):
@@ -505,8 +523,12 @@ def bounds_tools(rng):
         for n in names:
             roll = rng.random()
             props[n] = (bounded_number(rng) if roll < 0.4 else multiple_integer(rng)
-                        if roll < 0.65 else counted_object(rng))
+                        if roll < 0.65 else counted_object(rng) if roll < 0.9
+                        else beside_ref(rng))
         params = {"type": "object", "properties": props}
+        if "#/$defs/A" in json.dumps(props):
+            params["$defs"] = {"A": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                     "required": ["x"]}}
         if rng.random() < 0.5:
             params["required"] = [n for n in names if rng.random() < 0.6]
         tools.append(fn("tool", params))

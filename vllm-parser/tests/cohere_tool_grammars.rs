@@ -182,5 +182,5 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
     assert!(realistic.exact >= 348, "{realistic:?}");
     assert!(sweep.exact >= 783, "{sweep:?}");
     assert!(features.exact >= 165, "{features:?}");
-    assert!(bounds.exact >= 261, "{bounds:?}");
+    assert!(bounds.exact >= 231, "{bounds:?}");
 }

@@ -58,8 +58,8 @@ const IGNORED: &[&str] = &[
     "contentEncoding",
 ];
 
-/// Keywords that xgrammar 0.2.8 ignores beside `const`, `enum`, `anyOf` and
-/// `oneOf` (the schemas under `properties` / `items` are not even read: an
+/// Keywords that xgrammar 0.2.8 ignores beside `$ref`, `const`, `enum`,
+/// `anyOf`, `oneOf` and `allOf` (the schemas under `properties` / `items` are not even read: an
 /// unresolvable `$ref` there is no error).
 const IGNORED_BESIDE: &[&str] = &[
     "type",
@@ -292,17 +292,20 @@ impl<'a> Converter<'a> {
             .filter(|k| !IGNORED.contains(k))
             .collect();
         let only = |allowed: &[&str]| keys.iter().all(|k| allowed.contains(k));
+        // Beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`,
+        // xgrammar ignores the keywords of `IGNORED_BESIDE`.
+        let beside = |keyword: &str| {
+            keys.iter()
+                .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
+        };
         if keys.contains(&"$ref") {
-            if !only(&["$ref"]) {
+            if !beside("$ref") {
                 return Err(Unsupported::Keyword("$ref with other keywords".into()));
             }
             return self.reference(&map["$ref"]);
         }
         if keys.contains(&"const") {
-            if !keys
-                .iter()
-                .all(|k| *k == "const" || IGNORED_BESIDE.contains(k))
-            {
+            if !beside("const") {
                 return Err(Unsupported::Keyword("const with other keywords".into()));
             }
             return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
@@ -310,10 +313,7 @@ impl<'a> Converter<'a> {
             )?)]]));
         }
         if keys.contains(&"enum") {
-            if !keys
-                .iter()
-                .all(|k| *k == "enum" || IGNORED_BESIDE.contains(k))
-            {
+            if !beside("enum") {
                 return Err(Unsupported::Keyword("enum with other keywords".into()));
             }
             let values = map["enum"]
@@ -328,10 +328,7 @@ impl<'a> Converter<'a> {
         }
         for keyword in ["anyOf", "oneOf"] {
             if keys.contains(&keyword) {
-                if !keys
-                    .iter()
-                    .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
-                {
+                if !beside(keyword) {
                     return Err(Unsupported::Keyword(format!(
                         "{keyword} with other keywords"
                     )));
@@ -348,7 +345,7 @@ impl<'a> Converter<'a> {
             }
         }
         if keys.contains(&"allOf") {
-            if !only(&["allOf"]) {
+            if !beside("allOf") {
                 return Err(Unsupported::Keyword("allOf with other keywords".into()));
             }
             return self.all_of(&map["allOf"], name);

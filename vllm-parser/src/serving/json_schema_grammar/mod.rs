@@ -40,7 +40,8 @@
 //! letters, digits, `_`, `-`, `.`), recursion included. Annotations
 //! (`title`, `description`, `default`, `examples`, …) and `nullable`,
 //! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
-//! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
+//! beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`, xgrammar
+//! ignores `type`,
 //! `properties`, `items`, `maxLength`, `minimum` and the like.
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
