@@ -1100,7 +1100,13 @@ impl Converter<'_> {
                     entries.push(entry(Item::Ref(key), value));
                 }
             }
-            (None, Some(names)) if names.is_object() => {
+            // Keys of a string schema (checked with a `type` or as an enum).
+            (None, Some(Value::Object(names)))
+                if names.get("type") == Some(&Value::from("string"))
+                    || names.contains_key("enum")
+                    || names.contains_key("const") =>
+            {
+                let names = &map["propertyNames"];
                 let key = self.rule_for(names, format!("{name}_name"))?;
                 let value = match map.get("additionalProperties") {
                     None | Some(Value::Bool(false)) => Item::Ref("basic_any".into()),
