@@ -22,6 +22,12 @@ Cases:
   and the same properties in another order (schemas xgrammar takes for one
   another), ``allOf``, ``pattern``, ``format``, floats in ``enum``, and some
   still outside the subset (``multipleOf``, fractional bounds, rarer regexes).
+* ``bounds/N``: ``BOUNDS`` generated tools (seeded apart again) aimed at
+  numeric bounds: ``number`` with fractional bounds, bounds past 10^12 and
+  rounding past six decimals, ``integer`` with ``multipleOf`` (beside
+  both bounds, one, or none; fractional, up to and past 1024), and objects
+  with ``minProperties`` / ``maxProperties``, ``patternProperties``,
+  ``propertyNames``; and other keywords beside ``$ref`` / ``allOf``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -57,6 +63,8 @@ SWEEP = 800
 SEED = 20260512
 FEATURES = 400
 FEATURES_SEED = 20261202
+BOUNDS = 400
+BOUNDS_SEED = 20261203
 JSON_FORMAT = st.JSON_SCHEMA_FORMAT
 
 
@@ -387,6 +395,146 @@ def feature_tools(rng):
     return tools
 
 
+# ---------------------------------------------------------------- the bounds sweep
+
+def number_bound(rng):
+    roll = rng.random()
+    if roll < 0.3:
+        return rng.randint(-400, 400) / rng.choice([2, 4, 8, 10, 100, 1000])
+    if roll < 0.45:
+        return rng.randint(-10**7, 10**7) / 10**rng.randint(0, 9)
+    if roll < 0.55:
+        return rng.choice([1, -1]) * rng.randint(1, 10**rng.randint(12, 20))
+    if roll < 0.65:
+        return rng.choice([1, -1]) * 10**rng.uniform(-8, 30)
+    if roll < 0.75:
+        return rng.choice([0, 0.0, -0.0, 1e-7, 5e-7, 0.9999999, 9.9999995, 0.0078125,
+                           1e300, -1e300, 2.0**63, -2.0**63, 2**53 + 1, 4e15 + 0.5])
+    if roll < 0.85:
+        return rng.randint(-20, 20) + rng.randint(0, 999999) / 1e6
+    return rng.randint(-1000, 1000)
+
+
+def bounded_number(rng):
+    out = {"type": "number"}
+    keys = rng.sample(["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"],
+                      rng.randint(1, 3))
+    for key in keys:
+        out[key] = number_bound(rng)
+    low = [k for k in keys if "inimum" in k]
+    high = [k for k in keys if "aximum" in k]
+    if low and high and rng.random() < 0.95:
+        # Mostly non-empty ranges.
+        a, b = out[low[0]], out[high[0]]
+        if a > b:
+            out[low[0]], out[high[0]] = b, a
+    if rng.random() < 0.05:
+        out["multipleOf"] = rng.choice([0.5, 2])
+    return out
+
+
+def multiple_integer(rng):
+    out = {"type": "integer"}
+    roll = rng.random()
+    if roll < 0.55:
+        m = rng.choice([1, 2, 3, 5, 7, 10, 25, 50, 100, 250, 1000, 1024])
+    elif roll < 0.75:
+        m = rng.randint(1, 40)
+    elif roll < 0.85:
+        m = rng.choice([2.5, 0.5, 3.0, 1025, 2000, 1e30])
+    else:
+        m = rng.randint(101, 300)
+    out["multipleOf"] = m
+    roll = rng.random()
+    if roll < 0.6:
+        low = rng.randint(-200, 200) if rng.random() < 0.8 else rng.randint(-10**6, 10**6)
+        width = rng.choice([0, 1, 5, 20, 100, 1000, 9999, 10000, 10001, 50000])
+        out[rng.choice(["minimum", "exclusiveMinimum"])] = low
+        out[rng.choice(["maximum", "exclusiveMaximum"])] = low + width
+    elif roll < 0.75:
+        out[rng.choice(["minimum", "exclusiveMaximum"])] = rng.randint(-50, 50)
+    elif roll < 0.8:
+        out["minimum"], out["maximum"] = -2**63, 2**63 - 1
+    elif isinstance(m, int) and m > 300:
+        # Unbounded: one rule per remainder; keep the large ones rare.
+        out["multipleOf"] = rng.randint(2, 30)
+    return out
+
+
+def counted_object(rng):
+    out = {"type": "object"}
+    roll = rng.random()
+    if roll < 0.35:
+        out["additionalProperties"] = rng.choice(
+            [True, {}, {"type": "integer"}, {"type": "string"}, bounded_number(rng)])
+    elif roll < 0.6:
+        out["patternProperties"] = {
+            p: rng.choice([{"type": "integer"}, {"type": "string", "maxLength": 3},
+                           {"type": "string", "pattern": p}, multiple_integer(rng), {}])
+            for p in rng.sample(["^a", "^[a-z]+$", r"^\d{2}$", "^x_", "title", "^é"],
+                                rng.randint(1, 2))}
+        if rng.random() < 0.3:
+            out["additionalProperties"] = rng.choice([False, {"type": "string"}])
+    elif roll < 0.85:
+        out["propertyNames"] = rng.choice([
+            {"type": "string", "pattern": "^[a-z]+$"}, {"pattern": "^a"},
+            {"type": "string", "maxLength": 3}, {"enum": ["x", "y"]}, {"type": "string"}])
+        if rng.random() < 0.6:
+            out["additionalProperties"] = rng.choice(
+                [True, False, {"type": "integer"}, {"type": "string", "maxLength": 3}])
+    elif roll < 0.95:
+        out["properties"] = {"a": {"type": "integer"}, "b": {"type": "string"}}
+        if rng.random() < 0.5:
+            out["additionalProperties"] = True
+    low = rng.choice([None, None, 0, 1, 2, 3, 5])
+    high = rng.choice([None, None, 0, 1, 2, 3, 4, 10])
+    if low is not None and high is not None and high < low and rng.random() < 0.8:
+        high = low + rng.choice([0, 1, 2, 5])
+    if low is not None:
+        out["minProperties"] = low
+    if high is not None:
+        out["maxProperties"] = high
+    return out
+
+
+BESIDE = [{"type": "object"}, {"type": "integer", "minimum": 3}, {"required": ["x"]},
+          {"properties": {"y": {"type": "string"}}}, {"items": {"type": "string"}},
+          {"nullable": True}, {"maxLength": 2, "pattern": "^a"}, {"description": "d"},
+          {"anyOf": [{"type": "null"}]}, {"additionalProperties": False}]
+
+
+def beside_ref(rng):
+    """A ``$ref`` (to a definition of the tool's) or an ``allOf`` with other
+    keywords beside it."""
+    target = rng.choice([{"$ref": "#/$defs/A"}, {"allOf": [{"$ref": "#/$defs/A"}]},
+                         {"allOf": [{"type": "integer"}]},
+                         {"allOf": [{"type": "integer"}, {"minimum": 0}]}])
+    out = dict(target)
+    for extra in rng.sample(BESIDE, rng.randint(1, 2)):
+        out.update(extra)
+    return out
+
+
+def bounds_tools(rng):
+    tools = []
+    for _ in range(BOUNDS):
+        names = rng.sample(["a", "b", "c", "price", "count"], rng.randint(1, 3))
+        props = {}
+        for n in names:
+            roll = rng.random()
+            props[n] = (bounded_number(rng) if roll < 0.4 else multiple_integer(rng)
+                        if roll < 0.65 else counted_object(rng) if roll < 0.9
+                        else beside_ref(rng))
+        params = {"type": "object", "properties": props}
+        if "#/$defs/A" in json.dumps(props):
+            params["$defs"] = {"A": {"type": "object", "properties": {"x": {"type": "integer"}},
+                                     "required": ["x"]}}
+        if rng.random() < 0.5:
+            params["required"] = [n for n in names if rng.random() < 0.6]
+        tools.append(fn("tool", params))
+    return tools
+
+
 # ---------------------------------------------------------------- recording
 
 def vllm_tag(tools, architecture, schema):
@@ -424,6 +572,12 @@ def main() -> int:
     for i, tool in enumerate(feature_tools(rng)):
         architecture = ARCHITECTURES[i % len(ARCHITECTURES)]
         results.append({"case": f"features/{i}", "realistic": False,
+                         "architecture": architecture, "tools": [tool],
+                         "response_format": None, **vllm_tag([tool], architecture, None)})
+    rng = random.Random(BOUNDS_SEED)
+    for i, tool in enumerate(bounds_tools(rng)):
+        architecture = ARCHITECTURES[i % len(ARCHITECTURES)]
+        results.append({"case": f"bounds/{i}", "realistic": False,
                          "architecture": architecture, "tools": [tool],
                          "response_format": None, **vllm_tag([tool], architecture, None)})
     header = {"generated_by": "scripts/gen_cohere_tool_grammars.py",

@@ -68,6 +68,7 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
     let mut realistic = Tally::default();
     let mut sweep = Tally::default();
     let mut features = Tally::default();
+    let mut bounds = Tally::default();
     let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for entry in entries() {
         let label = entry["case"].as_str().unwrap().to_owned();
@@ -75,6 +76,8 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
             &mut realistic
         } else if label.starts_with("features/") {
             &mut features
+        } else if label.starts_with("bounds/") {
+            &mut bounds
         } else {
             &mut sweep
         };
@@ -128,6 +131,8 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
                     "realistic"
                 } else if label.starts_with("features/") {
                     "features"
+                } else if label.starts_with("bounds/") {
+                    "bounds"
                 } else {
                     "sweep"
                 };
@@ -165,6 +170,7 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
     eprintln!("realistic tools: {realistic:?}");
     eprintln!("generated sweep: {sweep:?}");
     eprintln!("generated features sweep: {features:?}");
+    eprintln!("generated bounds sweep: {bounds:?}");
     eprintln!("unsupported: {reasons:#?}");
     assert!(
         failures.is_empty(),
@@ -173,7 +179,8 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
         failures[..failures.len().min(8)].join("\n")
     );
     // Floors, so that a converter change that loses cases is noticed.
-    assert!(realistic.exact >= 342, "{realistic:?}");
+    assert!(realistic.exact >= 348, "{realistic:?}");
     assert!(sweep.exact >= 783, "{sweep:?}");
-    assert!(features.exact >= 149, "{features:?}");
+    assert!(features.exact >= 165, "{features:?}");
+    assert!(bounds.exact >= 231, "{bounds:?}");
 }

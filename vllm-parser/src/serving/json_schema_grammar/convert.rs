@@ -58,8 +58,8 @@ const IGNORED: &[&str] = &[
     "contentEncoding",
 ];
 
-/// Keywords that xgrammar 0.2.8 ignores beside `const`, `enum`, `anyOf` and
-/// `oneOf` (the schemas under `properties` / `items` are not even read: an
+/// Keywords that xgrammar 0.2.8 ignores beside `$ref`, `const`, `enum`,
+/// `anyOf`, `oneOf` and `allOf` (the schemas under `properties` / `items` are not even read: an
 /// unresolvable `$ref` there is no error).
 const IGNORED_BESIDE: &[&str] = &[
     "type",
@@ -292,17 +292,20 @@ impl<'a> Converter<'a> {
             .filter(|k| !IGNORED.contains(k))
             .collect();
         let only = |allowed: &[&str]| keys.iter().all(|k| allowed.contains(k));
+        // Beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`,
+        // xgrammar ignores the keywords of `IGNORED_BESIDE`.
+        let beside = |keyword: &str| {
+            keys.iter()
+                .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
+        };
         if keys.contains(&"$ref") {
-            if !only(&["$ref"]) {
+            if !beside("$ref") {
                 return Err(Unsupported::Keyword("$ref with other keywords".into()));
             }
             return self.reference(&map["$ref"]);
         }
         if keys.contains(&"const") {
-            if !keys
-                .iter()
-                .all(|k| *k == "const" || IGNORED_BESIDE.contains(k))
-            {
+            if !beside("const") {
                 return Err(Unsupported::Keyword("const with other keywords".into()));
             }
             return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
@@ -310,10 +313,7 @@ impl<'a> Converter<'a> {
             )?)]]));
         }
         if keys.contains(&"enum") {
-            if !keys
-                .iter()
-                .all(|k| *k == "enum" || IGNORED_BESIDE.contains(k))
-            {
+            if !beside("enum") {
                 return Err(Unsupported::Keyword("enum with other keywords".into()));
             }
             let values = map["enum"]
@@ -328,10 +328,7 @@ impl<'a> Converter<'a> {
         }
         for keyword in ["anyOf", "oneOf"] {
             if keys.contains(&keyword) {
-                if !keys
-                    .iter()
-                    .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
-                {
+                if !beside(keyword) {
                     return Err(Unsupported::Keyword(format!(
                         "{keyword} with other keywords"
                     )));
@@ -348,7 +345,7 @@ impl<'a> Converter<'a> {
             }
         }
         if keys.contains(&"allOf") {
-            if !only(&["allOf"]) {
+            if !beside("allOf") {
                 return Err(Unsupported::Keyword("allOf with other keywords".into()));
             }
             return self.all_of(&map["allOf"], name);
@@ -408,7 +405,16 @@ impl<'a> Converter<'a> {
                 self.array(map, name)
             }
             Some("object") | None
-                if only(&["type", "properties", "required", "additionalProperties"]) =>
+                if only(&[
+                    "type",
+                    "properties",
+                    "required",
+                    "additionalProperties",
+                    "minProperties",
+                    "maxProperties",
+                    "patternProperties",
+                    "propertyNames",
+                ]) =>
             {
                 if kind.is_none() && keys.is_empty() {
                     return Ok(any());
@@ -562,18 +568,13 @@ impl<'a> Converter<'a> {
         let more_min = min.saturating_sub(1);
         let more_max = max.map_or(-1, |m| m as i64 - 1);
         let more_item = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
-        // xgrammar writes `{0, 1}` and `{1, 1}` out.
-        match (more_min, more_max) {
-            (_, 0) => {}
-            (0, 1) => sequence.push(Item::Nested(vec![vec![], more_item])),
-            (1, 1) => sequence.extend(more_item),
-            _ => {
-                let more = format!("{name}_items");
-                let index = self.grammar.add(more.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![more_item]);
-                sequence.push(Item::Repeat(more, more_min, more_max));
-            }
-        }
+        self.repeat(
+            &mut sequence,
+            more_item,
+            more_min,
+            more_max,
+            format!("{name}_items"),
+        )?;
         sequence.extend([Item::Raw(WS), Item::Lit("]".into())]);
         let mut alternatives = vec![sequence];
         if min == 0 {
@@ -589,13 +590,44 @@ impl<'a> Converter<'a> {
             Some(Value::Object(properties)) => properties.iter().collect(),
             Some(_) => return Err(Unsupported::Keyword("non-object properties".into())),
         };
+        let min = count(map, "minProperties")?.unwrap_or(0);
+        let max = count(map, "maxProperties")?;
+        if max.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword(
+                "minProperties above maxProperties".into(),
+            ));
+        }
+        let keyed = map.contains_key("patternProperties") || map.contains_key("propertyNames");
+        // `minProperties: 0` alone changes nothing.
+        if !properties.is_empty() && (min > 0 || max.is_some() || keyed) {
+            // xgrammar then counts the properties in its rules, or merges
+            // the keys' rules with theirs (not reproduced).
+            return Err(Unsupported::Keyword(
+                "minProperties / maxProperties / patternProperties / propertyNames beside \
+                 properties"
+                    .into(),
+            ));
+        }
+        if keyed && map.contains_key("required") {
+            return Err(Unsupported::Keyword(
+                "required beside patternProperties / propertyNames".into(),
+            ));
+        }
+        if keyed {
+            return self.keyed_object(map, name, min, max);
+        }
         let additional = match map.get("additionalProperties") {
             None | Some(Value::Bool(false)) => None,
             Some(additional) if properties.is_empty() => {
-                return self.map_object(additional, name);
+                return self.map_object(additional, name, min, max);
             }
             Some(additional) => Some(additional),
         };
+        if properties.is_empty() && min > 0 {
+            return Err(Unsupported::Keyword(
+                "minProperties without properties or other keys".into(),
+            ));
+        }
         let required: HashSet<&str> = match map.get("required") {
             None => HashSet::new(),
             Some(Value::Array(names)) => names
@@ -882,25 +914,35 @@ impl Converter<'_> {
             -1,
             i64::min,
         )?;
-        if start.is_none() && end.is_none() {
-            // A whole `multipleOf` is a digit automaton; another is ignored.
-            return match multiple {
-                Some(m) if m.fract() == 0.0 => self.multiple_of_integer(m, name),
-                _ => Ok(integer()),
-            };
-        }
-        // With one bound, xgrammar ignores `multipleOf`; with both it lists
-        // the multiples (not reproduced).
-        if multiple.is_some() && start.is_some() && end.is_some() {
-            return Err(Unsupported::Keyword(
-                "multipleOf with a lower and an upper bound".into(),
-            ));
-        }
-        if let (Some(start), Some(end)) = (start, end)
-            && start > end
-        {
-            return Err(Unsupported::Keyword("an empty integer range".into()));
-        }
+        // xgrammar keeps a whole `multipleOf` up to 1024, ignoring others.
+        let multiple = multiple
+            .filter(|m| m.fract() == 0.0 && *m <= MAX_MULTIPLE_OF as f64)
+            .map(|m| m as i64);
+        let (start, end) = match (start, end, multiple) {
+            (None, None, Some(m)) => return self.multiple_of_integer(m, name),
+            (None, None, None) => return Ok(integer()),
+            (Some(start), Some(end), _) if start > end => {
+                return Err(Unsupported::Keyword("an empty integer range".into()));
+            }
+            // Between two bounds at most `MAX_LISTED` apart, xgrammar lists
+            // the multiples; otherwise (or beside one bound) it ignores
+            // `multipleOf`.
+            (Some(start), Some(end), Some(m))
+                if i128::from(end) - i128::from(start) < MAX_LISTED as i128 =>
+            {
+                let listed: Vec<Vec<Item>> = (start..=end)
+                    .filter(|v| v % m == 0)
+                    .map(|v| vec![Item::Lit(v.to_string())])
+                    .collect();
+                if listed.is_empty() {
+                    return Err(Unsupported::Keyword(
+                        "an integer range without a multiple".into(),
+                    ));
+                }
+                return Ok(Body::Choice(listed));
+            }
+            (start, end, _) => (start, end),
+        };
         let rules = regex_rules(&range::integer_range_regex(start, end))?;
         let root = self.grammar.graft(rules)?;
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
@@ -908,11 +950,8 @@ impl Converter<'_> {
 
     /// The integers that are multiples of `m` (a whole number): the states
     /// of the remainder of the digits read so far, as xgrammar writes them.
-    fn multiple_of_integer(&mut self, m: f64, name: &str) -> Result<Body, Unsupported> {
-        if m > MAX_MULTIPLE_OF as f64 {
-            return Err(Unsupported::TooLarge);
-        }
-        let m = m as u64;
+    fn multiple_of_integer(&mut self, m: i64, name: &str) -> Result<Body, Unsupported> {
+        let m = m.unsigned_abs();
         let state = |k: u64| format!("{name}_multiple_of_{m}_mod_{k}");
         let digit = |d: u64| Item::Lit(d.to_string());
         for k in 0..m {
@@ -935,28 +974,20 @@ impl Converter<'_> {
         ]))
     }
 
-    /// A number within bounds that are whole numbers: the bounds' regex
+    /// A number within bounds: the bounds' regex
     /// ([`range::number_range_regex`]) made rules ([`regex_rules`]).
     fn bounded_number(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
         // The stricter bound wins; at a tie, the exclusive one.
-        let end = |inclusive: &str, exclusive: &str, stricter: fn(i64, i64) -> bool| {
-            // xgrammar works on doubles: far from zero, its exclusive bounds
-            // lose precision (seen at 4e15); keep to a trillion.
-            let bound = |key: &str| match integer_bound(map, key)? {
-                Some(v) if v.unsigned_abs() > 1_000_000_000_000 => {
-                    Err(Unsupported::Keyword(format!("{key} {v}")))
-                }
-                v => Ok(v),
+        let end = |inclusive: &str, exclusive: &str, stricter: fn(f64, f64) -> bool| {
+            let bound = |key: &str, exclusive: bool| {
+                map.get(key)
+                    .map(|v| match v.as_f64() {
+                        Some(value) if value.is_finite() => Ok(End { value, exclusive }),
+                        _ => Err(Unsupported::Keyword(format!("{key} {v}"))),
+                    })
+                    .transpose()
             };
-            let inclusive = bound(inclusive)?.map(|value| End {
-                value,
-                exclusive: false,
-            });
-            let exclusive = bound(exclusive)?.map(|value| End {
-                value,
-                exclusive: true,
-            });
-            Ok::<_, Unsupported>(match (inclusive, exclusive) {
+            Ok::<_, Unsupported>(match (bound(inclusive, false)?, bound(exclusive, true)?) {
                 (Some(i), Some(e)) if stricter(i.value, e.value) => Some(i),
                 (Some(_), Some(e)) => Some(e),
                 (i, e) => i.or(e),
@@ -964,29 +995,30 @@ impl Converter<'_> {
         };
         let start = end("minimum", "exclusiveMinimum", |i, e| i > e)?;
         let end = end("maximum", "exclusiveMaximum", |i, e| i < e)?;
-        let regex = match (start, end) {
-            (None, None) => return Err(Unsupported::Keyword("number bounds".into())),
-            (Some(s), Some(e)) if s.value > e.value => {
-                return Err(Unsupported::Keyword("an empty number range".into()));
-            }
-            (Some(s), Some(e)) if s.value == e.value => {
-                if s.exclusive || e.exclusive {
-                    return Err(Unsupported::Keyword("an empty number range".into()));
-                }
-                format!("^({}(\\.0{{1,6}})?)$", s.value)
-            }
-            _ => range::number_range_regex(start, end),
-        };
+        if start.is_none() && end.is_none() {
+            return Err(Unsupported::Keyword("number bounds".into()));
+        }
+        let regex = range::number_range_regex(start, end)
+            .ok_or_else(|| Unsupported::Keyword("an empty number range".into()))?;
         let rules = regex_rules(&regex)?;
         let root = self.grammar.graft(rules)?;
         Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
     }
 
-    /// An object of any keys whose values are `additional` (no `properties`).
-    fn map_object(&mut self, additional: &Value, name: &str) -> Result<Body, Unsupported> {
+    /// An object of any keys whose values are `additional` (no
+    /// `properties`), `min` to `max` of them.
+    fn map_object(
+        &mut self,
+        additional: &Value,
+        name: &str,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Body, Unsupported> {
+        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
+        if max == Some(0) {
+            return Ok(Body::Choice(vec![empty()]));
+        }
         let value = self.rule_for(additional, format!("{name}_addl"))?;
-        let more = format!("{name}_properties");
-        let index = self.grammar.add(more.clone())?;
         let entry = |value: Item| {
             vec![
                 Item::Ref("basic_string".into()),
@@ -998,18 +1030,145 @@ impl Converter<'_> {
         };
         let mut rest = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
         rest.extend(entry(value.clone()));
-        self.grammar.rules[index].body = Body::Choice(vec![rest]);
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         sequence.extend(entry(value));
-        sequence.extend([
-            Item::Repeat(more, 0, -1),
+        let more_max = max.map_or(-1, |m| m as i64 - 1);
+        self.repeat(
+            &mut sequence,
+            rest,
+            min.saturating_sub(1),
+            more_max,
+            format!("{name}_properties"),
+        )?;
+        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
+        let mut alternatives = vec![sequence];
+        if min == 0 {
+            alternatives.push(empty());
+        }
+        Ok(Body::Choice(alternatives))
+    }
+
+    /// An object whose keys match `patternProperties` (each pattern with its
+    /// own values; `additionalProperties` and `propertyNames` are then
+    /// ignored) or `propertyNames` (values: `additionalProperties`, any
+    /// value without), `min` to `max` of them, as xgrammar writes it: a
+    /// rule `…_prop` of one entry, repeated.
+    fn keyed_object(
+        &mut self,
+        map: &Map<String, Value>,
+        name: &str,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Body, Unsupported> {
+        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
+        if max == Some(0) {
+            return Ok(Body::Choice(vec![empty()]));
+        }
+        let entry = |key: Item, value: Item| {
+            vec![
+                Item::Raw(WS),
+                key,
+                Item::Raw(WS),
+                Item::Lit(":".into()),
+                Item::Raw(WS),
+                value,
+            ]
+        };
+        let mut entries = Vec::new();
+        match (map.get("patternProperties"), map.get("propertyNames")) {
+            (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
+                for (i, (pattern, schema)) in patterns.iter().enumerate() {
+                    // A pattern named like an annotation drops out of xgrammar's
+                    // key for finding schemas again (not reproduced).
+                    if !pattern::kept_as_regex(pattern)
+                        || ANNOTATIONS.contains(&pattern.as_str())
+                        || matches!(schema, Value::Bool(false))
+                    {
+                        return Err(Unsupported::Keyword(format!(
+                            "patternProperties {pattern:?}"
+                        )));
+                    }
+                    // The key's rule is made afresh, never found again.
+                    let key = format!("{name}_prop_{i}_key");
+                    let index = self.grammar.add(key.clone())?;
+                    self.grammar.rules[index].body = Body::Choice(vec![vec![
+                        Item::Lit("\"".into()),
+                        Item::Regex(pattern.clone()),
+                        Item::Lit("\"".into()),
+                    ]]);
+                    let value = self.rule_for(schema, format!("{name}_prop_{i}"))?;
+                    entries.push(entry(Item::Ref(key), value));
+                }
+            }
+            // Keys of a string schema (checked with a `type` or as an enum).
+            (None, Some(Value::Object(names)))
+                if names.get("type") == Some(&Value::from("string"))
+                    || names.contains_key("enum")
+                    || names.contains_key("const") =>
+            {
+                let names = &map["propertyNames"];
+                let key = self.rule_for(names, format!("{name}_name"))?;
+                let value = match map.get("additionalProperties") {
+                    None | Some(Value::Bool(false)) => Item::Ref("basic_any".into()),
+                    Some(additional) => self.rule_for(additional, format!("{name}_addl"))?,
+                };
+                entries.push(entry(key, value));
+            }
+            _ => {
+                return Err(Unsupported::Keyword(
+                    "patternProperties / propertyNames of this form".into(),
+                ));
+            }
+        }
+        let prop = format!("{name}_prop");
+        let index = self.grammar.add(prop.clone())?;
+        self.grammar.rules[index].body = Body::Choice(entries);
+        let mut sequence = vec![Item::Lit("{".into()), Item::Ref(prop.clone())];
+        let more = vec![
             Item::Raw(WS),
-            Item::Lit("}".into()),
-        ]);
-        Ok(Body::Choice(vec![
-            sequence,
-            vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())],
-        ]))
+            Item::Lit(",".into()),
+            Item::Raw(WS),
+            Item::Ref(prop),
+        ];
+        let more_max = max.map_or(-1, |m| m as i64 - 1);
+        let more_min = min.saturating_sub(1);
+        self.repeat(
+            &mut sequence,
+            more,
+            more_min,
+            more_max,
+            format!("{name}_properties"),
+        )?;
+        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
+        let mut alternatives = vec![sequence];
+        if min == 0 {
+            alternatives.push(empty());
+        }
+        Ok(Body::Choice(alternatives))
+    }
+
+    /// `more` `min` to `max` (`-1`: unbounded) times at the end of
+    /// `sequence`, as xgrammar writes it: nothing for none, optional for
+    /// `{0, 1}`, itself for `{1, 1}`, else a rule `rule` of it repeated.
+    fn repeat(
+        &mut self,
+        sequence: &mut Vec<Item>,
+        more: Vec<Item>,
+        min: u64,
+        max: i64,
+        rule: String,
+    ) -> Result<(), Unsupported> {
+        match (min, max) {
+            (_, 0) => {}
+            (0, 1) => sequence.push(Item::Nested(vec![vec![], more])),
+            (1, 1) => sequence.extend(more),
+            _ => {
+                let index = self.grammar.add(rule.clone())?;
+                self.grammar.rules[index].body = Body::Choice(vec![more]);
+                sequence.push(Item::Repeat(rule, min, max));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1031,8 +1190,13 @@ fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Uns
     }
 }
 
-/// The largest whole `multipleOf` converted (one rule per remainder).
-const MAX_MULTIPLE_OF: u64 = 100;
+/// The largest whole `multipleOf` xgrammar keeps for an integer (one rule
+/// per remainder without bounds); it ignores larger ones.
+const MAX_MULTIPLE_OF: u64 = 1024;
+
+/// The most integers between two bounds among which xgrammar lists the
+/// multiples of a `multipleOf`.
+const MAX_LISTED: u64 = 10_000;
 
 /// `multipleOf`, if any: a number above zero (xgrammar refuses others).
 fn multiple_of(map: &Map<String, Value>) -> Result<Option<f64>, Unsupported> {

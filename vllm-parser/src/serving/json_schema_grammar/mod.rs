@@ -16,13 +16,23 @@
 //! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
 //! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
-//! `regex`), and with a `multipleOf` (a remainder automaton, up to 100;
-//! ignored beside one bound); numbers without bounds or with bounds that are whole numbers
-//! up to 10^12 in magnitude; booleans; `null`; arrays with `items`,
+//! `regex`), and with a `multipleOf` (a whole one up to 1024: without bounds
+//! a remainder automaton, between two bounds at most 10 000 integers apart
+//! the list of the multiples, otherwise ignored, as is any other
+//! `multipleOf`); numbers without bounds or with any finite bounds
+//! (xgrammar's float range regex on its grid of six decimals: bounds
+//! rounded inwards, magnitudes past `i64` written out in full);
+//! booleans; `null`; arrays with `items`,
 //! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
-//! bytes), or without `properties` (a map); `enum` / `const` of any JSON
+//! bytes), or without `properties` (a map, with any `minProperties` /
+//! `maxProperties`: the entries after the first repeated as xgrammar
+//! repeats them), or with `patternProperties` (patterns as for strings;
+//! `additionalProperties` and `propertyNames` then ignored) or
+//! `propertyNames` (a schema for the keys, `additionalProperties` for the
+//! values), without `properties` or `required` and with any
+//! `minProperties` / `maxProperties`; `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
 //! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
 //! its body; several: any value, as xgrammar does); `$ref` to
@@ -30,13 +40,16 @@
 //! letters, digits, `_`, `-`, `.`), recursion included. Annotations
 //! (`title`, `description`, `default`, `examples`, …) and `nullable`,
 //! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
-//! beside `const`, `enum`, `anyOf` and `oneOf`, xgrammar ignores `type`,
+//! beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`, xgrammar
+//! ignores `type`,
 //! `properties`, `items`, `maxLength`, `minimum` and the like.
 //!
-//! Outside it, among others: an integer `multipleOf` beside both bounds
-//! (xgrammar lists the multiples), fractional number
-//! bounds, `patternProperties` / `propertyNames` / `minProperties` /
-//! `maxProperties`, and schemas xgrammar takes for one another: its key for
+//! Outside it, among others: integer bounds that are not whole numbers
+//! (xgrammar refuses them) or beyond 2^53, empty ranges (xgrammar refuses
+//! them), `minProperties` (above 0) / `maxProperties` /
+//! `patternProperties` / `propertyNames` beside `properties` (xgrammar
+//! counts the properties in its rules, or merges the keys' rules with
+//! theirs), a `propertyNames` schema without `type`, and schemas xgrammar takes for one another: its key for
 //! finding a schema's rules again drops annotation keywords at any depth,
 //! property names included, and sorts properties, so two schemas that differ
 //! only in a property named `title` or in the order of their properties get
@@ -225,6 +238,35 @@ mod tests {
     }
 
     #[test]
+    fn map_entries_are_counted_as_xgrammar_counts_them() {
+        let map = |min: Option<u64>, max: Option<u64>| {
+            let mut schema = json!({"type": "object", "additionalProperties": {"type": "integer"}});
+            if let Some(min) = min {
+                schema["minProperties"] = min.into();
+            }
+            if let Some(max) = max {
+                schema["maxProperties"] = max.into();
+            }
+            from_json_schema(&schema).unwrap()
+        };
+        let entry = r#"basic_string [ \n\r\t]* ":" [ \n\r\t]* basic_integer"#;
+        let open = r#"("{" [ \n\r\t]* "}")"#;
+        assert!(map(Some(0), Some(0)).contains(&format!("root ::= ({open})")));
+        assert!(map(Some(1), Some(1)).contains(&format!(
+            r#"root ::= (("{{" [ \n\r\t]* {entry} [ \n\r\t]* "}}"))"#
+        )));
+        assert!(map(None, Some(2)).contains(&format!(
+            r#"root ::= (("{{" [ \n\r\t]* {entry} root_1 [ \n\r\t]* "}}") | {open})"#
+        )));
+        assert!(map(Some(3), None).contains(&format!(
+            r#"root ::= (("{{" [ \n\r\t]* {entry} root_properties{{2, -1}} [ \n\r\t]* "}}"))"#
+        )));
+        assert!(map(Some(2), Some(2)).contains(&format!(
+            r#"{entry} [ \n\r\t]* "," [ \n\r\t]* {entry} [ \n\r\t]* "}}"))"#
+        )));
+    }
+
+    #[test]
     fn hostile_schemas_are_refused_not_expanded() {
         // A type list repeating a type doubles the rules at every level.
         let mut schema = json!({"type": "string"});
@@ -244,6 +286,24 @@ mod tests {
             from_json_schema(&json!({"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}))
                 .unwrap();
         assert!(widest.lines().count() < 300, "{}", widest.lines().count());
+        let widest = from_json_schema(&json!({
+            "type": "number", "minimum": -f64::MAX, "exclusiveMaximum": f64::MAX,
+        }))
+        .unwrap();
+        assert!(widest.len() < 100_000, "{}", widest.len());
+        // xgrammar lists the multiples of up to 10 000 integers, no more.
+        let listed = |width: i64| {
+            from_json_schema(&json!({
+                "type": "integer", "minimum": i64::MAX - width, "maximum": i64::MAX,
+                "multipleOf": 1024,
+            }))
+            .unwrap()
+        };
+        assert!(
+            listed(9_999)
+                .contains(r#"root ::= (("9223372036854766592") | ("9223372036854767616") | ("#)
+        );
+        assert!(listed(10_000).contains("root ::= ((root_1))"));
         let mut deep = json!({"type": "string"});
         for _ in 0..200 {
             deep = json!({"type": "array", "items": deep});
@@ -259,7 +319,12 @@ mod tests {
             json!({"enum": []}),
             json!({"enum": "x"}),
             json!({"type": "integer", "minimum": 3, "maximum": 2}),
-            json!({"type": "number", "minimum": 0.5}),
+            json!({"type": "integer", "minimum": 0.5}),
+            json!({"type": "object", "minProperties": 1}),
+            json!({"type": "object", "additionalProperties": true, "minProperties": 2, "maxProperties": 1}),
+            json!({"type": "object", "properties": {"a": {}}, "maxProperties": 1}),
+            json!({"type": "integer", "minimum": 1, "maximum": 2, "multipleOf": 3}),
+            json!({"type": "number", "minimum": 0.1234561, "maximum": 0.1234569}),
             json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
             json!({"type": "integer", "exclusiveMaximum": i64::MIN}),
             json!({"type": "string", "pattern": "^(a)\\1$"}),
