@@ -5,17 +5,15 @@
 //! `vllm-parser/scripts/gen_beam_grammars.py`), with `reasoning_ended: true`: the
 //! prompt ends at the message start, so the tag covers the reasoning.
 
+mod common;
+
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
 
+use common::engine_request;
 use serde_json::Value;
 use vllm_chat::RendererOptions;
-use vllm_chat::openai::ChatCompletionRequest;
-use vllm_chat::pipeline::{Accepted, Model, Pipeline, PipelineConfig, Routing};
-use vllm_client::mock::{MockConfig, MockEngine};
-use vllm_client::{ClientConfig, EngineCoreClient};
+use vllm_chat::pipeline::Model;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -65,27 +63,7 @@ async fn beam_sends_vllms_structural_tag_for_the_rendered_prompt() {
         .serving_parsers(Some("beam"), Some("beam"), true)
         .expect("parsers");
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config =
-        ClientConfig::handshake("127.0.0.1", port, 1).with_ready_timeout(Duration::from_secs(60));
-    let connecting = tokio::spawn(EngineCoreClient::connect(config));
-    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, MockConfig::default());
-    let client = connecting.await.unwrap().expect("engine registers");
-    let pipeline = Pipeline::new(Arc::new(model), client, PipelineConfig::new("m", parsers));
-
-    let request: ChatCompletionRequest =
-        serde_json::from_value(case["request"].clone()).expect("request");
-    let accepted = pipeline
-        .chat(request, Routing::default())
-        .await
-        .expect("accepted");
-    accepted.response().await.expect("answered");
-    let added = engine.added_requests();
-    let sent = added.first().expect("the engine got the request");
+    let sent = engine_request(model, parsers, &case["request"]).await;
     let tag = sent
         .sampling_params
         .as_ref()

@@ -213,13 +213,8 @@ fn mistral_directory_serves_mistral_commons_token_ids() {
 /// parser's kwargs.
 #[tokio::test]
 async fn mistral_parsers_constrain_with_mistral_commons_grammar() {
-    use std::sync::Arc;
-    use std::time::Duration;
     use vllm_chat::RendererOptions;
-    use vllm_chat::openai::ChatCompletionRequest;
-    use vllm_chat::pipeline::{Accepted, Model, Pipeline, PipelineConfig, Routing};
-    use vllm_client::mock::{MockConfig, MockEngine};
-    use vllm_client::{ClientConfig, EngineCoreClient};
+    use vllm_chat::pipeline::Model;
 
     let fixture: Value = serde_json::from_slice(&gunzip(
         "vllm-parser/tests/fixtures/mistral_grammars.json.gz",
@@ -252,27 +247,7 @@ async fn mistral_parsers_constrain_with_mistral_commons_grammar() {
         .serving_parsers(Some("mistral"), Some("mistral"), true)
         .expect("parsers");
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let config =
-        ClientConfig::handshake("127.0.0.1", port, 1).with_ready_timeout(Duration::from_secs(60));
-    let connecting = tokio::spawn(EngineCoreClient::connect(config));
-    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, MockConfig::default());
-    let client = connecting.await.unwrap().expect("engine registers");
-    let pipeline = Pipeline::new(Arc::new(model), client, PipelineConfig::new("m", parsers));
-
-    let request: ChatCompletionRequest =
-        serde_json::from_value(case["request"].clone()).expect("request");
-    let accepted = pipeline
-        .chat(request, Routing::default())
-        .await
-        .expect("accepted");
-    accepted.response().await.expect("answered");
-    let added = engine.added_requests();
-    let sent = added.first().expect("the engine got the request");
+    let sent = engine_request(model, parsers, &case["request"]).await;
     let grammar = sent
         .sampling_params
         .as_ref()

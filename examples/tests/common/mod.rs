@@ -376,3 +376,39 @@ pub async fn eventually(what: &str, timeout: Duration, mut check: impl FnMut() -
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// The engine request `Pipeline::chat` puts on the wire for `request` (an OpenAI chat
+/// body) with `model` served behind `parsers`, as a mock engine receives it.
+pub async fn engine_request(
+    model: vllm_chat::pipeline::Model,
+    parsers: vllm_parser::serving::ServingParsers,
+    request: &Value,
+) -> vllm_client::protocol::EngineCoreRequest {
+    use std::sync::Arc;
+    use vllm_chat::pipeline::{Accepted, Pipeline, PipelineConfig, Routing};
+    use vllm_client::mock::{MockConfig, MockEngine};
+    use vllm_client::{ClientConfig, EngineCoreClient};
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config =
+        ClientConfig::handshake("127.0.0.1", port, 1).with_ready_timeout(Duration::from_secs(60));
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), 0, MockConfig::default());
+    let client = connecting.await.unwrap().expect("engine registers");
+    let pipeline = Pipeline::new(Arc::new(model), client, PipelineConfig::new("m", parsers));
+    let request = serde_json::from_value(request.clone()).expect("request");
+    let accepted = pipeline
+        .chat(request, Routing::default())
+        .await
+        .expect("accepted");
+    accepted.response().await.expect("answered");
+    engine
+        .added_requests()
+        .into_iter()
+        .next()
+        .expect("the engine got the request")
+}
