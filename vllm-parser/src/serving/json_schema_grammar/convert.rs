@@ -1014,38 +1014,14 @@ impl Converter<'_> {
         min: u64,
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
-        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
         if max == Some(0) {
-            return Ok(Body::Choice(vec![empty()]));
+            return Ok(Body::Choice(vec![empty_object()]));
         }
         let value = self.rule_for(additional, format!("{name}_addl"))?;
-        let entry = |value: Item| {
-            vec![
-                Item::Ref("basic_string".into()),
-                Item::Raw(WS),
-                Item::Lit(":".into()),
-                Item::Raw(WS),
-                value,
-            ]
-        };
-        let mut rest = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
-        rest.extend(entry(value.clone()));
-        let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
-        sequence.extend(entry(value));
-        let more_max = max.map_or(-1, |m| m as i64 - 1);
-        self.repeat(
-            &mut sequence,
-            rest,
-            min.saturating_sub(1),
-            more_max,
-            format!("{name}_properties"),
-        )?;
-        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
-        let mut alternatives = vec![sequence];
-        if min == 0 {
-            alternatives.push(empty());
-        }
-        Ok(Body::Choice(alternatives))
+        let first = entry(Item::Ref("basic_string".into()), value.clone());
+        let mut more = vec![Item::Raw(WS), Item::Lit(",".into())];
+        more.extend(entry(Item::Ref("basic_string".into()), value));
+        self.entries_object(first, more, name, min, max)
     }
 
     /// An object whose keys match `patternProperties` (each pattern with its
@@ -1060,20 +1036,9 @@ impl Converter<'_> {
         min: u64,
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
-        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
         if max == Some(0) {
-            return Ok(Body::Choice(vec![empty()]));
+            return Ok(Body::Choice(vec![empty_object()]));
         }
-        let entry = |key: Item, value: Item| {
-            vec![
-                Item::Raw(WS),
-                key,
-                Item::Raw(WS),
-                Item::Lit(":".into()),
-                Item::Raw(WS),
-                value,
-            ]
-        };
         let mut entries = Vec::new();
         match (map.get("patternProperties"), map.get("propertyNames")) {
             (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
@@ -1123,26 +1088,39 @@ impl Converter<'_> {
         let prop = format!("{name}_prop");
         let index = self.grammar.add(prop.clone())?;
         self.grammar.rules[index].body = Body::Choice(entries);
-        let mut sequence = vec![Item::Lit("{".into()), Item::Ref(prop.clone())];
         let more = vec![
             Item::Raw(WS),
             Item::Lit(",".into()),
             Item::Raw(WS),
-            Item::Ref(prop),
+            Item::Ref(prop.clone()),
         ];
+        self.entries_object(vec![Item::Ref(prop)], more, name, min, max)
+    }
+
+    /// `{`, `first` entry, then `more` entries up to `min` to `max` in all, `}`;
+    /// or `{ }` when `min` is 0: the object as xgrammar writes it.
+    fn entries_object(
+        &mut self,
+        first: Vec<Item>,
+        more: Vec<Item>,
+        name: &str,
+        min: u64,
+        max: Option<u64>,
+    ) -> Result<Body, Unsupported> {
+        let mut sequence = vec![Item::Lit("{".into())];
+        sequence.extend(first);
         let more_max = max.map_or(-1, |m| m as i64 - 1);
-        let more_min = min.saturating_sub(1);
         self.repeat(
             &mut sequence,
             more,
-            more_min,
+            min.saturating_sub(1),
             more_max,
             format!("{name}_properties"),
         )?;
         sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
         let mut alternatives = vec![sequence];
         if min == 0 {
-            alternatives.push(empty());
+            alternatives.push(empty_object());
         }
         Ok(Body::Choice(alternatives))
     }
@@ -1170,6 +1148,23 @@ impl Converter<'_> {
         }
         Ok(())
     }
+}
+
+/// `{ }`: the empty object.
+fn empty_object() -> Vec<Item> {
+    vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())]
+}
+
+/// One `key: value` entry of an object, after its leading whitespace.
+fn entry(key: Item, value: Item) -> Vec<Item> {
+    vec![
+        Item::Raw(WS),
+        key,
+        Item::Raw(WS),
+        Item::Lit(":".into()),
+        Item::Raw(WS),
+        value,
+    ]
 }
 
 /// An integer bound (`minimum`, …): a whole number that an `f64` holds
