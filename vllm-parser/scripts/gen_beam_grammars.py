@@ -33,8 +33,6 @@ Run from the crate directory with the reference environment::
 from __future__ import annotations
 
 import copy
-import gzip
-import io
 import json
 import sys
 from pathlib import Path
@@ -430,12 +428,7 @@ def main() -> int:
         print(f"{template_name}: {count} cases", file=sys.stderr)
     header = {"generated_by": "scripts/gen_beam_grammars.py", "vllm_version": gf.VLLM_VERSION,
               "templates": {name: spec["template"] for name, spec in TEMPLATES.items()}}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    raw = gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0)
-    with io.TextIOWrapper(raw, encoding="utf-8") as f:
-        f.write(json.dumps(header, ensure_ascii=False) + "\n")
-        for r in results:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    gf.write_jsonl_gz(OUT, header, results)
     return 0
 
 

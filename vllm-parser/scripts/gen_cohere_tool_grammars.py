@@ -42,8 +42,6 @@ Run from the crate directory with the reference environment::
 from __future__ import annotations
 
 import copy
-import gzip
-import io
 import json
 import random
 import re
@@ -582,11 +580,7 @@ def main() -> int:
                          "response_format": None, **vllm_tag([tool], architecture, None)})
     header = {"generated_by": "scripts/gen_cohere_tool_grammars.py",
               "vllm_version": gf.VLLM_VERSION}
-    raw = gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0)
-    with io.TextIOWrapper(raw, encoding="utf-8") as f:
-        f.write(json.dumps(header, ensure_ascii=False) + "\n")
-        for r in results:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    gf.write_jsonl_gz(OUT, header, results)
     errors = sum(1 for r in results if "error" in r)
     print(f"{len(results)} cases ({errors} errors)", file=sys.stderr)
     return 0

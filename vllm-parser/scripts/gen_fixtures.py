@@ -64,6 +64,8 @@ With no family, every corpus file is regenerated.
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import logging
 import os
@@ -107,6 +109,17 @@ if vllm.__version__ != VLLM_VERSION:
 COHERE_MELODY = "cohere-melody==0.15.3"
 
 _TOKENIZERS: dict[tuple, object] = {}
+
+
+def write_jsonl_gz(path: Path, header: dict, records: list[dict]) -> None:
+    """A fixture as gzip JSON lines (the header, then one record per line), written
+    reproducibly (no timestamp in the gzip header) for the Rust tests."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = gzip.GzipFile(path, "wb", compresslevel=9, mtime=0)
+    with io.TextIOWrapper(raw, encoding="utf-8") as f:
+        f.write(json.dumps(header, ensure_ascii=False) + "\n")
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def ensure_cohere_melody() -> None:

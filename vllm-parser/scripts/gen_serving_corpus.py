@@ -47,8 +47,6 @@ Run from the crate directory with the reference environment
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import sys
 from pathlib import Path
@@ -367,11 +365,7 @@ def generate(family: str) -> int:
     old = OUT / f"{family}.json"
     if old.exists():
         old.unlink()
-    raw = gzip.GzipFile(OUT / f"{family}.json.gz", "wb", compresslevel=9, mtime=0)
-    with io.TextIOWrapper(raw, encoding="utf-8") as f:
-        f.write(json.dumps(header, ensure_ascii=False) + "\n")
-        for r in results:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    gf.write_jsonl_gz(OUT / f"{family}.json.gz", header, results)
     print(f"{family}: {len(results)} requests, "
           f"{sum(len(r['cases']) for r in results)} outputs", file=sys.stderr)
     return 0

@@ -25,8 +25,6 @@ Run from the crate directory with the reference environment::
 from __future__ import annotations
 
 import copy
-import gzip
-import io
 import json
 import sys
 from pathlib import Path
@@ -310,11 +308,7 @@ def main() -> int:
     results.extend(cohere_entries())
     header = {"generated_by": "scripts/gen_structural_tags.py",
               "vllm_version": gf.VLLM_VERSION}
-    raw = gzip.GzipFile(OUT, "wb", compresslevel=9, mtime=0)
-    with io.TextIOWrapper(raw, encoding="utf-8") as f:
-        f.write(json.dumps(header, ensure_ascii=False) + "\n")
-        for r in results:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    gf.write_jsonl_gz(OUT, header, results)
     return 0
 
 
