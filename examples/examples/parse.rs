@@ -10,10 +10,11 @@
 //! ```
 //!
 //! Runs vLLM's serving rules ([`vllm_parser::serving`]): the request
-//! adjustments (printed to stderr), the parser's start state from the rendered
-//! prompt's token ids (`--prompt-token-ids`, a JSON list or a file holding one;
-//! needs `--model` to know the marker tokens' ids), `tool_choice`, and the
-//! finish reason. Prints `{"content", "reasoning", "tool_calls": [{"type",
+//! adjustments and the engine request's `reasoning_ended` (printed to stderr),
+//! the parser's start state from the rendered prompt's token ids
+//! (`--prompt-token-ids`, a JSON list or a file holding one; needs `--model` to
+//! know the marker tokens' ids, and to decode the prompt for `beam`'s grammar),
+//! `tool_choice`, and the finish reason. Prints `{"content", "reasoning", "tool_calls": [{"type",
 //! "function": {"name", "arguments"}}], "finish_reason"}` as vLLM's non-streaming
 //! response holds it. With `--chunk N` the output is fed N characters at a time
 //! and every delta is printed first, one JSON line each in the shape of vLLM's
@@ -149,12 +150,24 @@ fn main() -> anyhow::Result<()> {
         response_format: None,
         structured_outputs: None,
     };
-    let adjustments = parsers.adjust_request(&request)?;
-    eprintln!("request adjustments: {adjustments:?}");
     let prompt = match &args.prompt_token_ids {
         Some(arg) => prompt_token_ids(arg)?,
         None => Vec::new(),
     };
+    // `beam` derives its grammar from the prompt as vLLM decodes it.
+    let prompt_text = match &args.model {
+        Some(dir) if parsers.reads_prompt() => {
+            let options = vllm_chat::RendererOptions::default();
+            let model =
+                vllm_chat::pipeline::Model::load_with_mode(dir, args.tokenizer_mode, options)?;
+            model.tokenizer.decode(&prompt, false)?
+        }
+        _ => String::new(),
+    };
+    let adjustments = parsers.adjust_request_for_prompt(&request, &prompt_text)?;
+    eprintln!("request adjustments: {adjustments:?}");
+    let reasoning_ended = parsers.resolve_reasoning_ended(&request, &adjustments, &prompt);
+    eprintln!("engine request reasoning_ended: {reasoning_ended:?}");
 
     let mut output = String::new();
     std::io::stdin()
