@@ -549,42 +549,26 @@ impl<'a> Converter<'a> {
         if max.is_some_and(|max| max < min) {
             return Err(Unsupported::Keyword("minItems above maxItems".into()));
         }
-        let open = || vec![Item::Lit("[".into()), Item::Raw(WS), Item::Lit("]".into())];
         let Some(items) = map.get("items") else {
             if min > 0 {
                 return Err(Unsupported::Keyword("minItems without items".into()));
             }
-            return Ok(Body::Choice(vec![open()]));
+            return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         };
         if max == Some(0) {
             let key = self.key(items)?;
             if !self.cache.contains_key(&key) {
                 return Err(Unsupported::Keyword("maxItems 0 with items".into()));
             }
-            return Ok(Body::Choice(vec![open()]));
+            return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         }
         let item = self.rule_for(items, format!("{name}_additional"))?;
-        let mut sequence = vec![Item::Lit("[".into()), Item::Raw(WS), item.clone()];
-        let more_min = min.saturating_sub(1);
-        let more_max = max.map_or(-1, |m| m as i64 - 1);
-        let more_item = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
-        self.repeat(
-            &mut sequence,
-            more_item,
-            more_min,
-            more_max,
-            format!("{name}_items"),
-        )?;
-        sequence.extend([Item::Raw(WS), Item::Lit("]".into())]);
-        let mut alternatives = vec![sequence];
-        if min == 0 {
-            alternatives.push(open());
-        }
-        Ok(Body::Choice(alternatives))
+        let first = vec![Item::Raw(WS), item.clone()];
+        let more = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
+        self.repeated_in(("[", "]"), first, more, min, max, format!("{name}_items"))
     }
 
     fn object(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
-        let empty = || vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())];
         let properties: Vec<(&String, &Value)> = match map.get("properties") {
             None => Vec::new(),
             Some(Value::Object(properties)) => properties.iter().collect(),
@@ -639,7 +623,7 @@ impl<'a> Converter<'a> {
         };
         let n = properties.len();
         if n == 0 {
-            return Ok(Body::Choice(vec![empty()]));
+            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let mut values = Vec::with_capacity(n);
         let mut keys = Vec::with_capacity(n);
@@ -741,7 +725,7 @@ impl<'a> Converter<'a> {
         let mut alternatives = vec![sequence];
         // Required names that are not properties still rule the empty object out.
         if required.is_empty() {
-            alternatives.push(empty());
+            alternatives.push(empty_in(("{", "}")));
         }
         Ok(Body::Choice(alternatives))
     }
@@ -1015,13 +999,20 @@ impl Converter<'_> {
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
         if max == Some(0) {
-            return Ok(Body::Choice(vec![empty_object()]));
+            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let value = self.rule_for(additional, format!("{name}_addl"))?;
         let first = entry(Item::Ref("basic_string".into()), value.clone());
         let mut more = vec![Item::Raw(WS), Item::Lit(",".into())];
         more.extend(entry(Item::Ref("basic_string".into()), value));
-        self.entries_object(first, more, name, min, max)
+        self.repeated_in(
+            ("{", "}"),
+            first,
+            more,
+            min,
+            max,
+            format!("{name}_properties"),
+        )
     }
 
     /// An object whose keys match `patternProperties` (each pattern with its
@@ -1037,7 +1028,7 @@ impl Converter<'_> {
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
         if max == Some(0) {
-            return Ok(Body::Choice(vec![empty_object()]));
+            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let mut entries = Vec::new();
         match (map.get("patternProperties"), map.get("propertyNames")) {
@@ -1094,33 +1085,36 @@ impl Converter<'_> {
             Item::Raw(WS),
             Item::Ref(prop.clone()),
         ];
-        self.entries_object(vec![Item::Ref(prop)], more, name, min, max)
+        self.repeated_in(
+            ("{", "}"),
+            vec![Item::Ref(prop)],
+            more,
+            min,
+            max,
+            format!("{name}_properties"),
+        )
     }
 
-    /// `{`, `first` entry, then `more` entries up to `min` to `max` in all, `}`;
-    /// or `{ }` when `min` is 0: the object as xgrammar writes it.
-    fn entries_object(
+    /// An array or object as xgrammar writes it: `open`, `first`, then `more`
+    /// up to `min` to `max` elements in all (a rule `rule` when repeated),
+    /// `close`; or the empty one when `min` is 0.
+    fn repeated_in(
         &mut self,
+        (open, close): (&str, &str),
         first: Vec<Item>,
         more: Vec<Item>,
-        name: &str,
         min: u64,
         max: Option<u64>,
+        rule: String,
     ) -> Result<Body, Unsupported> {
-        let mut sequence = vec![Item::Lit("{".into())];
+        let mut sequence = vec![Item::Lit(open.into())];
         sequence.extend(first);
         let more_max = max.map_or(-1, |m| m as i64 - 1);
-        self.repeat(
-            &mut sequence,
-            more,
-            min.saturating_sub(1),
-            more_max,
-            format!("{name}_properties"),
-        )?;
-        sequence.extend([Item::Raw(WS), Item::Lit("}".into())]);
+        self.repeat(&mut sequence, more, min.saturating_sub(1), more_max, rule)?;
+        sequence.extend([Item::Raw(WS), Item::Lit(close.into())]);
         let mut alternatives = vec![sequence];
         if min == 0 {
-            alternatives.push(empty_object());
+            alternatives.push(empty_in((open, close)));
         }
         Ok(Body::Choice(alternatives))
     }
@@ -1150,9 +1144,13 @@ impl Converter<'_> {
     }
 }
 
-/// `{ }`: the empty object.
-fn empty_object() -> Vec<Item> {
-    vec![Item::Lit("{".into()), Item::Raw(WS), Item::Lit("}".into())]
+/// The empty array or object: `open`, whitespace, `close`.
+fn empty_in((open, close): (&str, &str)) -> Vec<Item> {
+    vec![
+        Item::Lit(open.into()),
+        Item::Raw(WS),
+        Item::Lit(close.into()),
+    ]
 }
 
 /// One `key: value` entry of an object, after its leading whitespace.
