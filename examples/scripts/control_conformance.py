@@ -384,7 +384,8 @@ def real_engine_command(args, address: str, rpc_port, dp_size="1") -> list:
     frontend's handshake socket, as `vllm serve --headless` would."""
     return [os.path.join(REF, "venv/bin/python"), ENGINE_CORE_SCRIPT,
             "--handshake-address", f"tcp://{address}:{rpc_port}", "--dp-size", str(dp_size),
-            "--model", args.model, "--step-delay-ms", "20"]
+            "--model", args.model, "--step-delay-ms", "20",
+            "--max-model-len", str(args.engine_max_model_len)]
 
 
 def start_vllm_rs(args, workdir, env, flags, mock_extra=()):
@@ -478,6 +479,8 @@ def main() -> int:
                    help="in front of vLLM's own EngineCoreProc (scripted executor, "
                         "vllm-client/scripts/interop_engine_core.py) instead of the mock: the "
                         "base battery only (no LoRA, metrics or operations phases)")
+    p.add_argument("--engine-max-model-len", type=int, default=4096,
+                   help="--max-model-len of the real engine")
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="control-conformance-")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_SERVER_DEV_MODE": "1"}

@@ -428,6 +428,9 @@ def main() -> int:
     p.add_argument("--real-engine", action="store_true",
                    help="in front of vLLM's own EngineCoreProc (scripted executor) instead of "
                         "the mock: the main battery and shutdown only")
+    p.add_argument("--engine-max-model-len", type=int, default=512,
+                   help="--max-model-len of the real engine: the scripted executor never "
+                        "samples EOS, so 'Generate to EOS' runs to this length (20 ms a token)")
     args = p.parse_args()
     workdir = tempfile.mkdtemp(prefix="grpc-conformance-")
     pb = stubs(workdir)

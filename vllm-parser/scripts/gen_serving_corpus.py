@@ -253,9 +253,19 @@ def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
     return message
 
 
-def marker_vocab(tokenizer) -> dict:
-    """The tokenizer's added tokens (every special marker), text → id."""
-    return {t: i for t, i in tokenizer.get_added_vocab().items() if len(t) <= 64}
+# ``Olmo3ReasoningParser.is_reasoning_end`` matches ``</think>`` as these
+# ordinary tokens (``Ġ</`` or ``</``, then ``think``, ``>``).
+OLMO3_END_PIECES = ("Ġ</", "</", "think", ">")
+
+
+def marker_vocab(tokenizer, config) -> dict:
+    """The tokenizer's added tokens (every special marker), text → id, and the
+    ordinary tokens a parser of ``config`` matches as a marker."""
+    vocab = {t: i for t, i in tokenizer.get_added_vocab().items() if len(t) <= 64}
+    if config["reasoning"] == "olmo3":
+        full = tokenizer.get_vocab()
+        vocab.update({t: full[t] for t in OLMO3_END_PIECES if t in full})
+    return vocab
 
 
 def mistral_tokenizer_facts(tokenizer, config) -> dict | None:
@@ -313,7 +323,7 @@ def generate(family: str) -> int:
             name = tools[0]["function"]["name"]
             outputs.append(f'[{{"name": "{name}", "parameters": {{"a": 1}}}}]')
             outputs.append('{"a": 1}')
-        vocab = marker_vocab(tokenizer)
+        vocab = marker_vocab(tokenizer, config)
         for scenario_name, scenario in SCENARIOS.items():
             prompt_ids, kwargs = render(tokenizer, config, scenario, tools)
             if prompt_ids is None:
@@ -351,7 +361,7 @@ def generate(family: str) -> int:
                         "expected": streaming if follow == "streaming" else whole,
                         "vllm_whole": whole, "vllm_streaming": streaming, "follow": follow,
                     })
-                # The added tokens the prompt holds (marker ids); any other
+                # The marker tokens the prompt holds; any other
                 # token a parser asks about at start-up exists (vLLM's
                 # start-up check passed), under an id no prompt holds.
                 in_prompt = set(prompt_ids)

@@ -180,19 +180,10 @@ fn known_difference(
     None
 }
 
-/// `reasoning_ended` answers from vLLM this crate cannot give, by (family,
-/// reasoning parser, model, scenario): the crate reads the prompt's marker
-/// tokens, where vLLM decodes the prompt or matches ordinary tokens.
-fn known_reasoning_end_difference(
-    reasoning: &str,
-    model: &str,
-    scenario: &str,
-) -> Option<&'static str> {
-    if reasoning == "olmo3" && scenario == "quoted" {
-        // Olmo3's `</think>` is three ordinary tokens (`</`, `think`, `>`),
-        // which vLLM's `is_reasoning_end` matches in a user's text too.
-        return Some("olmo3: `</think>` as ordinary tokens");
-    }
+/// `reasoning_ended` answers from vLLM this crate cannot give, by (reasoning
+/// parser, model): the crate reads the prompt's marker tokens, where vLLM
+/// decodes the prompt.
+fn known_reasoning_end_difference(reasoning: &str, model: &str) -> Option<&'static str> {
     if matches!(reasoning, "hf" | "beam") && model == "gemma3" {
         // A Gemma 4 response template on the Gemma 3 tokenizer: its start
         // anchor `<|turn>model\n` is ordinary text, so vLLM's decoded prompt
@@ -354,7 +345,6 @@ fn serving_corpus_matches_vllm() {
                 let known_end = known_reasoning_end_difference(
                     config["reasoning"].as_str().unwrap_or("-"),
                     config["model"].as_str().unwrap_or("-"),
-                    entry["scenario"].as_str().unwrap(),
                 );
                 if Value::from(ended) != adjusted["reasoning_ended"] {
                     if let Some(reason) = known_end {

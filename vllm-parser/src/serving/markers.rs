@@ -168,3 +168,61 @@ pub(crate) const PROMPT_MARKERS: &[&str] = &[
     "[THINK]",
     "[TOOL_CALLS]",
 ];
+
+/// A marker a reasoning parser's `is_reasoning_end` matches as a sequence of
+/// ordinary tokens rather than as one marker token.
+pub(crate) struct SpelledMarker {
+    /// The reasoning parser that matches it.
+    pub parser: &'static str,
+    /// The marker's text, as [`PROMPT_MARKERS`] entries appear in the prompt view.
+    pub marker: &'static str,
+    /// The first token: any one of these vocabulary entries.
+    pub first: &'static [&'static str],
+    /// The tokens after the first, in order.
+    pub rest: &'static [&'static str],
+}
+
+/// vLLM's `Olmo3ReasoningParser.is_reasoning_end` finds `</think>` anywhere in
+/// the prompt as the pre-tokenizer splits it: `</` (or `Ġ</`, with a leading
+/// space), `think`, `>`; so a `</think>` a user typed counts too.
+pub(crate) const SPELLED_MARKERS: &[SpelledMarker] = &[SpelledMarker {
+    parser: "olmo3",
+    marker: "</think>",
+    first: &["Ġ</", "</"],
+    rest: &["think", ">"],
+}];
+
+/// A [`SpelledMarker`] resolved to the tokenizer's ids.
+#[derive(Debug, Clone)]
+pub(crate) struct SpelledIds {
+    pub marker: &'static str,
+    pub first: Vec<u32>,
+    pub rest: Vec<u32>,
+}
+
+impl SpelledIds {
+    /// The spelled markers of reasoning parser `reasoning`, where the
+    /// vocabulary has every token (vLLM's parser fails to build otherwise).
+    pub fn resolve(
+        reasoning: Option<&str>,
+        token_id: impl Fn(&str) -> Option<u32>,
+    ) -> Vec<SpelledIds> {
+        SPELLED_MARKERS
+            .iter()
+            .filter(|m| Some(m.parser) == reasoning)
+            .filter_map(|m| {
+                Some(SpelledIds {
+                    marker: m.marker,
+                    first: m.first.iter().map(|t| token_id(t)).collect::<Option<_>>()?,
+                    rest: m.rest.iter().map(|t| token_id(t)).collect::<Option<_>>()?,
+                })
+            })
+            .collect()
+    }
+
+    /// Whether `ids` starts with this marker's tokens.
+    pub fn starts(&self, ids: &[u32]) -> bool {
+        ids.first().is_some_and(|id| self.first.contains(id))
+            && ids.get(1..=self.rest.len()) == Some(&self.rest[..])
+    }
+}

@@ -324,6 +324,9 @@ pub struct ServingParsers {
     response_template: Option<Arc<ResponseTemplate>>,
     /// Marker token id → marker text, for the prompt's start state.
     markers: Arc<HashMap<u32, &'static str>>,
+    /// Markers the reasoning parser's `is_reasoning_end` matches as ordinary
+    /// tokens (Olmo3's `</think>`).
+    spelled_markers: Arc<[markers::SpelledIds]>,
     /// HY V4's structural-token suffix (`detect_token_suffix`): `""` when the
     /// tokenizer has the unsuffixed `<tool_calls>`, else unknown until
     /// [`ServingParsers::with_token_suffix`].
@@ -410,6 +413,7 @@ impl ServingParsers {
             .iter()
             .filter_map(|m| token_id(m).map(|id| (id, *m)))
             .collect();
+        let spelled_markers = markers::SpelledIds::resolve(reasoning, &token_id).into();
         let token_suffix = token_id("<tool_calls>").map(|_| String::new());
         let mistral_tokens =
             (reasoning == Some("mistral") || active_tool == Some("mistral")).then(|| {
@@ -426,6 +430,7 @@ impl ServingParsers {
             enable_auto_tool_choice,
             response_template,
             markers: Arc::new(markers),
+            spelled_markers,
             token_suffix,
             tool_strict_level: None,
             model_architecture: None,
@@ -478,6 +483,7 @@ impl ServingParsers {
             enable_auto_tool_choice: false,
             response_template: None,
             markers: Arc::default(),
+            spelled_markers: Arc::new([]),
             token_suffix: None,
             tool_strict_level: None,
             model_architecture: None,
@@ -864,7 +870,7 @@ impl ServingParsers {
         let options = ParserOptions {
             tools: request.tools.map(<[Tool]>::to_vec).unwrap_or_default(),
             chat_template_kwargs: request.chat_template_kwargs.clone(),
-            prompt: self.prompt_markers(prompt_token_ids),
+            prompt: self.prompt_markers(prompt_token_ids, &[]),
             response_template: self.response_template.clone(),
             tool_choice: request.tool_choice.clone(),
             mistral: self.mistral,
@@ -875,14 +881,22 @@ impl ServingParsers {
     /// The prompt as its marker tokens in order (every other token becomes
     /// U+0001): vLLM reads the start state from token ids, so a marker's text
     /// inside ordinary tokens never counts, and the marker tokens (think tags,
-    /// turn boundaries) are all the parsers look at.
-    fn prompt_markers(&self, prompt_token_ids: &[u32]) -> String {
+    /// turn boundaries) are all the parsers look at. Except `spelled`: markers
+    /// matched as ordinary token sequences (only in `is_reasoning_end`).
+    fn prompt_markers(&self, prompt_token_ids: &[u32], spelled: &[markers::SpelledIds]) -> String {
         let mut text = String::new();
-        for id in prompt_token_ids {
+        let mut rest = prompt_token_ids;
+        while let Some((id, after)) = rest.split_first() {
+            if let Some(m) = spelled.iter().find(|m| m.starts(rest)) {
+                text.push_str(m.marker);
+                rest = &rest[1 + m.rest.len()..];
+                continue;
+            }
             match self.markers.get(id) {
                 Some(marker) => text.push_str(marker),
                 None => text.push('\u{1}'),
             }
+            rest = after;
         }
         text
     }

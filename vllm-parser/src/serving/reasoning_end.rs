@@ -40,7 +40,7 @@ impl ServingParsers {
         let name = self.reasoning?;
         let options = ParserOptions {
             chat_template_kwargs: chat_template_kwargs.clone(),
-            prompt: self.prompt_markers(prompt_token_ids),
+            prompt: self.prompt_markers(prompt_token_ids, &self.spelled_markers),
             response_template: self.response_template.clone(),
             mistral: self.mistral,
             ..ParserOptions::default()
@@ -109,6 +109,40 @@ mod tests {
         // grammar has no think start in content, so the scan stops there.
         assert_eq!(parsers.is_reasoning_end(&[1, 101, 3], &on), Some(false));
         assert_eq!(parsers.is_reasoning_end(&[1, 101, 3], &off), Some(true));
+    }
+
+    /// Olmo3's `</think>` is three ordinary tokens; vLLM matches them
+    /// anywhere in the prompt, a user's quoted text included.
+    #[test]
+    fn olmo3_matches_its_end_marker_as_ordinary_tokens() {
+        let pieces = |t: &str| ["Ġ</", "</", "think", ">"].iter().position(|p| *p == t);
+        let parsers = ServingParsers::new(Some("olmo3"), None, false, None, |t| {
+            pieces(t).map(|i| i as u32 + 10)
+        })
+        .unwrap();
+        let kwargs = Map::new();
+        // `</`, `think`, `>` and ` </`, `think`, `>`, between other tokens.
+        assert_eq!(
+            parsers.is_reasoning_end(&[1, 11, 12, 13, 2], &kwargs),
+            Some(true)
+        );
+        assert_eq!(
+            parsers.is_reasoning_end(&[1, 10, 12, 13], &kwargs),
+            Some(true)
+        );
+        // The pieces out of order or cut short are not the marker.
+        assert_eq!(
+            parsers.is_reasoning_end(&[12, 11, 13, 2], &kwargs),
+            Some(false)
+        );
+        assert_eq!(parsers.is_reasoning_end(&[1, 11, 12], &kwargs), Some(false));
+        // The tool parser's start state does not see it: only
+        // `is_reasoning_end` matches ordinary tokens.
+        assert!(
+            !parsers
+                .prompt_markers(&[11, 12, 13], &[])
+                .contains("</think>")
+        );
     }
 
     #[test]

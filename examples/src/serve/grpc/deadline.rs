@@ -23,14 +23,38 @@ use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use hyper::body::{Frame, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{HeaderMap, Request, Response};
 use tokio::time::{Instant, Sleep};
-use tonic::Status;
+use tonic::Code;
 use tower::ServiceExt;
 
-/// The status of a call past its deadline.
-fn exceeded() -> Status {
-    Status::deadline_exceeded("Deadline Exceeded")
+/// Writes the status of a call past its deadline into `headers` (trailers, or the
+/// headers of a trailers-only answer).
+///
+/// By hand rather than through `tonic::Status`: tonic percent-encodes the space of the
+/// message (`Deadline%20Exceeded`), which the spec allows but does not require, and
+/// grpcio was seen handing that text to the application undecoded (under load, its own
+/// deadline timer racing the trailers). The space is a legal unencoded byte, so the
+/// text is sent as the client's own timer says it.
+fn write_exceeded(headers: &mut HeaderMap) {
+    headers.insert(
+        "grpc-status",
+        HeaderValue::from(Code::DeadlineExceeded as i32),
+    );
+    headers.insert(
+        "grpc-message",
+        HeaderValue::from_static("Deadline Exceeded"),
+    );
+}
+
+/// The trailers-only answer of a call past its deadline before its handler answered.
+fn exceeded_response() -> Response<DeadlineBody> {
+    let mut response = Response::new(DeadlineBody::unlimited(Body::empty()));
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
+    write_exceeded(headers);
+    response
 }
 
 /// The duration a `grpc-timeout` header gives (`<1 to 8 digits><H|M|S|m|u|n>`); `None`
@@ -65,7 +89,7 @@ pub async fn call(
         None => answer.await?,
         Some(at) => match tokio::time::timeout_at(at, answer).await {
             Ok(response) => response?,
-            Err(_) => return Ok(exceeded().into_http::<Body>().map(DeadlineBody::unlimited)),
+            Err(_) => return Ok(exceeded_response()),
         },
     };
     Ok(response.map(|body| DeadlineBody {
@@ -113,9 +137,7 @@ impl hyper::body::Body for DeadlineBody {
             this.deadline = None;
             this.inner = Body::empty();
             let mut trailers = HeaderMap::new();
-            if let Err(e) = exceeded().add_header(&mut trailers) {
-                tracing::debug!("deadline trailers: {e}");
-            }
+            write_exceeded(&mut trailers);
             return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
         }
         match Pin::new(&mut this.inner).poll_frame(cx) {
