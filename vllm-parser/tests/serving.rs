@@ -23,10 +23,12 @@ fn entries() -> Vec<(String, Value)> {
         .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
         // The structural-tag strings have their own tests (tests/structural_tags.rs,
         // tests/cohere_tool_grammars.rs, tests/beam_grammars.rs).
+        // `beam_messages.json.gz` has its own test below.
         .filter(|p| {
             !p.ends_with("structural_tags.json.gz")
                 && !p.ends_with("cohere_tool_grammars.json.gz")
                 && !p.ends_with("beam_grammars.json.gz")
+                && !p.ends_with("beam_messages.json.gz")
         })
         .collect();
     files.sort();
@@ -34,17 +36,23 @@ fn entries() -> Vec<(String, Value)> {
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let family = name.trim_end_matches(".json.gz").to_owned();
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap()),
-            &mut text,
-        )
-        .unwrap();
-        for line in text.lines().skip(1) {
-            out.push((family.clone(), serde_json::from_str(line).unwrap()));
-        }
+        let (_, entries) = read_fixture(&file);
+        out.extend(entries.into_iter().map(|e| (family.clone(), e)));
     }
     out
+}
+
+/// A gzip JSON-lines fixture: its header line and its entries.
+fn read_fixture(file: &Path) -> (Value, Vec<Value>) {
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let mut lines = text.lines().map(|l| serde_json::from_str(l).unwrap());
+    let header = lines.next().expect("a header line");
+    (header, lines.collect())
 }
 
 /// A message as the corpus normalises it: `""` is `None`, blank content beside
@@ -428,4 +436,87 @@ fn serving_corpus_matches_vllm() {
                 .join("\n")
         );
     }
+}
+
+/// vLLM's `ResponseTemplateParser` parses every `tool_choice` with the
+/// template (`required` and named choices like `auto`), whole and streamed
+/// (`scripts/gen_beam_messages.py`: `beam` on `gen_beam_grammars.py`'s
+/// templates, at the message start).
+#[test]
+fn beam_parses_every_tool_choice_as_vllm() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving/beam_messages.json.gz");
+    let (header, entries) = read_fixture(&file);
+    assert!(!entries.is_empty(), "no beam messages");
+    let kwargs = Map::new();
+    let mut failures = Vec::new();
+    for entry in &entries {
+        let template_name = entry["template"].as_str().unwrap();
+        let template = ResponseTemplate::from_json(&header["templates"][template_name]).unwrap();
+        let parsers = ServingParsers::new(
+            entry["reasoning"].as_str(),
+            Some("beam"),
+            true,
+            Some(Arc::new(template)),
+            |_| Some(u32::MAX),
+        )
+        .unwrap();
+        let body = &entry["request"];
+        let tools: Vec<Tool> = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Tool::from_openai)
+            .collect();
+        let request = ServingRequest {
+            tools: Some(&tools),
+            tool_choice: ToolChoice::from_openai(&body["tool_choice"]),
+            parallel_tool_calls: None,
+            include_reasoning: true,
+            chat_template_kwargs: &kwargs,
+            skip_special_tokens: None,
+            response_format_set: false,
+            tools_strict: &[],
+            response_format: None,
+            structured_outputs: None,
+        };
+        let output = entry["output"].as_str().unwrap();
+        let label = format!(
+            "{template_name} [{} / beam] {} {output:?}",
+            entry["reasoning"], entry["choice"]
+        );
+        let mut parser = parsers.choice_parser(&request, &[], false).unwrap();
+        let events = parser.push(output, &[], true);
+        let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
+        if whole != strip_random_ids(entry["whole"].clone()) {
+            failures.push(format!(
+                "{label} whole:\n  ours  {whole}\n  vLLM  {}",
+                entry["whole"]
+            ));
+            continue;
+        }
+        let expected = strip_random_ids(entry["streamed"].clone());
+        for (name, pieces) in chunkings(output, entry["chunks"].as_array().unwrap()) {
+            let mut parser = parsers.choice_parser(&request, &[], true).unwrap();
+            let mut events = Vec::new();
+            let n = pieces.len();
+            for (i, (text, ids)) in pieces.iter().enumerate() {
+                events.extend(parser.push(text, ids, i + 1 == n));
+            }
+            let streamed = normalise(&parser.message(&events), parser.finish_reason("stop"));
+            if streamed != expected {
+                failures.push(format!(
+                    "{label} streamed ({name}):\n  ours  {streamed}\n  vLLM  {expected}"
+                ));
+                break;
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} beam messages differ from vLLM:\n{}",
+        failures.len(),
+        entries.len(),
+        failures.join("\n")
+    );
 }

@@ -75,6 +75,14 @@ impl TemplateParser {
         Box::new(Self::new(options, true, false))
     }
 
+    /// Neither half: vLLM's template parser when it parses neither reasoning
+    /// nor calls (a `tool_choice: none` request to a server with only the
+    /// tool half): every field's text is content without its delimiters, a
+    /// tool region's text as it stands.
+    pub fn content(options: &ParserOptions) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(options, false, false))
+    }
+
     /// The tool half (`--tool-call-parser hf`): thinking is content unless a
     /// reasoning parser is selected too.
     pub fn tool(options: &ParserOptions) -> Box<dyn ToolParser> {

@@ -82,13 +82,28 @@ impl ChoiceParser {
         let cohere = parsers
             .active_tool_name
             .is_some_and(|t| t.starts_with("cohere_command") || matches!(t, "kimi_k3" | "openai"));
-        let supports = tool_traits.is_some_and(|t| t.supports_required_and_named) && !cohere;
+        // vLLM's `ResponseTemplateParser.parse` (`hf`, `beam`) also parses a
+        // forced choice with the template (`_tool_parsing_enabled`), whatever
+        // its tool parser class says about `supports_required_and_named`.
+        let template = parsers
+            .active_tool_name
+            .is_some_and(|t| super::TEMPLATE_PARSERS.contains(&t));
+        let supports =
+            tool_traits.is_some_and(|t| t.supports_required_and_named) && !cohere && !template;
         let build = |e: crate::ParserError| ServingError::new(e.to_string(), None);
         let reasoning = parsers
             .reasoning
             .map(|name| registry::reasoning_parser_beside(name, parsers.active_tool_name, &options))
             .transpose()
             .map_err(build)?;
+        // vLLM's template parser runs for `none` too, parsing no calls; with
+        // only its tool half it parses no reasoning either.
+        let reasoning = match reasoning {
+            None if template && choice == ToolChoice::None => {
+                Some(crate::response_template::TemplateParser::content(&options))
+            }
+            reasoning => reasoning,
+        };
         let engine_pair = reasoning.as_ref().is_none_or(|r| r.is_engine_based())
             && tool_traits.is_none_or(|t| t.engine_based);
         let mode = match (parsers.active_tool_name, &choice) {
