@@ -143,12 +143,7 @@ fn main() -> anyhow::Result<()> {
         tool_choice: args.tool_choice.as_deref().map(tool_choice).transpose()?,
         parallel_tool_calls: args.parallel_tool_calls,
         include_reasoning: args.include_reasoning,
-        chat_template_kwargs: &kwargs,
-        skip_special_tokens: None,
-        response_format_set: false,
-        tools_strict: &[],
-        response_format: None,
-        structured_outputs: None,
+        ..ServingRequest::new(&kwargs)
     };
     let prompt = match &args.prompt_token_ids {
         Some(arg) => prompt_token_ids(arg)?,

@@ -86,12 +86,11 @@ fn beam_tags_are_vllms_byte_for_byte() {
             tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
             parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
             include_reasoning: body["include_reasoning"].as_bool().unwrap_or(true),
-            chat_template_kwargs: kwargs,
-            skip_special_tokens: None,
             response_format_set: response_format.is_some_and(|f| f["type"] != "text"),
             tools_strict: &strict,
             response_format,
             structured_outputs: body.get("structured_outputs"),
+            ..ServingRequest::new(kwargs)
         };
         let result = &entry["result"];
         // The request's own structural tag, kept by vLLM.
@@ -259,13 +258,10 @@ fn hostile_inputs_do_not_panic() {
                     tools: Some(&tools),
                     tool_choice: choice.clone(),
                     parallel_tool_calls: Some(false),
-                    include_reasoning: true,
-                    chat_template_kwargs: &kwargs,
-                    skip_special_tokens: None,
                     response_format_set: format.is_some(),
                     tools_strict: &strict,
                     response_format: format,
-                    structured_outputs: None,
+                    ..ServingRequest::new(&kwargs)
                 };
                 for prefix in [
                     "",

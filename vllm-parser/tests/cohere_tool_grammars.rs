@@ -100,15 +100,9 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
         let response_format = entry.get("response_format").filter(|f| !f.is_null());
         let request = ServingRequest {
             tools: Some(&tools),
-            tool_choice: None,
-            parallel_tool_calls: None,
-            include_reasoning: true,
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
             response_format_set: response_format.is_some(),
-            tools_strict: &[],
             response_format,
-            structured_outputs: None,
+            ..ServingRequest::new(&kwargs)
         };
         let converted = cohere_tools_grammar(&tools);
         let ours = parsers.adjust_request(&request);

@@ -123,14 +123,12 @@ fn mistral_parser_adjusts_requests_as_vllm_does() {
             tools: body.get("tools").map(|_| tools.as_slice()),
             tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
             parallel_tool_calls: body.get("parallel_tool_calls").and_then(Value::as_bool),
-            include_reasoning: true,
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
             response_format_set: response_format.is_some_and(|f| f["type"] != "text")
                 || body.get("structured_outputs").is_some(),
             tools_strict: &strict,
             response_format,
             structured_outputs: body.get("structured_outputs"),
+            ..ServingRequest::new(&kwargs)
         };
         let ours = observed(
             parsers(case)

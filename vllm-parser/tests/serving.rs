@@ -293,12 +293,7 @@ fn serving_corpus_matches_vllm() {
             tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
             parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
             include_reasoning: body["include_reasoning"].as_bool().unwrap_or(true),
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
-            response_format_set: false,
-            tools_strict: &[],
-            response_format: None,
-            structured_outputs: None,
+            ..ServingRequest::new(&kwargs)
         };
         let got = parsers.adjust_request(&request);
         match (adjusted.get("error"), &got) {
@@ -471,14 +466,7 @@ fn beam_parses_every_tool_choice_as_vllm() {
         let request = ServingRequest {
             tools: Some(&tools),
             tool_choice: ToolChoice::from_openai(&body["tool_choice"]),
-            parallel_tool_calls: None,
-            include_reasoning: true,
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
-            response_format_set: false,
-            tools_strict: &[],
-            response_format: None,
-            structured_outputs: None,
+            ..ServingRequest::new(&kwargs)
         };
         let output = entry["output"].as_str().unwrap();
         let label = format!(

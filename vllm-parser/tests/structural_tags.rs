@@ -81,13 +81,10 @@ fn structural_tags_are_vllms_byte_for_byte() {
             tools: body.get("tools").map(|_| tools.as_slice()),
             tool_choice: body.get("tool_choice").and_then(ToolChoice::from_openai),
             parallel_tool_calls: body["parallel_tool_calls"].as_bool(),
-            include_reasoning: true,
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
             response_format_set: response_format.is_some_and(|f| f["type"] != "text"),
             tools_strict: &strict,
             response_format,
-            structured_outputs: None,
+            ..ServingRequest::new(&kwargs)
         };
         let ours = match (
             parsers.adjust_request(&request),

@@ -159,16 +159,9 @@ mod tests {
         let kwargs = Map::new();
         let format = json!({"type": "json_object"});
         let request = ServingRequest {
-            tools: None,
-            tool_choice: None,
-            parallel_tool_calls: None,
-            include_reasoning: true,
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
             response_format_set: true,
-            tools_strict: &[],
             response_format: Some(&format),
-            structured_outputs: None,
+            ..ServingRequest::new(&kwargs)
         };
         assert_eq!(apply(None, &request), CohereTag::Unchanged);
         let CohereTag::Refused(message) = apply(Some("LlamaForCausalLM"), &request) else {

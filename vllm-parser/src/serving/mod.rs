@@ -88,15 +88,7 @@
 //! let kwargs = serde_json::Map::new();
 //! let request = ServingRequest {
 //!     tools: Some(&tools),
-//!     tool_choice: None,
-//!     parallel_tool_calls: None,
-//!     include_reasoning: true,
-//!     chat_template_kwargs: &kwargs,
-//!     skip_special_tokens: None,
-//!     response_format_set: false,
-//!     tools_strict: &[],
-//!     response_format: None,
-//!     structured_outputs: None,
+//!     ..ServingRequest::new(&kwargs)
 //! };
 //! // Before rendering: hermes keeps special tokens when tools may be called.
 //! let adjusted = parsers.adjust_request(&request)?;
@@ -216,7 +208,28 @@ pub struct ServingRequest<'a> {
     pub structured_outputs: Option<&'a Value>,
 }
 
-impl ServingRequest<'_> {
+impl<'a> ServingRequest<'a> {
+    /// A request as vLLM reads one that sets nothing: no tools or
+    /// `tool_choice`, reasoning shown, no `skip_special_tokens`, no
+    /// `response_format` or structured outputs; `chat_template_kwargs` are the
+    /// server's defaults merged with the request's. Set the request's own
+    /// fields with struct-update syntax:
+    /// `ServingRequest { tools: Some(&tools), ..ServingRequest::new(&kwargs) }`.
+    pub fn new(chat_template_kwargs: &'a Map<String, Value>) -> Self {
+        Self {
+            tools: None,
+            tool_choice: None,
+            parallel_tool_calls: None,
+            include_reasoning: true,
+            chat_template_kwargs,
+            skip_special_tokens: None,
+            response_format_set: false,
+            tools_strict: &[],
+            response_format: None,
+            structured_outputs: None,
+        }
+    }
+
     /// The `tool_choice` vLLM validates and parses with: the given one, else
     /// `auto` with tools and `none` without.
     pub fn effective_tool_choice(&self) -> ToolChoice {
@@ -1125,14 +1138,7 @@ mod tests {
         ServingRequest {
             tools,
             tool_choice: choice,
-            parallel_tool_calls: None,
-            include_reasoning: true,
-            chat_template_kwargs: kwargs,
-            skip_special_tokens: None,
-            response_format_set: false,
-            tools_strict: &[],
-            response_format: None,
-            structured_outputs: None,
+            ..ServingRequest::new(kwargs)
         }
     }
 

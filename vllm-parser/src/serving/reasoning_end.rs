@@ -148,18 +148,7 @@ mod tests {
     #[test]
     fn resolve_follows_vllms_order() {
         let kwargs = Map::new();
-        let request = ServingRequest {
-            tools: None,
-            tool_choice: None,
-            parallel_tool_calls: None,
-            include_reasoning: true,
-            chat_template_kwargs: &kwargs,
-            skip_special_tokens: None,
-            response_format_set: false,
-            tools_strict: &[],
-            response_format: None,
-            structured_outputs: None,
-        };
+        let request = ServingRequest::new(&kwargs);
         let none = RequestAdjustments::default();
         let grammar = RequestAdjustments {
             grammar_from_parser: true,
