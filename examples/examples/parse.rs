@@ -13,7 +13,8 @@
 //! adjustments and the engine request's `reasoning_ended` (printed to stderr),
 //! the parser's start state from the rendered prompt's token ids
 //! (`--prompt-token-ids`, a JSON list or a file holding one; needs `--model` to
-//! know the marker tokens' ids, and to decode the prompt for `beam`'s grammar),
+//! know the marker tokens' ids, and to decode the prompt for the `hf` / `beam`
+//! parsers, which read its text),
 //! `tool_choice`, and the finish reason. Prints `{"content", "reasoning", "tool_calls": [{"type",
 //! "function": {"name", "arguments"}}], "finish_reason"}` as vLLM's non-streaming
 //! response holds it. With `--chunk N` the output is fed N characters at a time
@@ -149,19 +150,22 @@ fn main() -> anyhow::Result<()> {
         Some(arg) => prompt_token_ids(arg)?,
         None => Vec::new(),
     };
-    // `beam` derives its grammar from the prompt as vLLM decodes it.
+    // The `hf` / `beam` parsers read the prompt as vLLM decodes it (`beam`
+    // also derives its grammar from it).
     let prompt_text = match &args.model {
         Some(dir) if parsers.reads_prompt() => {
             let options = vllm_chat::RendererOptions::default();
             let model =
                 vllm_chat::pipeline::Model::load_with_mode(dir, args.tokenizer_mode, options)?;
-            model.tokenizer.decode(&prompt, false)?
+            Some(model.tokenizer.decode(&prompt, false)?)
         }
-        _ => String::new(),
+        _ => None,
     };
-    let adjustments = parsers.adjust_request_for_prompt(&request, &prompt_text)?;
+    let adjustments =
+        parsers.adjust_request_for_prompt(&request, prompt_text.as_deref().unwrap_or_default())?;
     eprintln!("request adjustments: {adjustments:?}");
-    let reasoning_ended = parsers.resolve_reasoning_ended(&request, &adjustments, &prompt);
+    let reasoning_ended =
+        parsers.resolve_reasoning_ended(&request, &adjustments, &prompt, prompt_text.as_deref());
     eprintln!("engine request reasoning_ended: {reasoning_ended:?}");
 
     let mut output = String::new();
@@ -169,7 +173,12 @@ fn main() -> anyhow::Result<()> {
         .read_to_string(&mut output)
         .context("reading the model output from stdin")?;
 
-    let mut parser = parsers.choice_parser(&request, &prompt, args.chunk.is_some())?;
+    let mut parser = parsers.choice_parser(
+        &request,
+        &prompt,
+        prompt_text.as_deref(),
+        args.chunk.is_some(),
+    )?;
     let events = match args.chunk {
         None => parser.push(&output, &[], true),
         Some(size) => {

@@ -26,6 +26,11 @@ vLLM's serving layer does:
 * the message of the streaming path (``ChatStreamProcessor.step`` token by
   token with the prompt's token ids, deltas merged as a client merges them).
 
+Entries whose config has a ``response_template`` (the ``hf`` / ``beam``
+parsers) also record the prompt as those parsers decode it (``prompt_text``,
+``vllm.parser.response_template._decode``): they read the text, not the
+token ids.
+
 Entries of a ``mistral`` parser also record what ``MistralParser`` reads from
 the tokenizer: the Mistral tokens its vocabulary lacks (``absent_tokens``) and,
 for a mistral-common tokenizer (``"tokenizer_mode": "mistral"``), its version
@@ -67,6 +72,7 @@ from vllm.entrypoints.serve.utils.tool_calls_utils import (  # noqa: E402
     resolve_finish_reason,
 )
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
+from vllm.parser.response_template import _decode  # noqa: E402
 
 OUT = gf.CRATE / "tests" / "fixtures" / "serving"
 MAX_OUTPUTS = 3
@@ -361,6 +367,10 @@ def generate(family: str) -> int:
                         "expected": streaming if follow == "streaming" else whole,
                         "vllm_whole": whole, "vllm_streaming": streaming, "follow": follow,
                     })
+                if config["response_template"]:
+                    # The prompt as the response-template parsers read it
+                    # (``is_reasoning_end``, ``set_prompt_token_ids``).
+                    entry["prompt_text"] = _decode(tokenizer, prompt_ids)
                 # The marker tokens the prompt holds; any other
                 # token a parser asks about at start-up exists (vLLM's
                 # start-up check passed), under an id no prompt holds.

@@ -188,19 +188,6 @@ fn known_difference(
     None
 }
 
-/// `reasoning_ended` answers from vLLM this crate cannot give, by (reasoning
-/// parser, model): the crate reads the prompt's marker tokens, where vLLM
-/// decodes the prompt.
-fn known_reasoning_end_difference(reasoning: &str, model: &str) -> Option<&'static str> {
-    if matches!(reasoning, "hf" | "beam") && model == "gemma3" {
-        // A Gemma 4 response template on the Gemma 3 tokenizer: its start
-        // anchor `<|turn>model\n` is ordinary text, so vLLM's decoded prompt
-        // has it (or not) where the prompt's markers cannot tell.
-        return Some("response template whose start anchor is ordinary text");
-    }
-    None
-}
-
 #[test]
 fn serving_corpus_matches_vllm() {
     let entries = entries();
@@ -295,7 +282,14 @@ fn serving_corpus_matches_vllm() {
             include_reasoning: body["include_reasoning"].as_bool().unwrap_or(true),
             ..ServingRequest::new(&kwargs)
         };
-        let got = parsers.adjust_request(&request);
+        // The prompt as the response-template parsers read it (vLLM's `_decode`).
+        let prompt_text = entry["prompt_text"].as_str();
+        assert_eq!(
+            prompt_text.is_some(),
+            parsers.reads_prompt(),
+            "{label}: prompt_text recorded exactly for the parsers that read it"
+        );
+        let got = parsers.adjust_request_for_prompt(&request, prompt_text.unwrap_or_default());
         match (adjusted.get("error"), &got) {
             (
                 Some(message),
@@ -344,20 +338,12 @@ fn serving_corpus_matches_vllm() {
                 }
                 // The engine request's `reasoning_ended` (vLLM's
                 // `resolve_reasoning_ended` after `adjust_request`).
-                let ended = parsers.resolve_reasoning_ended(&request, ours, &prompt);
-                let known_end = known_reasoning_end_difference(
-                    config["reasoning"].as_str().unwrap_or("-"),
-                    config["model"].as_str().unwrap_or("-"),
-                );
+                let ended = parsers.resolve_reasoning_ended(&request, ours, &prompt, prompt_text);
                 if Value::from(ended) != adjusted["reasoning_ended"] {
-                    if let Some(reason) = known_end {
-                        *known.entry(reason).or_default() += 1;
-                    } else {
-                        failures.push(format!(
-                            "{label}: reasoning_ended {ended:?}, vLLM {}",
-                            adjusted["reasoning_ended"]
-                        ));
-                    }
+                    failures.push(format!(
+                        "{label}: reasoning_ended {ended:?}, vLLM {}",
+                        adjusted["reasoning_ended"]
+                    ));
                 }
             }
         }
@@ -373,7 +359,9 @@ fn serving_corpus_matches_vllm() {
             let output = case["output"].as_str().unwrap();
             checked += 1;
             // Whole.
-            let mut parser = parsers.choice_parser(&request, &prompt, false).unwrap();
+            let mut parser = parsers
+                .choice_parser(&request, &prompt, prompt_text, false)
+                .unwrap();
             let events = parser.push(output, &[], true);
             let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
             if !matches(&whole) {
@@ -388,7 +376,9 @@ fn serving_corpus_matches_vllm() {
                 continue;
             }
             for (name, pieces) in chunkings(output, case["chunks"].as_array().unwrap()) {
-                let mut parser = parsers.choice_parser(&request, &prompt, true).unwrap();
+                let mut parser = parsers
+                    .choice_parser(&request, &prompt, prompt_text, true)
+                    .unwrap();
                 let mut events = Vec::new();
                 let n = pieces.len();
                 for (i, (text, ids)) in pieces.iter().enumerate() {

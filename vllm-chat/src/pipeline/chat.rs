@@ -167,6 +167,7 @@ impl Pipeline {
             request,
             tools,
             generate,
+            prompt_text,
         } = self
             .config
             .offload
@@ -212,6 +213,7 @@ impl Pipeline {
                 parsers.choice_parser(
                     &tools.serving(&request, &kwargs),
                     &prompt_token_ids,
+                    prompt_text.as_deref(),
                     streaming,
                 )
             })

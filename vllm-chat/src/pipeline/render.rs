@@ -25,6 +25,9 @@ pub(crate) struct PreparedChat {
     /// The rendered request: prompt ids, sampling parameters with the parsers'
     /// constraint, `reasoning_ended`, `reasoning_parser_kwargs`.
     pub generate: GenerateRequest,
+    /// The prompt as vLLM decodes it for parsers that read its text
+    /// ([`ServingParsers::reads_prompt`]); `None` for the others.
+    pub prompt_text: Option<String>,
 }
 
 /// A parser rule's refusal: vLLM's 400 with its message and parameter.
@@ -62,18 +65,25 @@ pub(crate) fn prepare_chat(
         .clone();
     kwargs.extend(request.chat_template_kwargs.clone().unwrap_or_default());
     let mut generate = model.renderer.render_chat(&request)?;
-    // After the render, as vLLM adjusts after `set_prompt_token_ids`: `beam` reads
-    // the prompt as vLLM decodes it; no other parser's adjustment affects the render.
-    let prompt = if parsers.reads_prompt() {
-        model
-            .tokenizer
-            .decode(&generate.token_ids, false)
-            .map_err(|e| ApiError::internal(e.to_string()))?
+    // After the render, as vLLM adjusts after `set_prompt_token_ids`: the `hf` /
+    // `beam` parsers read the prompt as vLLM decodes it (`beam`'s grammar, their
+    // `is_reasoning_end` and start state); no other parser's adjustment affects the
+    // render.
+    let prompt_text = if parsers.reads_prompt() {
+        Some(
+            model
+                .tokenizer
+                .decode(&generate.token_ids, false)
+                .map_err(|e| ApiError::internal(e.to_string()))?,
+        )
     } else {
-        String::new()
+        None
     };
     let adjustments = parsers
-        .adjust_request_for_prompt(&tools.serving(&request, &kwargs), &prompt)
+        .adjust_request_for_prompt(
+            &tools.serving(&request, &kwargs),
+            prompt_text.as_deref().unwrap_or_default(),
+        )
         .map_err(serving_error)?;
     if let Some(skip) = adjustments.skip_special_tokens {
         request.skip_special_tokens = Some(skip);
@@ -94,6 +104,7 @@ pub(crate) fn prepare_chat(
         &tools.serving(&request, &chat_template_kwargs),
         &adjustments,
         &generate.token_ids,
+        prompt_text.as_deref(),
     );
     // The parsers' constraint replaces the request's own (`response_format` was mapped
     // by `render_chat`), as vLLM applies it after validating the request: a forced tool
@@ -129,5 +140,6 @@ pub(crate) fn prepare_chat(
         request,
         tools,
         generate,
+        prompt_text,
     })
 }

@@ -18,8 +18,11 @@
 //! through [`ParserOptions::response_template`](crate::ParserOptions).
 //!
 //! vLLM's rules reproduced here:
-//! - The prompt (`ParserOptions::prompt`) is parsed first, from its last start
-//!   anchor on, so a template-opened `<think>` makes the output reasoning.
+//! - The prompt (`ParserOptions::prompt`, the text vLLM decodes from the
+//!   prompt's token ids) is parsed first, from its last start anchor on, so a
+//!   template-opened `<think>` makes the output reasoning; vLLM's
+//!   `is_reasoning_end` reads the same regions, then probes the delimiters
+//!   held at the prompt's end with a NUL.
 //! - Delimiters are searched like Python's `regex` with `partial=True`; text
 //!   that may still become a delimiter is held back (module `pattern`).
 //! - `thinking` text is reasoning when a reasoning parser is selected, else
@@ -46,6 +49,7 @@ use serde_json::{Map, Value};
 
 use content::ContentParser;
 pub use parser::TemplateParser;
+pub(crate) use parser::markers_end_reasoning;
 pub(crate) use pattern::Pattern;
 
 /// Why a `response_template` cannot be served (vLLM refuses to start).

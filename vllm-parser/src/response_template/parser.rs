@@ -14,6 +14,10 @@ use crate::tool::{Call, emit_calls};
 /// parser, or both (the reasoning half steps aside for the tool half, which
 /// then parses reasoning too, as vLLM's single `ResponseTemplateParser` does).
 ///
+/// It reads [`ParserOptions::prompt`] as the prompt's text (vLLM's decoded
+/// `_prefix`): its start state and its `is_reasoning_end` come from the
+/// regions the prompt leaves open after its last start anchor.
+///
 /// Without a [`ResponseTemplate`] in the options (vLLM would refuse to start)
 /// all output is content.
 pub struct TemplateParser {
@@ -52,7 +56,7 @@ impl TemplateParser {
         let mut parser = Self {
             prompt_ends_reasoning: match &template {
                 Some(template) if parse_reasoning => {
-                    prompt_ends_reasoning(template, &options.prompt, thinking_disabled)
+                    reasoning_has_ended(template, &options.prompt, thinking_disabled)
                 }
                 _ => true,
             },
@@ -247,15 +251,17 @@ fn tool_calls(value: &PyJson) -> Vec<Call> {
     calls
 }
 
-/// vLLM's `ResponseTemplateReasoningParser.is_reasoning_end`
-/// (`_reasoning_has_ended` on the regions of the prompt after its last start
-/// anchor): ended without a thinking field, when the prompt closed the
-/// thinking region or left a content or tool region open; not while thinking
-/// is open; otherwise when the request turned thinking off
-/// (`enable_thinking` falsy). (vLLM also probes delimiters held at the
-/// prompt's end with a NUL; a prompt that ends inside a delimiter is taken as
-/// it stands.)
-fn prompt_ends_reasoning(
+/// vLLM's `ResponseTemplateReasoningParser.is_reasoning_end` on the decoded
+/// prompt (`_reasoning_has_ended` on `ResponseParser(template,
+/// prefix=prompt)`): ended without a thinking field, never with a repeating
+/// one; ended when the prompt (from its last start anchor on) closed the
+/// thinking region or left a content or tool region open. Otherwise a NUL,
+/// which the model's output cannot hold, resolves the delimiters held at the
+/// prompt's end: an explicit content or tool opener, or thinking's closer,
+/// ends reasoning; thinking's opener does not. Otherwise reasoning has ended
+/// unless thinking is open, or when the request turned thinking off
+/// (`enable_thinking` falsy).
+pub(crate) fn reasoning_has_ended(
     template: &Arc<ResponseTemplate>,
     prompt: &str,
     thinking_disabled: bool,
@@ -267,19 +273,74 @@ fn prompt_ends_reasoning(
     else {
         return true;
     };
+    if template.fields[thinking].repeats {
+        return false;
+    }
+    let mut initial = Vec::new();
+    let mut scanner = Scanner::new(template.clone(), Vec::new(), prompt, &mut initial);
+    let mut active = None;
+    let mut thinking_closed = false;
+    for region in &initial {
+        match region {
+            Region::Open { field, .. } => active = Some(*field),
+            Region::Close { field, .. } | Region::Malformed { field, .. } => {
+                thinking_closed |= *field == thinking;
+                active = None;
+            }
+            Region::Chunk { .. } => {}
+        }
+    }
+    if thinking_closed || active.is_some_and(|field| field != thinking) {
+        return true;
+    }
+    let mut probe = Vec::new();
+    scanner.feed("\0", &mut probe);
+    for region in &probe {
+        match region {
+            Region::Open { field, start, end } if *field != thinking && end > start => {
+                return true;
+            }
+            Region::Open { field, .. } if *field == thinking => return false,
+            Region::Close { field, .. } | Region::Malformed { field, .. } if *field == thinking => {
+                return true;
+            }
+            _ => {}
+        }
+    }
+    active != Some(thinking) && thinking_disabled
+}
+
+/// [`reasoning_has_ended`] read from the prompt's marker tokens (every other
+/// token U+0001), for a server that did not decode the prompt: the regions
+/// after the last start anchor [`after_last_anchor`] finds. The implicit
+/// field opens there on ordinary tokens (the anchor's own text among them),
+/// which is no evidence that content has started; a prompt that ends inside a
+/// delimiter is taken as it stands (no NUL probe).
+pub(crate) fn markers_end_reasoning(
+    template: &Arc<ResponseTemplate>,
+    markers: &str,
+    thinking_disabled: bool,
+) -> bool {
+    let Some(thinking) = template
+        .fields
+        .iter()
+        .position(|f| f.kind == FieldKind::Thinking)
+    else {
+        return true;
+    };
+    if template.fields[thinking].repeats {
+        return false;
+    }
     let mut initial = Vec::new();
     Scanner::new(
         template.clone(),
         Vec::new(),
-        after_last_anchor(template, prompt),
+        after_last_anchor(template, markers),
         &mut initial,
     );
     let mut active = None;
     for region in &initial {
         match region {
-            // The implicit field opens without a delimiter: in the prompt's
-            // markers (ordinary tokens are U+0001, so the start anchor's text
-            // is not seen) that is no evidence that content has started.
             Region::Open { field, start, end } => active = (end > start).then_some(*field),
             Region::Close { field, .. } | Region::Malformed { field, .. } => {
                 if *field == thinking {

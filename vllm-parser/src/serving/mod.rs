@@ -14,16 +14,18 @@
 //!    decoded prompt when [`ServingParsers::reads_prompt`], and may adjust
 //!    before rendering otherwise;
 //! 2. after rendering, one [`ChoiceParser`] per choice from
-//!    [`ServingParsers::choice_parser`] with the prompt's token ids: the parser
-//!    starts in the state vLLM starts it in (`set_prompt_token_ids` /
-//!    `is_reasoning_end`, read from the prompt's marker tokens);
+//!    [`ServingParsers::choice_parser`] with the prompt's token ids (and, when
+//!    [`ServingParsers::reads_prompt`], its decoded text): the parser starts
+//!    in the state vLLM starts it in (`set_prompt_token_ids` /
+//!    `is_reasoning_end`, read from the prompt's marker tokens, or from the
+//!    decoded prompt by the `hf` / `beam` parsers, as vLLM reads it);
 //! 3. every engine step, [`ChoiceParser::push`]; at the end
 //!    [`ChoiceParser::message`] and [`ChoiceParser::finish_reason`].
 //!
 //! After rendering, [`ServingParsers::resolve_reasoning_ended`] also gives the
 //! engine request's `reasoning_ended` as vLLM resolves it (the reasoning
-//! parser's `is_reasoning_end` on the prompt's token ids,
-//! [`ServingParsers::is_reasoning_end`]).
+//! parser's `is_reasoning_end` on the prompt's token ids, or on its decoded
+//! text for the `hf` / `beam` parsers, [`ServingParsers::is_reasoning_end`]).
 //!
 //! # Structural tags
 //!
@@ -96,7 +98,7 @@
 //!
 //! // After rendering: the prompt `<|im_start|>user…<|im_end|><|im_start|>assistant…`.
 //! let prompt = [1, 100, 2, 1, 101];
-//! let mut choice = parsers.choice_parser(&request, &prompt, true)?;
+//! let mut choice = parsers.choice_parser(&request, &prompt, None, true)?;
 //! let mut events = Vec::new();
 //! for delta in ["<think>hm</think>", "<tool_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>"] {
 //!     events.extend(choice.push(delta, &[], false));
@@ -571,12 +573,24 @@ impl ServingParsers {
         self.reasoning == Some("openai_gptoss") || self.active_tool_name == Some("openai")
     }
 
-    /// Whether [`adjust_request_for_prompt`](Self::adjust_request_for_prompt)
-    /// reads the prompt (`beam`, whose grammar depends on it): a server
-    /// decodes the rendered prompt only then.
+    /// Whether the server's parsers read the rendered prompt as text: the
+    /// response-template parsers (`hf`, `beam`), which vLLM gives the prompt
+    /// decoded (`_decode`) for their start state and `is_reasoning_end`, and
+    /// `beam`'s grammar
+    /// ([`adjust_request_for_prompt`](Self::adjust_request_for_prompt)). A
+    /// server decodes the rendered prompt only then, and passes it to
+    /// [`choice_parser`](Self::choice_parser),
+    /// [`is_reasoning_end`](Self::is_reasoning_end) and
+    /// [`resolve_reasoning_ended`](Self::resolve_reasoning_ended).
     pub fn reads_prompt(&self) -> bool {
-        self.response_template.is_some()
-            && (self.reasoning == Some("beam") || self.active_tool_name == Some("beam"))
+        self.response_template.is_some() && self.template_parser()
+    }
+
+    /// Whether a response-template parser (`hf` or `beam`) runs.
+    fn template_parser(&self) -> bool {
+        [self.reasoning, self.active_tool_name]
+            .iter()
+            .any(|n| n.is_some_and(|n| TEMPLATE_PARSERS.contains(&n)))
     }
 
     /// Whether the server parses output at all (vLLM's `parser_cls is not None`).
@@ -642,9 +656,7 @@ impl ServingParsers {
         }
         // `should_adjust_request`: a reasoning parser, a tool choice, or the
         // Mistral tool parser on a grammar-capable tokenizer.
-        let template = [self.reasoning, self.active_tool_name]
-            .iter()
-            .any(|n| matches!(n, Some("hf" | "beam")));
+        let template = self.template_parser();
         let mistral_grammar =
             self.active_tool_name == Some("mistral") && self.mistral_grammar_version().is_some();
         if self.reasoning.is_none() && choice == ToolChoice::None && !template && !mistral_grammar {
@@ -695,7 +707,7 @@ impl ServingParsers {
         if let Some(template) = self
             .response_template
             .as_ref()
-            .filter(|_| self.reads_prompt())
+            .filter(|_| self.reasoning == Some("beam") || self.active_tool_name == Some("beam"))
         {
             let parsers = beam::BeamParsers {
                 template,
@@ -871,19 +883,29 @@ impl ServingParsers {
     }
 
     /// One choice's parser for `request`, started in vLLM's state for the
-    /// rendered prompt `prompt_token_ids`. `streaming` selects vLLM's
-    /// streaming rules where they differ from whole-text ones
+    /// rendered prompt `prompt_token_ids`. `prompt_text` is that prompt
+    /// decoded as vLLM decodes it for the `hf` / `beam` parsers
+    /// (`skip_special_tokens=False`, no clean-up, no spaces between special
+    /// tokens), which start from it: pass it when
+    /// [`reads_prompt`](Self::reads_prompt) (other parsers ignore it; without
+    /// it those two read the prompt's marker tokens, which miss a start
+    /// anchor or delimiter spelled in ordinary tokens). `streaming` selects
+    /// vLLM's streaming rules where they differ from whole-text ones
     /// (`tool_choice: required` streams calls as they appear).
     pub fn choice_parser(
         &self,
         request: &ServingRequest,
         prompt_token_ids: &[u32],
+        prompt_text: Option<&str>,
         streaming: bool,
     ) -> Result<ChoiceParser, ServingError> {
         let options = ParserOptions {
             tools: request.tools.map(<[Tool]>::to_vec).unwrap_or_default(),
             chat_template_kwargs: request.chat_template_kwargs.clone(),
-            prompt: self.prompt_markers(prompt_token_ids, &[]),
+            prompt: match prompt_text {
+                Some(text) if self.template_parser() => text.to_owned(),
+                _ => self.prompt_markers(prompt_token_ids, &[]),
+            },
             response_template: self.response_template.clone(),
             tool_choice: request.tool_choice.clone(),
             mistral: self.mistral,
@@ -1248,6 +1270,7 @@ mod tests {
             .choice_parser(
                 &request(Some(&tools), Some(ToolChoice::None), &kwargs),
                 &[],
+                None,
                 false,
             )
             .unwrap();

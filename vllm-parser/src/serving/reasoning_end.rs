@@ -15,13 +15,18 @@
 //!
 //! Each reasoning parser answers with
 //! [`ReasoningParser::prompt_ends_reasoning`](crate::ReasoningParser::prompt_ends_reasoning)
-//! from the prompt's marker tokens, the view it reads its start state from.
+//! from the prompt's marker tokens, the view it reads its start state from;
+//! the response-template parsers (`hf`, `beam`) from the prompt decoded as
+//! vLLM decodes it (`ResponseTemplateReasoningParser.is_reasoning_end`), which
+//! the server passes, or, without it, from the marker tokens too (an
+//! approximation that misses a start anchor spelled in ordinary tokens).
 
 use serde_json::{Map, Value};
 
-use super::{RequestAdjustments, ServingParsers, ServingRequest};
-use crate::parser::ParserOptions;
+use super::{RequestAdjustments, ServingParsers, ServingRequest, TEMPLATE_PARSERS};
+use crate::parser::{ParserOptions, py_truthy};
 use crate::registry;
+use crate::response_template::markers_end_reasoning;
 
 impl ServingParsers {
     /// The server's reasoning parser's `is_reasoning_end(prompt_token_ids)`
@@ -32,15 +37,35 @@ impl ServingParsers {
     /// in reasoning. `None` without a reasoning parser, and for vLLM's
     /// `granite` parser, which does not implement the method (vLLM then sends
     /// `None` too).
+    ///
+    /// `prompt_text` is the prompt decoded as vLLM decodes it for the `hf` /
+    /// `beam` parsers, which answer from it: pass it when
+    /// [`reads_prompt`](Self::reads_prompt) (other parsers read the token
+    /// ids). Without it those two read the prompt's marker tokens.
     pub fn is_reasoning_end(
         &self,
         prompt_token_ids: &[u32],
+        prompt_text: Option<&str>,
         chat_template_kwargs: &Map<String, Value>,
     ) -> Option<bool> {
         let name = self.reasoning?;
+        let template_parser = TEMPLATE_PARSERS.contains(&name);
+        let prompt = match prompt_text {
+            Some(text) if template_parser => text.to_owned(),
+            _ => self.prompt_markers(prompt_token_ids, &self.spelled_markers),
+        };
+        if let Some(template) = &self.response_template
+            && template_parser
+            && prompt_text.is_none()
+        {
+            let thinking_disabled = chat_template_kwargs
+                .get("enable_thinking")
+                .is_some_and(|v| !py_truthy(v));
+            return Some(markers_end_reasoning(template, &prompt, thinking_disabled));
+        }
         let options = ParserOptions {
             chat_template_kwargs: chat_template_kwargs.clone(),
-            prompt: self.prompt_markers(prompt_token_ids, &self.spelled_markers),
+            prompt,
             response_template: self.response_template.clone(),
             mistral: self.mistral,
             ..ParserOptions::default()
@@ -56,19 +81,22 @@ impl ServingParsers {
     /// render gave `prompt_token_ids`: `Some(true)` when the request hides
     /// reasoning or [`RequestAdjustments::grammar_from_parser`], else
     /// [`is_reasoning_end`](Self::is_reasoning_end) with the request's
-    /// `chat_template_kwargs`. A request that `adjust_request` left alone
-    /// (no parser asked to adjust it) passes `RequestAdjustments::default()`:
-    /// vLLM resolves `reasoning_ended` for every request.
+    /// `chat_template_kwargs` (and `prompt_text`, the decoded prompt, when
+    /// [`reads_prompt`](Self::reads_prompt)). A request that
+    /// `adjust_request` left alone (no parser asked to adjust it) passes
+    /// `RequestAdjustments::default()`: vLLM resolves `reasoning_ended` for
+    /// every request.
     pub fn resolve_reasoning_ended(
         &self,
         request: &ServingRequest,
         adjustments: &RequestAdjustments,
         prompt_token_ids: &[u32],
+        prompt_text: Option<&str>,
     ) -> Option<bool> {
         if !request.include_reasoning || adjustments.grammar_from_parser {
             return Some(true);
         }
-        self.is_reasoning_end(prompt_token_ids, request.chat_template_kwargs)
+        self.is_reasoning_end(prompt_token_ids, prompt_text, request.chat_template_kwargs)
     }
 }
 
@@ -97,18 +125,24 @@ mod tests {
         off.insert("enable_thinking".into(), Value::Bool(false));
         // `<|im_start|>assistant\n`: the scan reaches a turn boundary.
         let open = [1, 100, 2, 1, 101];
-        assert_eq!(parsers.is_reasoning_end(&open, &on), Some(false));
-        assert_eq!(parsers.is_reasoning_end(&open, &off), Some(true));
+        assert_eq!(parsers.is_reasoning_end(&open, None, &on), Some(false));
+        assert_eq!(parsers.is_reasoning_end(&open, None, &off), Some(true));
         // `…<think>\n\n</think>\n\n`: the template closed reasoning.
         let closed = [1, 101, 3, 102, 4, 102];
-        assert_eq!(parsers.is_reasoning_end(&closed, &on), Some(true));
+        assert_eq!(parsers.is_reasoning_end(&closed, None, &on), Some(true));
         // A `</think>` before the current turn does not count.
         let earlier = [3, 4, 2, 1, 101];
-        assert_eq!(parsers.is_reasoning_end(&earlier, &on), Some(false));
+        assert_eq!(parsers.is_reasoning_end(&earlier, None, &on), Some(false));
         // An open `<think>` keeps reasoning going; with thinking off Qwen3's
         // grammar has no think start in content, so the scan stops there.
-        assert_eq!(parsers.is_reasoning_end(&[1, 101, 3], &on), Some(false));
-        assert_eq!(parsers.is_reasoning_end(&[1, 101, 3], &off), Some(true));
+        assert_eq!(
+            parsers.is_reasoning_end(&[1, 101, 3], None, &on),
+            Some(false)
+        );
+        assert_eq!(
+            parsers.is_reasoning_end(&[1, 101, 3], None, &off),
+            Some(true)
+        );
     }
 
     /// Olmo3's `</think>` is three ordinary tokens; vLLM matches them
@@ -123,19 +157,22 @@ mod tests {
         let kwargs = Map::new();
         // `</`, `think`, `>` and ` </`, `think`, `>`, between other tokens.
         assert_eq!(
-            parsers.is_reasoning_end(&[1, 11, 12, 13, 2], &kwargs),
+            parsers.is_reasoning_end(&[1, 11, 12, 13, 2], None, &kwargs),
             Some(true)
         );
         assert_eq!(
-            parsers.is_reasoning_end(&[1, 10, 12, 13], &kwargs),
+            parsers.is_reasoning_end(&[1, 10, 12, 13], None, &kwargs),
             Some(true)
         );
         // The pieces out of order or cut short are not the marker.
         assert_eq!(
-            parsers.is_reasoning_end(&[12, 11, 13, 2], &kwargs),
+            parsers.is_reasoning_end(&[12, 11, 13, 2], None, &kwargs),
             Some(false)
         );
-        assert_eq!(parsers.is_reasoning_end(&[1, 11, 12], &kwargs), Some(false));
+        assert_eq!(
+            parsers.is_reasoning_end(&[1, 11, 12], None, &kwargs),
+            Some(false)
+        );
         // The tool parser's start state does not see it: only
         // `is_reasoning_end` matches ordinary tokens.
         assert!(
@@ -143,6 +180,55 @@ mod tests {
                 .prompt_markers(&[11, 12, 13], &[])
                 .contains("</think>")
         );
+    }
+
+    /// A response template whose start anchor is ordinary text (no marker
+    /// token): vLLM reads the decoded prompt (`_reasoning_has_ended`), its
+    /// regions after the last anchor, then a NUL probe. The answers are
+    /// vLLM 0.33.0's for the same template and prompts.
+    #[test]
+    fn response_template_reads_the_decoded_prompt() {
+        let template = crate::response_template::ResponseTemplate::from_json(&serde_json::json!({
+            "start_anchor": "<|turn>model\n",
+            "fields": {
+                "thinking": {"open": "<think>", "close": "</think>"},
+                "tool_calls": {"open_pattern": "\\s*<tool_call>", "close": "</tool_call>",
+                               "repeats": true, "content": "json",
+                               "transform": {"function": "{content}"}},
+                "content": {"close": "<turn|>"}
+            }
+        }))
+        .unwrap();
+        let parsers =
+            ServingParsers::new(Some("hf"), None, false, Some(template.into()), |_| None).unwrap();
+        assert!(parsers.reads_prompt());
+        let on = Map::new();
+        let mut off = Map::new();
+        off.insert("enable_thinking".into(), Value::Bool(false));
+        let ended = |text: &str, kwargs| parsers.is_reasoning_end(&[], Some(text), kwargs);
+        for (prompt, thinking_on, thinking_off) in [
+            // At the message start: reasoning ends only with thinking off.
+            ("<|turn>user\nhi<turn|>\n<|turn>model\n", false, true),
+            ("<|turn>model\n<think>\n", false, false),
+            ("<|turn>model\n<think>x</think>", true, true),
+            ("<|turn>model\nHello", true, true),
+            // No anchor: the whole prompt is content.
+            (
+                "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+                true,
+                true,
+            ),
+            // Held at the end: the NUL probe opens the tool region...
+            ("<|turn>model\n<tool_call>", true, true),
+            // ... or releases a partial delimiter as text.
+            ("<|turn>model\n<thi", false, true),
+            ("<|turn>model\n<think>a</thi", false, false),
+            // Only the last anchor counts.
+            ("<|turn>model\n<think>x</think><|turn>model\n", false, true),
+        ] {
+            assert_eq!(ended(prompt, &on), Some(thinking_on), "{prompt:?}");
+            assert_eq!(ended(prompt, &off), Some(thinking_off), "{prompt:?} off");
+        }
     }
 
     #[test]
@@ -158,7 +244,7 @@ mod tests {
         // No parser: `None`, unless reasoning is hidden.
         let plain = ServingParsers::none();
         assert_eq!(
-            plain.resolve_reasoning_ended(&request, &none, &prompt),
+            plain.resolve_reasoning_ended(&request, &none, &prompt, None),
             None
         );
         let hidden = ServingRequest {
@@ -166,23 +252,23 @@ mod tests {
             ..request.clone()
         };
         assert_eq!(
-            plain.resolve_reasoning_ended(&hidden, &none, &prompt),
+            plain.resolve_reasoning_ended(&hidden, &none, &prompt, None),
             Some(true)
         );
         // A reasoning parser answers for the prompt; a grammar overrides it.
         let qwen3 = ServingParsers::new(Some("qwen3"), None, false, None, vocab).unwrap();
         assert_eq!(
-            qwen3.resolve_reasoning_ended(&request, &none, &prompt),
+            qwen3.resolve_reasoning_ended(&request, &none, &prompt, None),
             Some(false)
         );
         assert_eq!(
-            qwen3.resolve_reasoning_ended(&request, &grammar, &prompt),
+            qwen3.resolve_reasoning_ended(&request, &grammar, &prompt, None),
             Some(true)
         );
         // vLLM's `granite` parser has no answer.
         let granite = ServingParsers::new(Some("granite"), None, false, None, vocab).unwrap();
         assert_eq!(
-            granite.resolve_reasoning_ended(&request, &none, &prompt),
+            granite.resolve_reasoning_ended(&request, &none, &prompt, None),
             None
         );
     }
