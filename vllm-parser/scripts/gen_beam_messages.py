@@ -162,7 +162,7 @@ def main() -> int:
                     assert chunks, output
                     results.append({
                         "template": template_name, "reasoning": reasoning, "choice": choice_name,
-                        "request": body, "output": output,
+                        "prefix": prefix, "request": body, "output": output,
                         "chunks": chunks,
                         "whole": whole(parser_cls, tok, template, body, prefix, output),
                         "streamed": streamed(parser_cls, tok, template, body, prefix, chunks),

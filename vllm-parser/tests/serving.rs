@@ -463,7 +463,8 @@ fn beam_parses_every_tool_choice_as_vllm() {
             "{template_name} [{} / beam] {} {output:?}",
             entry["reasoning"], entry["choice"]
         );
-        let mut parser = parsers.choice_parser(&request, &[], false).unwrap();
+        let prefix = entry["prefix"].as_str();
+        let mut parser = parsers.choice_parser(&request, &[], prefix, false).unwrap();
         let events = parser.push(output, &[], true);
         let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
         if whole != strip_random_ids(entry["whole"].clone()) {
@@ -475,7 +476,7 @@ fn beam_parses_every_tool_choice_as_vllm() {
         }
         let expected = strip_random_ids(entry["streamed"].clone());
         for (name, pieces) in chunkings(output, entry["chunks"].as_array().unwrap()) {
-            let mut parser = parsers.choice_parser(&request, &[], true).unwrap();
+            let mut parser = parsers.choice_parser(&request, &[], prefix, true).unwrap();
             let mut events = Vec::new();
             let n = pieces.len();
             for (i, (text, ids)) in pieces.iter().enumerate() {
