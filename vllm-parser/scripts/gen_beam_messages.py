@@ -26,17 +26,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_beam_grammars as gb  # noqa: E402  (templates, tools; pins vLLM 0.33.0)
 import gen_fixtures as gf  # noqa: E402
-from vllm.entrypoints.openai.chat_completion.message_assembly import (  # noqa: E402
-    assemble_chat_message_fields,
-)
+import gen_serving_corpus as gsc  # noqa: E402  (the whole and streamed messages)
 from vllm.entrypoints.openai.chat_completion.protocol import (  # noqa: E402
     ChatCompletionRequest,
-)
-from vllm.entrypoints.openai.chat_completion.stream_processor import (  # noqa: E402
-    ChatStreamProcessor,
-)
-from vllm.entrypoints.serve.utils.tool_calls_utils import (  # noqa: E402
-    resolve_finish_reason,
 )
 from vllm.parser.parser_manager import ParserManager  # noqa: E402
 
@@ -99,49 +91,14 @@ CHOICES = {
 
 
 def parser_for(parser_cls, tok, template, body, prefix):
+    """A fresh parser whose prompt decodes to ``prefix`` (set directly), and
+    the request."""
     request = ChatCompletionRequest.model_validate(body)
     parser = parser_cls(tok, request.tools, response_template=template,
                         chat_template_kwargs={})
     parser._prompt_token_ids = [0]
     parser._prefix = prefix
-    return request, parser
-
-
-def whole(parser_cls, tok, template, body, prefix, output):
-    request, parser = parser_for(parser_cls, tok, template, body, prefix)
-    reasoning, content, calls = parser.parse(
-        output, request, enable_auto_tools=True, model_output_token_ids=gf.encode(tok, output))
-    fields = assemble_chat_message_fields(
-        request, reasoning, content, calls, enable_auto_tools=True, parser_cls=parser_cls)
-    calls = [{"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
-             for tc in fields.tool_calls]
-    message = gf.normalise(fields.content, fields.reasoning, calls)
-    message["finish_reason"] = resolve_finish_reason("stop", request, bool(fields.tool_calls))
-    return message
-
-
-def streamed(parser_cls, tok, template, body, prefix, chunks):
-    request, parser = parser_for(parser_cls, tok, template, body, prefix)
-    processor = ChatStreamProcessor(request, parser, enable_auto_tools=True,
-                                    parser_cls=parser_cls)
-    content, reasoning, calls, finish = "", "", {}, None
-    for i, chunk in enumerate(chunks):
-        last = i + 1 == len(chunks)
-        step = processor.step(chunk["text"], list(chunk["ids"]), "stop" if last else None, [0])
-        finish = step.finish_reason or finish
-        if step.delta is None:
-            continue
-        content += step.delta.content or ""
-        reasoning += step.delta.reasoning or ""
-        for tc in step.delta.tool_calls or []:
-            call = calls.setdefault(tc.index, {"id": None, "name": "", "arguments": ""})
-            call["id"] = call["id"] or tc.id
-            if tc.function is not None:
-                call["name"] += tc.function.name or ""
-                call["arguments"] += tc.function.arguments or ""
-    message = gf.normalise(content, reasoning, [calls[k] for k in sorted(calls)])
-    message["finish_reason"] = finish
-    return message
+    return parser, request
 
 
 def main() -> int:
@@ -164,8 +121,12 @@ def main() -> int:
                         "template": template_name, "reasoning": reasoning, "choice": choice_name,
                         "prefix": prefix, "request": body, "output": output,
                         "chunks": chunks,
-                        "whole": whole(parser_cls, tok, template, body, prefix, output),
-                        "streamed": streamed(parser_cls, tok, template, body, prefix, chunks),
+                        "whole": gsc.whole_message(
+                            parser_cls, *parser_for(parser_cls, tok, template, body, prefix),
+                            tok, output, True),
+                        "streamed": gsc.streamed_message(
+                            parser_cls, *parser_for(parser_cls, tok, template, body, prefix),
+                            chunks, [0], True),
                     })
         print(f"{template_name}: {len(results)} messages so far", file=sys.stderr)
     header = {"generated_by": "scripts/gen_beam_messages.py", "vllm_version": gf.VLLM_VERSION,

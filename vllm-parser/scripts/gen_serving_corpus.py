@@ -208,12 +208,10 @@ def adjusted(parser_cls, tokenizer, config, body, prompt_ids):
     }
 
 
-def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
-    config = with_kwargs(config, body)
-    auto = config["tool"] is not None  # --enable-auto-tool-choice with a tool parser
-    request = ChatCompletionRequest.model_validate(body)
-    parser = gf.make_parser(parser_cls, tokenizer, config, request)
-    parser.set_prompt_token_ids(prompt_ids)
+def whole_message(parser_cls, parser, request, tokenizer, output, auto):
+    """The non-streaming message (``parse``, ``assemble_chat_message_fields``,
+    ``resolve_finish_reason``) of a parser whose prompt is set; ``auto``:
+    ``--enable-auto-tool-choice``."""
     output_ids = gf.encode(tokenizer, output)
     reasoning, content, calls = parser.parse(
         output, request, enable_auto_tools=auto, model_output_token_ids=output_ids)
@@ -226,12 +224,10 @@ def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
     return message
 
 
-def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
-    config = with_kwargs(config, body)
-    request = ChatCompletionRequest.model_validate(body)
-    parser = gf.make_parser(parser_cls, tokenizer, config, request)
-    processor = ChatStreamProcessor(request, parser,
-                                    enable_auto_tools=config["tool"] is not None,
+def streamed_message(parser_cls, parser, request, chunks, prompt_ids, auto):
+    """The streamed message (``ChatStreamProcessor.step`` per chunk, deltas
+    merged as a client merges them)."""
+    processor = ChatStreamProcessor(request, parser, enable_auto_tools=auto,
                                     parser_cls=parser_cls)
     content, reasoning, calls, finish = "", "", {}, None
     for i, chunk in enumerate(chunks):
@@ -251,12 +247,25 @@ def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
                 call["name"] += tc.function.name or ""
                 call["arguments"] += tc.function.arguments or ""
     message = gf.normalise(content, reasoning, [calls[k] for k in sorted(calls)])
-    if request.tool_choice in ("required",) or isinstance(request.tool_choice, dict) or (
-        request.tool_choice not in ("none", "auto", None)
-    ):
-        message["content"] = message["content"]
     message["finish_reason"] = finish
     return message
+
+
+def run_whole(parser_cls, tokenizer, config, body, prompt_ids, output):
+    config = with_kwargs(config, body)
+    request = ChatCompletionRequest.model_validate(body)
+    parser = gf.make_parser(parser_cls, tokenizer, config, request)
+    parser.set_prompt_token_ids(prompt_ids)
+    # --enable-auto-tool-choice with a tool parser
+    return whole_message(parser_cls, parser, request, tokenizer, output, config["tool"] is not None)
+
+
+def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
+    config = with_kwargs(config, body)
+    request = ChatCompletionRequest.model_validate(body)
+    parser = gf.make_parser(parser_cls, tokenizer, config, request)
+    return streamed_message(parser_cls, parser, request, chunks, prompt_ids,
+                            config["tool"] is not None)
 
 
 # ``Olmo3ReasoningParser.is_reasoning_end`` matches ``</think>`` as these

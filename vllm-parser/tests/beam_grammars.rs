@@ -7,7 +7,6 @@
 //! exactly those.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
@@ -15,18 +14,10 @@ use vllm_parser::Tool;
 use vllm_parser::response_template::ResponseTemplate;
 use vllm_parser::serving::{ServingParsers, ServingRequest, StructuredOutputs, ToolChoice};
 
+mod jsonl_fixture;
+
 fn fixture() -> (Value, Vec<Value>) {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving/beam_grammars.json.gz");
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
-        &mut text,
-    )
-    .unwrap();
-    let mut lines = text.lines().map(|l| serde_json::from_str(l).unwrap());
-    let header = lines.next().unwrap();
-    (header, lines.collect())
+    jsonl_fixture::read("serving/beam_grammars.json.gz")
 }
 
 /// Whether this crate may leave the case's tag unbuilt: a schema (a tool's

@@ -6,27 +6,16 @@
 //! outside the subset it converts ([`ToolGrammarError::Unsupported`]) and
 //! leaves the tag unbuilt; a supported case that differs fails.
 
-use std::path::Path;
-
 use serde_json::{Map, Value};
 use vllm_parser::Tool;
 use vllm_parser::serving::{
     ServingParsers, ServingRequest, StructuredOutputs, ToolGrammarError, cohere_tools_grammar,
 };
 
+mod jsonl_fixture;
+
 fn entries() -> Vec<Value> {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/serving/cohere_tool_grammars.json.gz");
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
-        &mut text,
-    )
-    .unwrap();
-    text.lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    jsonl_fixture::read("serving/cohere_tool_grammars.json.gz").1
 }
 
 /// The first line where the two tags' grammars differ.

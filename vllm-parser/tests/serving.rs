@@ -15,6 +15,8 @@ use vllm_parser::serving::{
 };
 use vllm_parser::{MistralTokenizerInfo, Tool};
 
+mod jsonl_fixture;
+
 fn entries() -> Vec<(String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -36,23 +38,10 @@ fn entries() -> Vec<(String, Value)> {
     for file in files {
         let name = file.file_name().unwrap().to_string_lossy().into_owned();
         let family = name.trim_end_matches(".json.gz").to_owned();
-        let (_, entries) = read_fixture(&file);
+        let (_, entries) = jsonl_fixture::read(&format!("serving/{name}"));
         out.extend(entries.into_iter().map(|e| (family.clone(), e)));
     }
     out
-}
-
-/// A gzip JSON-lines fixture: its header line and its entries.
-fn read_fixture(file: &Path) -> (Value, Vec<Value>) {
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
-        &mut text,
-    )
-    .unwrap();
-    let mut lines = text.lines().map(|l| serde_json::from_str(l).unwrap());
-    let header = lines.next().expect("a header line");
-    (header, lines.collect())
 }
 
 /// A message as the corpus normalises it: `""` is `None`, blank content beside
@@ -429,9 +418,7 @@ fn serving_corpus_matches_vllm() {
 /// templates, at the message start).
 #[test]
 fn beam_parses_every_tool_choice_as_vllm() {
-    let file =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/serving/beam_messages.json.gz");
-    let (header, entries) = read_fixture(&file);
+    let (header, entries) = jsonl_fixture::read("serving/beam_messages.json.gz");
     assert!(!entries.is_empty(), "no beam messages");
     let kwargs = Map::new();
     let mut failures = Vec::new();

@@ -6,7 +6,6 @@
 //! vLLM's Cohere Command parser class builds per model architecture.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde_json::{Map, Value};
 use vllm_parser::Tool;
@@ -19,19 +18,10 @@ use vllm_parser::serving::{
 /// their requests go unconstrained (`json: None`).
 const NOT_BUILT: &[&str] = &[];
 
+mod jsonl_fixture;
+
 fn entries() -> Vec<Value> {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/serving/structural_tags.json.gz");
-    let mut text = String::new();
-    std::io::Read::read_to_string(
-        &mut flate2::read::GzDecoder::new(std::fs::File::open(file).unwrap()),
-        &mut text,
-    )
-    .unwrap();
-    text.lines()
-        .skip(1)
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    jsonl_fixture::read("serving/structural_tags.json.gz").1
 }
 
 #[test]
