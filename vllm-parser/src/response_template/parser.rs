@@ -251,6 +251,21 @@ fn tool_calls(value: &PyJson) -> Vec<Call> {
     calls
 }
 
+/// The thinking field whose end a prompt decides, or the answer when the
+/// template leaves nothing to decide: ended without a thinking field, never
+/// ended with a repeating one.
+fn thinking_to_decide(template: &ResponseTemplate) -> Result<usize, bool> {
+    let thinking = template
+        .fields
+        .iter()
+        .position(|f| f.kind == FieldKind::Thinking)
+        .ok_or(true)?;
+    if template.fields[thinking].repeats {
+        return Err(false);
+    }
+    Ok(thinking)
+}
+
 /// vLLM's `ResponseTemplateReasoningParser.is_reasoning_end` on the decoded
 /// prompt (`_reasoning_has_ended` on `ResponseParser(template,
 /// prefix=prompt)`): ended without a thinking field, never with a repeating
@@ -266,16 +281,10 @@ pub(crate) fn reasoning_has_ended(
     prompt: &str,
     thinking_disabled: bool,
 ) -> bool {
-    let Some(thinking) = template
-        .fields
-        .iter()
-        .position(|f| f.kind == FieldKind::Thinking)
-    else {
-        return true;
+    let thinking = match thinking_to_decide(template) {
+        Ok(field) => field,
+        Err(ended) => return ended,
     };
-    if template.fields[thinking].repeats {
-        return false;
-    }
     let mut initial = Vec::new();
     let mut scanner = Scanner::new(template.clone(), Vec::new(), prompt, &mut initial);
     let mut active = None;
@@ -321,16 +330,10 @@ pub(crate) fn markers_end_reasoning(
     markers: &str,
     thinking_disabled: bool,
 ) -> bool {
-    let Some(thinking) = template
-        .fields
-        .iter()
-        .position(|f| f.kind == FieldKind::Thinking)
-    else {
-        return true;
+    let thinking = match thinking_to_decide(template) {
+        Ok(field) => field,
+        Err(ended) => return ended,
     };
-    if template.fields[thinking].repeats {
-        return false;
-    }
     let mut initial = Vec::new();
     Scanner::new(
         template.clone(),
