@@ -132,33 +132,9 @@ fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Pieces)> {
     out
 }
 
-/// Differences from vLLM this crate keeps, by (reasoning, tool, scenario,
-/// variant); each is reported, not failed. Keep this list short and explained.
-fn known_difference(
-    reasoning: &str,
-    tool: &str,
-    scenario: &str,
-    variant: &str,
-) -> Option<&'static str> {
-    const ENGINE_TOOLS: &[&str] = &[
-        "glm45",
-        "glm47",
-        "ling3",
-        "mimo",
-        "minimax_m2",
-        "qwen3_coder",
-        "qwen3_xml",
-        "seed_oss",
-        "step3p5",
-        "step5",
-    ];
-    if variant == "none" && ENGINE_TOOLS.contains(&tool) {
-        // DelegatingParser returns the engine's content for `none` without the
-        // blank-content rule of `auto`: the "\n" between two dropped calls
-        // stays content. The crate's engine drops whitespace-only content
-        // around calls before the serving layer sees it.
-        return Some("tool_choice none: whitespace between dropped calls");
-    }
+/// Differences from vLLM this crate keeps, by (reasoning, tool, scenario);
+/// each is reported, not failed. Keep this list short and explained.
+fn known_difference(reasoning: &str, tool: &str, scenario: &str) -> Option<&'static str> {
     if matches!(reasoning, "deepseek_r1" | "step3")
         && matches!(scenario, "quoted" | "thinking_off" | "continue")
     {
@@ -213,7 +189,6 @@ fn serving_corpus_matches_vllm() {
             config["reasoning"].as_str().unwrap_or("-"),
             config["tool"].as_str().unwrap_or("-"),
             entry["scenario"].as_str().unwrap(),
-            entry["variant"].as_str().unwrap(),
         );
         let adjusted = &entry["adjusted"];
         if adjusted.get("invalid").is_some() {
