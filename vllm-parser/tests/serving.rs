@@ -132,9 +132,9 @@ fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Pieces)> {
     out
 }
 
-/// Differences from vLLM this crate keeps, by (reasoning, tool, scenario);
+/// Differences from vLLM this crate keeps, by (reasoning parser, scenario);
 /// each is reported, not failed. Keep this list short and explained.
-fn known_difference(reasoning: &str, tool: &str, scenario: &str) -> Option<&'static str> {
+fn known_difference(reasoning: &str, scenario: &str) -> Option<&'static str> {
     if matches!(reasoning, "deepseek_r1" | "step3")
         && matches!(scenario, "quoted" | "thinking_off" | "continue")
     {
@@ -145,13 +145,6 @@ fn known_difference(reasoning: &str, tool: &str, scenario: &str) -> Option<&'sta
         // (all reasoning). The crate takes streaming's start state and parses
         // the calls as its whole-text parser does.
         return Some("legacy reasoning parser: prompt start state (vLLM's modes disagree)");
-    }
-    if reasoning == "kimi_k3" || tool == "kimi_k3" {
-        // Kimi K3 combinations outside its parser corpus (thinking off with a
-        // think channel in the output; `none` / no tools with only the
-        // reasoning parser): vLLM's KimiK3Parser drops or routes channels the
-        // crate's legacy composition keeps as text.
-        return Some("kimi_k3 outside its parser corpus");
     }
     None
 }
@@ -187,7 +180,6 @@ fn serving_corpus_matches_vllm() {
         );
         let known_reason = known_difference(
             config["reasoning"].as_str().unwrap_or("-"),
-            config["tool"].as_str().unwrap_or("-"),
             entry["scenario"].as_str().unwrap(),
         );
         let adjusted = &entry["adjusted"];
