@@ -132,23 +132,6 @@ fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Pieces)> {
     out
 }
 
-/// Differences from vLLM this crate keeps, by (reasoning parser, scenario);
-/// each is reported, not failed. Keep this list short and explained.
-fn known_difference(reasoning: &str, scenario: &str) -> Option<&'static str> {
-    if matches!(reasoning, "deepseek_r1" | "step3")
-        && matches!(scenario, "quoted" | "thinking_off" | "continue")
-    {
-        // A legacy reasoning parser whose prompt check has no turn boundaries:
-        // vLLM's streaming starts after reasoning when the prompt's last marker
-        // (even one the user typed) is `</think>`, and then its legacy tool
-        // parser leaks partial markup; its whole-text parse ignores the prompt
-        // (all reasoning). The crate takes streaming's start state and parses
-        // the calls as its whole-text parser does.
-        return Some("legacy reasoning parser: prompt start state (vLLM's modes disagree)");
-    }
-    None
-}
-
 /// `reasoning_ended` answers from vLLM this crate cannot give, by (reasoning
 /// parser, model): the crate reads the prompt's marker tokens, where vLLM
 /// decodes the prompt.
@@ -177,10 +160,6 @@ fn serving_corpus_matches_vllm() {
             config["tool"].as_str().unwrap_or("-"),
             entry["scenario"].as_str().unwrap(),
             entry["variant"].as_str().unwrap(),
-        );
-        let known_reason = known_difference(
-            config["reasoning"].as_str().unwrap_or("-"),
-            entry["scenario"].as_str().unwrap(),
         );
         let adjusted = &entry["adjusted"];
         if adjusted.get("invalid").is_some() {
@@ -341,10 +320,6 @@ fn serving_corpus_matches_vllm() {
             let events = parser.push(output, &[], true);
             let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
             if !matches(&whole) {
-                if let Some(reason) = known_reason {
-                    *known.entry(reason).or_default() += 1;
-                    continue;
-                }
                 failures.push(format!(
                     "{label} whole {output:?}:\n  ours  {whole}\n  vLLM  {expected} (follow {})",
                     case["follow"]
@@ -363,10 +338,6 @@ fn serving_corpus_matches_vllm() {
                 }
                 let streamed = normalise(&parser.message(&events), parser.finish_reason("stop"));
                 if !matches(&streamed) {
-                    if let Some(reason) = known_reason {
-                        *known.entry(reason).or_default() += 1;
-                        break;
-                    }
                     failures.push(format!(
                         "{label} streamed ({name}) {output:?}:\n  ours  {streamed}\n  vLLM  {expected}"
                     ));

@@ -216,6 +216,9 @@ pub struct ThinkParser {
     markers: Vec<&'static str>,
     scanner: MarkerScanner,
     in_reasoning: bool,
+    /// The start state without the prompt (vLLM's whole-text parse of a
+    /// legacy format, see [`ReasoningParser::follows_whole_text`]).
+    thinking_without_prompt: bool,
     start_seen: bool,
     /// With [`Unclosed::Content`]: the reasoning so far, and the raw output it
     /// came from (start marker included), until the end marker decides.
@@ -247,6 +250,7 @@ impl ThinkParser {
                 }
             });
         let prompt_ends_reasoning = is_reasoning_end(&format, thinking, &options.prompt);
+        let thinking_without_prompt = thinking;
         let thinking = thinking && !prompt_closed_reasoning(&format, &options.prompt);
         let start = if format.start_markers == StartMarkers::Keep {
             ""
@@ -261,6 +265,7 @@ impl ThinkParser {
             markers,
             scanner: MarkerScanner::new(),
             in_reasoning: thinking,
+            thinking_without_prompt,
             start_seen: false,
             held_reasoning: String::new(),
             held_raw: String::new(),
@@ -389,6 +394,13 @@ impl ReasoningParser for ThinkParser {
     /// reasoning halves of its parser engines (`qwen3`).
     fn is_engine_based(&self) -> bool {
         self.format.start_markers == StartMarkers::All
+    }
+
+    /// A legacy format's whole-text `extract_reasoning` reads only the output.
+    fn follows_whole_text(&mut self) {
+        if !self.is_engine_based() {
+            self.in_reasoning = self.thinking_without_prompt;
+        }
     }
 
     fn finish(&mut self, out: &mut Vec<Event>) {

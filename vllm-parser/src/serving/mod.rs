@@ -16,7 +16,10 @@
 //! 2. after rendering, one [`ChoiceParser`] per choice from
 //!    [`ServingParsers::choice_parser`] with the prompt's token ids: the parser
 //!    starts in the state vLLM starts it in (`set_prompt_token_ids` /
-//!    `is_reasoning_end`, read from the prompt's marker tokens);
+//!    `is_reasoning_end`, read from the prompt's marker tokens), except that
+//!    a legacy reasoning parser before tool-call parsing starts as vLLM's
+//!    whole text does, which never shows it the prompt
+//!    ([`ReasoningParser::follows_whole_text`](crate::ReasoningParser::follows_whole_text));
 //! 3. every engine step, [`ChoiceParser::push`]; at the end
 //!    [`ChoiceParser::message`] and [`ChoiceParser::finish_reason`].
 //!
