@@ -420,3 +420,37 @@ impl ReasoningParser for ThinkParser {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reasoning and content of one whole push.
+    fn parse(format: ThinkFormat, prompt: &str, whole_text: bool, text: &str) -> Vec<Event> {
+        let options = ParserOptions {
+            prompt: prompt.to_owned(),
+            ..ParserOptions::default()
+        };
+        let mut parser = ThinkParser::new(format, &options);
+        if whole_text {
+            parser.follows_whole_text();
+        }
+        let mut out = Vec::new();
+        parser.push(text, &[], &mut out);
+        parser.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn whole_text_start_ignores_the_prompt_of_legacy_formats() {
+        let closed = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+        let content = vec![Event::Content("Hi".into())];
+        let reasoning = vec![Event::Reasoning("Hi".into())];
+        // vLLM's streaming start: the prompt ended reasoning.
+        assert_eq!(parse(DEEPSEEK_R1, closed, false, "Hi"), content);
+        // Its whole text never sees the prompt.
+        assert_eq!(parse(DEEPSEEK_R1, closed, true, "Hi"), reasoning);
+        // An engine-based format's whole text reads it too.
+        assert_eq!(parse(QWEN3, closed, true, "Hi"), content);
+    }
+}
