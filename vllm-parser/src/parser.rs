@@ -41,6 +41,19 @@ pub trait ReasoningParser: Send {
         false
     }
 
+    /// Called once, before any text, when a tool parser finds calls after this
+    /// one: the choice then follows vLLM's whole-text answer where its two
+    /// modes disagree on the start state. vLLM's streaming starts after
+    /// reasoning when the prompt ended it and hands the rest to the legacy
+    /// tool parser's streaming extraction, whose answers the crate's tool
+    /// parsers do not reproduce (they give whole-text results at every
+    /// chunking); its whole-text `parse` never shows a legacy parser the
+    /// prompt (`DelegatingParser.set_prompt_token_ids` reaches only
+    /// engine-based ones). A legacy parser whose start state reads the
+    /// prompt starts as if the prompt had not ended reasoning; the default
+    /// does nothing.
+    fn follows_whole_text(&mut self) {}
+
     /// Rewrites the message's content after the tool parser ran (vLLM's
     /// MiniCPM-V recovers escaped newlines there): called with each content
     /// text in order, then once with `last` and no text, it returns the text

@@ -129,71 +129,16 @@ fn chunkings(output: &str, chunks: &[Value]) -> Vec<(String, Pieces)> {
     out
 }
 
-/// Differences from vLLM this crate keeps, by (reasoning, tool, scenario,
-/// variant); each is reported, not failed. Keep this list short and explained.
-fn known_difference(
-    reasoning: &str,
-    tool: &str,
-    scenario: &str,
-    variant: &str,
-) -> Option<&'static str> {
-    const ENGINE_TOOLS: &[&str] = &[
-        "glm45",
-        "glm47",
-        "ling3",
-        "mimo",
-        "minimax_m2",
-        "qwen3_coder",
-        "qwen3_xml",
-        "seed_oss",
-        "step3p5",
-        "step5",
-    ];
-    if variant == "none" && ENGINE_TOOLS.contains(&tool) {
-        // DelegatingParser returns the engine's content for `none` without the
-        // blank-content rule of `auto`: the "\n" between two dropped calls
-        // stays content. The crate's engine drops whitespace-only content
-        // around calls before the serving layer sees it.
-        return Some("tool_choice none: whitespace between dropped calls");
-    }
-    if matches!(reasoning, "deepseek_r1" | "step3")
-        && matches!(scenario, "quoted" | "thinking_off" | "continue")
-    {
-        // A legacy reasoning parser whose prompt check has no turn boundaries:
-        // vLLM's streaming starts after reasoning when the prompt's last marker
-        // (even one the user typed) is `</think>`, and then its legacy tool
-        // parser leaks partial markup; its whole-text parse ignores the prompt
-        // (all reasoning). The crate takes streaming's start state and parses
-        // the calls as its whole-text parser does.
-        return Some("legacy reasoning parser: prompt start state (vLLM's modes disagree)");
-    }
-    if reasoning == "kimi_k3" || tool == "kimi_k3" {
-        // Kimi K3 combinations outside its parser corpus (thinking off with a
-        // think channel in the output; `none` / no tools with only the
-        // reasoning parser): vLLM's KimiK3Parser drops or routes channels the
-        // crate's legacy composition keeps as text.
-        return Some("kimi_k3 outside its parser corpus");
-    }
-    None
-}
-
 #[test]
 fn serving_corpus_matches_vllm() {
     let entries = entries();
     assert!(!entries.is_empty(), "no serving fixtures");
     let mut failures: Vec<String> = Vec::new();
-    let mut known: std::collections::BTreeMap<&str, usize> = Default::default();
     let mut checked = 0;
     for (family, entry) in &entries {
         let config = &entry["config"];
         let label = format!(
             "{family} [{}/{}] {} {}",
-            config["reasoning"].as_str().unwrap_or("-"),
-            config["tool"].as_str().unwrap_or("-"),
-            entry["scenario"].as_str().unwrap(),
-            entry["variant"].as_str().unwrap(),
-        );
-        let known_reason = known_difference(
             config["reasoning"].as_str().unwrap_or("-"),
             config["tool"].as_str().unwrap_or("-"),
             entry["scenario"].as_str().unwrap(),
@@ -354,10 +299,6 @@ fn serving_corpus_matches_vllm() {
             let events = parser.push(output, &[], true);
             let whole = normalise(&parser.message(&events), parser.finish_reason("stop"));
             if !matches(&whole) {
-                if let Some(reason) = known_reason {
-                    *known.entry(reason).or_default() += 1;
-                    continue;
-                }
                 failures.push(format!(
                     "{label} whole {output:?}:\n  ours  {whole}\n  vLLM  {expected} (follow {})",
                     case["follow"]
@@ -378,10 +319,6 @@ fn serving_corpus_matches_vllm() {
                 }
                 let streamed = normalise(&parser.message(&events), parser.finish_reason("stop"));
                 if !matches(&streamed) {
-                    if let Some(reason) = known_reason {
-                        *known.entry(reason).or_default() += 1;
-                        break;
-                    }
                     failures.push(format!(
                         "{label} streamed ({name}) {output:?}:\n  ours  {streamed}\n  vLLM  {expected}"
                     ));
@@ -389,9 +326,6 @@ fn serving_corpus_matches_vllm() {
                 }
             }
         }
-    }
-    for (reason, n) in &known {
-        eprintln!("known difference from vLLM ({n} outputs): {reason}");
     }
     if !failures.is_empty() {
         // SERVING_SHOW=N shows N differences (default 60).

@@ -10,8 +10,8 @@ use crate::engine::assemble::{ReasoningAssembler, ToolAssembler};
 use crate::engine::config::{Emit, EngineConfig, State};
 use crate::engine::driver::{Bypass, Engine, Signal};
 use crate::event::Event;
-use crate::parser::{ReasoningParser, ToolParser};
-use crate::tools::Tool;
+use crate::parser::{ParserOptions, ReasoningParser, ToolParser};
+use crate::serving::ToolChoice;
 
 /// A tool parser running an engine config.
 #[derive(Debug)]
@@ -22,9 +22,16 @@ pub struct EngineToolParser {
 }
 
 impl EngineToolParser {
-    /// A parser for `config` and the request's tools.
-    pub fn new(config: EngineConfig, tools: &[Tool]) -> Self {
-        let assembler = ToolAssembler::new(&config, tools);
+    /// A parser for `config` and the request's tools and `tool_choice`.
+    ///
+    /// `tool_choice: none` on a request with tools suppresses calls in the
+    /// engine itself (vLLM's `ParserEngine._check_skip_tool_parsing`): call
+    /// markup is consumed and every other piece of text is content as is.
+    pub fn new(config: EngineConfig, options: &ParserOptions) -> Self {
+        let mut assembler = ToolAssembler::new(&config, &options.tools);
+        if options.tool_choice == Some(ToolChoice::None) && !options.tools.is_empty() {
+            assembler.suppress_calls();
+        }
         let bypass = Bypass {
             tools: false,
             reasoning: true,
@@ -37,8 +44,8 @@ impl EngineToolParser {
     }
 
     /// Boxed, for the registry.
-    pub fn boxed(config: EngineConfig, tools: &[Tool]) -> Box<dyn ToolParser> {
-        Box::new(Self::new(config, tools))
+    pub fn boxed(config: EngineConfig, options: &ParserOptions) -> Box<dyn ToolParser> {
+        Box::new(Self::new(config, options))
     }
 }
 
@@ -204,5 +211,53 @@ impl ReasoningParser for EngineReasoningParser {
             engine.finish(&mut self.signals);
             self.assembler.signals(&mut self.signals, out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::Tool;
+
+    /// Content and calls from one whole push of `text`.
+    fn parse(tool_choice: Option<ToolChoice>, text: &str) -> (String, usize) {
+        let options = ParserOptions {
+            tools: Tool::from_openai(&serde_json::json!({
+                "type": "function",
+                "function": {"name": "get_weather", "parameters": {"type": "object"}},
+            }))
+            .into_iter()
+            .collect(),
+            tool_choice,
+            ..ParserOptions::default()
+        };
+        let mut parser = crate::registry::tool_parser("qwen3_coder", &options).unwrap();
+        let mut out = Vec::new();
+        parser.push(text, &[], &mut out);
+        parser.finish(&mut out);
+        let content = out
+            .iter()
+            .filter_map(|e| match e {
+                Event::Content(c) => Some(c.as_str()),
+                _ => None,
+            })
+            .collect();
+        let calls = out
+            .iter()
+            .filter(|e| matches!(e, Event::ToolCallBegin { .. }))
+            .count();
+        (content, calls)
+    }
+
+    #[test]
+    fn tool_choice_none_keeps_text_around_suppressed_calls() {
+        let call = "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>";
+        let text = format!("Let me check.\n\n{call}\n{call}");
+        assert_eq!(
+            parse(Some(ToolChoice::None), &text),
+            ("Let me check.\n\n\n".to_owned(), 0)
+        );
+        // `auto` strips the content beside the calls it finds.
+        assert_eq!(parse(None, &text), ("Let me check.".to_owned(), 2));
     }
 }

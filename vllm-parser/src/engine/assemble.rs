@@ -16,7 +16,11 @@
 //!   coerced to the tool's schema types;
 //! - reasoning loses its trailing whitespace when the config says so;
 //! - after a legacy (non-engine) reasoning parser, an output without calls is
-//!   the content exactly as given; a request without tools gets no calls.
+//!   the content exactly as given; a request without tools gets no calls;
+//! - `tool_choice: none` on a request with tools suppresses calls
+//!   (`_suppress_tool_calls`): tool events are ignored, so no slot exists and
+//!   none of the rules above apply; every text chunk, around and between the
+//!   call markup, is content as is (whitespace included).
 //!
 //! Content is streamed as it comes except what these rules may still remove:
 //! trailing whitespace (and, when content starts with whitespace, everything)
@@ -48,6 +52,9 @@ pub struct ToolAssembler {
     args_keys: &'static [&'static str],
     /// Text after an emitted call is content (Inkling).
     keep_text_after_calls: bool,
+    /// Tool events are ignored and text is content as is
+    /// (see [`suppress_calls`](Self::suppress_calls)).
+    suppress: bool,
     /// Content was emitted (it then held non-whitespace).
     emitted_content: bool,
     /// Content started with whitespace: all of it is held until decided.
@@ -91,6 +98,7 @@ impl ToolAssembler {
             accept_empty_names: config.accept_empty_names,
             args_keys: config.args_keys,
             keep_text_after_calls: config.keep_text_after_calls,
+            suppress: false,
             emitted_content: false,
             hold_all: false,
             held: String::new(),
@@ -110,6 +118,16 @@ impl ToolAssembler {
         self.raw = Some(String::new());
     }
 
+    /// Ignore calls (vLLM's `ParserEngine` with `tool_choice: "none"` on a
+    /// request with tools): its `_events_to_delta` skips tool events, so no
+    /// call slot exists, text after calls is never "after a call", and the
+    /// whitespace rules that need a call never fire. Whitespace-only content
+    /// vLLM defers until non-whitespace or the end, where it is flushed; the
+    /// result is every text chunk as is.
+    pub fn suppress_calls(&mut self) {
+        self.suppress = true;
+    }
+
     /// The text the tool parser is given (kept only while it may become the
     /// content).
     pub fn raw_text(&mut self, text: &str) {
@@ -123,6 +141,8 @@ impl ToolAssembler {
         for signal in signals.drain(..) {
             match signal {
                 Signal::Text(text) => self.text(&text, out),
+                Signal::CallStart | Signal::Name(_) | Signal::Args(_) | Signal::CallEnd
+                    if self.suppress => {}
                 // The tool parser's result has no reasoning field: vLLM drops
                 // reasoning the grammar finds inside content.
                 Signal::Reasoning(_) | Signal::ReasoningEnd => {}
@@ -183,6 +203,14 @@ impl ToolAssembler {
     }
 
     fn text(&mut self, text: &str, out: &mut Vec<Event>) {
+        // Suppressed calls leave plain content (after a legacy reasoning
+        // parser the raw text still wins: no call is ever emitted).
+        if self.suppress && self.raw.is_none() {
+            if !text.is_empty() {
+                out.push(Event::Content(text.to_owned()));
+            }
+            return;
+        }
         if self.after_tool_event && self.keep_text_after_calls && self.calls > 0 {
             if !text.is_empty() {
                 out.push(Event::Content(text.to_owned()));

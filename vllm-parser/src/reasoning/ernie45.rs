@@ -109,6 +109,10 @@ impl ReasoningParser for Ernie45Parser {
         self.think.prompt_ends_reasoning()
     }
 
+    fn follows_whole_text(&mut self) {
+        self.think.follows_whole_text();
+    }
+
     fn push(&mut self, text: &str, token_ids: &[u32], out: &mut Vec<Event>) {
         self.think.push(text, token_ids, &mut self.events);
         self.route(out);

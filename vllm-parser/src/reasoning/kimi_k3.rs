@@ -10,9 +10,10 @@
 //!   `<|open|>think<|sep|>` before it is dropped. Never closed, all of it is
 //!   reasoning.
 //! - The content after it goes to the tool parser as it is when the request
-//!   has tools; without tools the `response` channel is unwrapped here
-//!   (`tool::kimi_k3::xtml::ResponseChannel`, closers
-//!   of `message` dropped).
+//!   has tools and a `tool_choice` other than `none`
+//!   (`_should_preserve_tool_channels`); otherwise the `response` channel is
+//!   unwrapped here (`tool::kimi_k3::xtml::ResponseChannel`, closers of
+//!   `message` dropped), and a tool parser after it sees the unwrapped text.
 //!
 //! Where vLLM's modes disagree the `kimi_k3` fixture records the choice: text
 //! before an `<|open|>think<|sep|>` in the output stays reasoning, and a
@@ -22,6 +23,7 @@
 
 use crate::event::Event;
 use crate::parser::{ParserOptions, ReasoningParser, py_truthy};
+use crate::serving::ToolChoice;
 use crate::tool::kimi_k3::xtml::{Lexer, Name, ResponseChannel, Token};
 
 /// The `kimi_k3` reasoning parser.
@@ -57,9 +59,7 @@ impl KimiK3ReasoningParser {
             lexer: Lexer::default(),
             in_reasoning: thinking,
             open_seen: false,
-            unwrap: options
-                .tools
-                .is_empty()
+            unwrap: (options.tools.is_empty() || options.tool_choice == Some(ToolChoice::None))
                 .then(ResponseChannel::dropping_message_close),
         }
     }

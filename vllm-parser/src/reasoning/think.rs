@@ -216,6 +216,9 @@ pub struct ThinkParser {
     markers: Vec<&'static str>,
     scanner: MarkerScanner,
     in_reasoning: bool,
+    /// The start state without the prompt (vLLM's whole-text parse of a
+    /// legacy format, see [`ReasoningParser::follows_whole_text`]).
+    thinking_without_prompt: bool,
     start_seen: bool,
     /// With [`Unclosed::Content`]: the reasoning so far, and the raw output it
     /// came from (start marker included), until the end marker decides.
@@ -247,6 +250,7 @@ impl ThinkParser {
                 }
             });
         let prompt_ends_reasoning = is_reasoning_end(&format, thinking, &options.prompt);
+        let thinking_without_prompt = thinking;
         let thinking = thinking && !prompt_closed_reasoning(&format, &options.prompt);
         let start = if format.start_markers == StartMarkers::Keep {
             ""
@@ -261,6 +265,7 @@ impl ThinkParser {
             markers,
             scanner: MarkerScanner::new(),
             in_reasoning: thinking,
+            thinking_without_prompt,
             start_seen: false,
             held_reasoning: String::new(),
             held_raw: String::new(),
@@ -391,6 +396,13 @@ impl ReasoningParser for ThinkParser {
         self.format.start_markers == StartMarkers::All
     }
 
+    /// A legacy format's whole-text `extract_reasoning` reads only the output.
+    fn follows_whole_text(&mut self) {
+        if !self.is_engine_based() {
+            self.in_reasoning = self.thinking_without_prompt;
+        }
+    }
+
     fn finish(&mut self, out: &mut Vec<Event>) {
         let mut rest = self.scanner.finish();
         if self.in_reasoning && self.format.unclosed == Unclosed::Content {
@@ -406,5 +418,39 @@ impl ReasoningParser for ThinkParser {
                 Event::Content(rest)
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reasoning and content of one whole push.
+    fn parse(format: ThinkFormat, prompt: &str, whole_text: bool, text: &str) -> Vec<Event> {
+        let options = ParserOptions {
+            prompt: prompt.to_owned(),
+            ..ParserOptions::default()
+        };
+        let mut parser = ThinkParser::new(format, &options);
+        if whole_text {
+            parser.follows_whole_text();
+        }
+        let mut out = Vec::new();
+        parser.push(text, &[], &mut out);
+        parser.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn whole_text_start_ignores_the_prompt_of_legacy_formats() {
+        let closed = "<|im_start|>assistant\n<think>\n\n</think>\n\n";
+        let content = vec![Event::Content("Hi".into())];
+        let reasoning = vec![Event::Reasoning("Hi".into())];
+        // vLLM's streaming start: the prompt ended reasoning.
+        assert_eq!(parse(DEEPSEEK_R1, closed, false, "Hi"), content);
+        // Its whole text never sees the prompt.
+        assert_eq!(parse(DEEPSEEK_R1, closed, true, "Hi"), reasoning);
+        // An engine-based format's whole text reads it too.
+        assert_eq!(parse(QWEN3, closed, true, "Hi"), content);
     }
 }

@@ -114,6 +114,12 @@ impl ChoiceParser {
             (Some(_), ToolChoice::Required) if supports => Mode::Required,
             (Some(_), _) => Mode::Auto,
         };
+        // Where calls are parsed, a legacy reasoning parser starts as vLLM's
+        // whole text does (see `ReasoningParser::follows_whole_text`).
+        let mut reasoning = reasoning;
+        if let (Mode::Auto, Some(reasoning)) = (&mode, &mut reasoning) {
+            reasoning.follows_whole_text();
+        }
         let tool = match (&mode, parsers.active_tool_name) {
             (Mode::Auto | Mode::ContentThroughParser, Some(name)) => {
                 Some(registry::tool_parser(name, &options).map_err(build)?)

@@ -18,7 +18,10 @@
 //!    [`ServingParsers::reads_prompt`], its decoded text): the parser starts
 //!    in the state vLLM starts it in (`set_prompt_token_ids` /
 //!    `is_reasoning_end`, read from the prompt's marker tokens, or from the
-//!    decoded prompt by the `hf` / `beam` parsers, as vLLM reads it);
+//!    decoded prompt by the `hf` / `beam` parsers, as vLLM reads it), except
+//!    that a legacy reasoning parser before tool-call parsing starts as vLLM's
+//!    whole text does, which never shows it the prompt
+//!    ([`ReasoningParser::follows_whole_text`](crate::ReasoningParser::follows_whole_text));
 //! 3. every engine step, [`ChoiceParser::push`]; at the end
 //!    [`ChoiceParser::message`] and [`ChoiceParser::finish_reason`].
 //!

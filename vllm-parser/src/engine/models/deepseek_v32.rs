@@ -23,5 +23,5 @@ pub fn config() -> EngineConfig {
 
 /// The `deepseek_v32` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }

@@ -104,7 +104,7 @@ pub fn thinking(options: &ParserOptions) -> bool {
 
 /// The `deepseek_v4` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(thinking(options)), &options.tools)
+    EngineToolParser::boxed(config(thinking(options)), options)
 }
 
 /// The `deepseek_v4` reasoning parser.

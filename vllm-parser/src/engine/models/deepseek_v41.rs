@@ -48,7 +48,7 @@ pub fn config(thinking: bool) -> EngineConfig {
 
 /// The `deepseek_v41` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(thinking(options)), &options.tools)
+    EngineToolParser::boxed(config(thinking(options)), options)
 }
 
 /// The `deepseek_v41` reasoning parser.

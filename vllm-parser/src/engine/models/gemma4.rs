@@ -76,7 +76,7 @@ pub fn config() -> EngineConfig {
 
 /// The `gemma4` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }
 
 /// The `gemma4` reasoning parser.

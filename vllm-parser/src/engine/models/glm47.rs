@@ -78,7 +78,7 @@ pub fn config(thinking: bool) -> EngineConfig {
 
 /// The `glm45` / `glm47` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(thinking(options)), &options.tools)
+    EngineToolParser::boxed(config(thinking(options)), options)
 }
 
 /// The `glm45` / `glm47` reasoning parser.

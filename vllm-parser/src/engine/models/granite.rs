@@ -34,7 +34,7 @@ pub fn config() -> EngineConfig {
 
 /// The `granite` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }
 
 /// vLLM's `_granite_arg_converter(raw, partial=False)`: the verbatim

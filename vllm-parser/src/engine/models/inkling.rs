@@ -118,7 +118,7 @@ fn prompt_state(prompt: &str) -> Option<State> {
 
 /// The `inkling` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }
 
 /// The `inkling` reasoning parser.

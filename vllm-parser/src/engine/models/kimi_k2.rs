@@ -69,7 +69,7 @@ pub fn config(thinking: bool) -> EngineConfig {
 
 /// The `kimi_k2` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(thinking(options)), &options.tools)
+    EngineToolParser::boxed(config(thinking(options)), options)
 }
 
 /// The `kimi_k2` reasoning parser.

@@ -37,7 +37,7 @@ fn thinking(options: &ParserOptions) -> bool {
 
 /// The `mimo` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(thinking(options)), &options.tools)
+    EngineToolParser::boxed(config(thinking(options)), options)
 }
 
 /// The `mimo` reasoning parser.

@@ -79,7 +79,7 @@ pub fn config() -> EngineConfig {
 
 /// The `minimax_m2` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }
 
 /// The `minimax_m2` reasoning parser.

@@ -83,7 +83,7 @@ pub fn config() -> EngineConfig {
 
 /// The `minimax_m3` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }
 
 /// An element's value: its text, or its `(name, value)` children in order.

@@ -90,7 +90,7 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
     if pre_v11_calls {
         SettleParser::boxed(MistralPreV11::new(options))
     } else {
-        EngineToolParser::boxed(config(reasoning), &options.tools)
+        EngineToolParser::boxed(config(reasoning), options)
     }
 }
 

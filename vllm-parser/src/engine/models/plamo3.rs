@@ -104,7 +104,7 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
     let config = config(thinking(options));
     let terminals = terminals(&config);
     Box::new(Plamo3Tool {
-        inner: EngineToolParser::new(config, &options.tools),
+        inner: EngineToolParser::new(config, options),
         terminals,
     })
 }

@@ -132,7 +132,7 @@ pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
 
 /// The tool parser of a Qwen3-grammar model.
 pub fn tool_parser_for(wrappers: Wrappers, options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(wrappers, thinking(options)), &options.tools)
+    EngineToolParser::boxed(config(wrappers, thinking(options)), options)
 }
 
 /// `step5`: vLLM's `Step5ToolParser`, the Qwen3 grammar configured with
@@ -146,7 +146,7 @@ pub fn step5_tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
     let mut config = config(wrappers, false);
     config.drop_whitespace_only_content_before_tools = false;
     config.strip_content_whitespace_with_tools = false;
-    EngineToolParser::boxed(config, &options.tools)
+    EngineToolParser::boxed(config, options)
 }
 
 /// The reasoning parser of a Qwen3-grammar model. (vLLM's `qwen3` reasoning

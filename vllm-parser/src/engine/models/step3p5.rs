@@ -24,7 +24,7 @@ pub fn config() -> EngineConfig {
 
 /// The `step3p5` tool parser.
 pub fn tool_parser(options: &ParserOptions) -> Box<dyn ToolParser> {
-    EngineToolParser::boxed(config(), &options.tools)
+    EngineToolParser::boxed(config(), options)
 }
 
 /// The `step3p5` reasoning parser.

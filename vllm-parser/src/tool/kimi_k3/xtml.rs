@@ -173,19 +173,34 @@ enum Channel {
     Body,
     /// After the opened channel's closer: nothing more is content.
     After,
+    /// After the opened channel's closer when text before the channel was
+    /// already content (the reasoning parser's unwrapping): text stays
+    /// content, `response` / `message` closers are dropped.
+    AfterStreamed,
 }
 
 /// vLLM's unwrapping of the `response` channel into content (its whole-text
 /// `_strip_content_wrapper` / `_content`), one token at a time: the channel's
 /// body when it was opened, else the text with `response` / `message` closers
 /// removed. Text before an opened channel stays content (vLLM's streaming; its
-/// whole text drops it once the channel opens).
+/// whole text drops it once the channel opens, which a streaming parser cannot
+/// take back).
+///
+/// The reasoning parser's unwrapping then stays with vLLM's streaming answer
+/// (`strip_content_streaming`) to the end, so the message is one of vLLM's
+/// two answers rather than a mix of both: the text after the channel's closer
+/// stays content too, with `response` / `message` closers removed. The tool
+/// parser's streaming sends nothing after the closer, so its unwrapping drops
+/// that text either way.
 #[derive(Debug, Default)]
 pub(crate) struct ResponseChannel {
     channel: Channel,
     /// Whether a `<|close|>message<|sep|>` inside an opened channel is dropped
-    /// (the reasoning parser's unwrapping) or kept (the tool parser's).
-    drop_message_close_in_body: bool,
+    /// and text before the channel keeps the text after it (the reasoning
+    /// parser's unwrapping), or neither (the tool parser's).
+    reasoning_side: bool,
+    /// Content was emitted before the channel opened.
+    lead_emitted: bool,
 }
 
 impl ResponseChannel {
@@ -193,15 +208,15 @@ impl ResponseChannel {
     /// drops `message` closers inside the channel too.
     pub fn dropping_message_close() -> Self {
         Self {
-            drop_message_close_in_body: true,
+            reasoning_side: true,
             ..Self::default()
         }
     }
 
     /// Text outside tags.
-    pub fn text(&self, text: String, out: &mut Vec<Event>) {
+    pub fn text(&mut self, text: String, out: &mut Vec<Event>) {
         if self.channel != Channel::After && !text.is_empty() {
-            out.push(Event::Content(text));
+            self.emit(text, out);
         }
     }
 
@@ -209,12 +224,25 @@ impl ResponseChannel {
     pub fn tag(&mut self, tag: &Tag, out: &mut Vec<Event>) {
         match (self.channel, tag.open, tag.name()) {
             (Channel::Lead, true, Name::Response) => self.channel = Channel::Body,
-            (Channel::Lead, false, Name::Response | Name::Message) => {}
-            (Channel::Body, false, Name::Response) => self.channel = Channel::After,
-            (Channel::Body, false, Name::Message) if self.drop_message_close_in_body => {}
+            (Channel::Lead | Channel::AfterStreamed, false, Name::Response | Name::Message) => {}
+            (Channel::Body, false, Name::Response) => {
+                self.channel = if self.reasoning_side && self.lead_emitted {
+                    Channel::AfterStreamed
+                } else {
+                    Channel::After
+                };
+            }
+            (Channel::Body, false, Name::Message) if self.reasoning_side => {}
             (Channel::After, ..) => {}
-            _ => out.push(Event::Content(tag.raw())),
+            _ => self.emit(tag.raw(), out),
         }
+    }
+
+    fn emit(&mut self, text: String, out: &mut Vec<Event>) {
+        if self.channel == Channel::Lead {
+            self.lead_emitted = true;
+        }
+        out.push(Event::Content(text));
     }
 }
 
@@ -266,6 +294,41 @@ mod tests {
                 tag(false, "think"),
                 Token::Text("<|open|>y".into()),
             ]
+        );
+    }
+
+    /// The reasoning parser's unwrapping of whole text.
+    fn unwrap(text: &str) -> String {
+        let mut channel = ResponseChannel::dropping_message_close();
+        let mut out = Vec::new();
+        for token in lex(&[text]) {
+            match token {
+                Token::Text(text) => channel.text(text, &mut out),
+                Token::Tag(tag) => channel.tag(&tag, &mut out),
+            }
+        }
+        out.iter()
+            .map(|e| match e {
+                Event::Content(c) => c.as_str(),
+                _ => "",
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reasoning_unwrapping_is_one_of_vllms_answers() {
+        let tail = "<|close|>response<|sep|><|open|>tools<|sep|>t<|close|>tools<|sep|>";
+        // No text before the channel: vLLM's whole text, the channel's body.
+        assert_eq!(
+            unwrap(&format!("<|open|>response<|sep|>body{tail}")),
+            "body"
+        );
+        // Text before it was streamed: vLLM's streaming, closers removed.
+        assert_eq!(
+            unwrap(&format!(
+                "lead<|open|>response<|sep|>body{tail}<|close|>message<|sep|>"
+            )),
+            "leadbody<|open|>tools<|sep|>t<|close|>tools<|sep|>"
         );
     }
 
