@@ -45,7 +45,8 @@ ignores the prompt that streaming reads with ``is_reasoning_end``), ``follow``
 is ``"either"`` and both of vLLM's answers are accepted. Both are recorded.
 
 Run from the crate directory with the reference environment
-(``../shared/peers/setup.sh``)::
+(``../shared/peers/setup.sh``) and its synthetic tokenizers
+(``scripts/synth_tokenizers.py``)::
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/gen_serving_corpus.py [family ...]
 """
@@ -396,7 +397,8 @@ def generate(family: str) -> int:
         # Every config skipped: its model directories are missing from $REF
         # (e.g. the synthetic tokenizers) or its parsers failed to build.
         # Writing would replace the committed fixture with an empty one.
-        print(f"{family}: no requests replayed; fixture left as it was", file=sys.stderr)
+        print(f"{family}: no requests replayed, fixture left as it was (are the synthetic "
+              "tokenizers built? scripts/synth_tokenizers.py)", file=sys.stderr)
         return 1
     OUT.mkdir(parents=True, exist_ok=True)
     header = {"generated_by": "scripts/gen_serving_corpus.py",
