@@ -269,18 +269,20 @@ def run_streaming(parser_cls, tokenizer, config, body, prompt_ids, chunks):
                             config["tool"] is not None)
 
 
-# ``Olmo3ReasoningParser.is_reasoning_end`` matches ``</think>`` as these
-# ordinary tokens (``Ġ</`` or ``</``, then ``think``, ``>``).
-OLMO3_END_PIECES = ("Ġ</", "</", "think", ">")
+# Ordinary tokens a reasoning parser's ``is_reasoning_end`` matches as part of
+# a marker: Olmo3's ``</think>`` (``Ġ</`` or ``</``, then ``think``, ``>``);
+# Kimi K3's think channel name (``<|open|>think<|sep|>``).
+SPELLED_PIECES = {"olmo3": ("Ġ</", "</", "think", ">"), "kimi_k3": ("think",)}
 
 
 def marker_vocab(tokenizer, config) -> dict:
     """The tokenizer's added tokens (every special marker), text → id, and the
     ordinary tokens a parser of ``config`` matches as a marker."""
     vocab = {t: i for t, i in tokenizer.get_added_vocab().items() if len(t) <= 64}
-    if config["reasoning"] == "olmo3":
+    pieces = SPELLED_PIECES.get(config["reasoning"], ())
+    if pieces:
         full = tokenizer.get_vocab()
-        vocab.update({t: full[t] for t in OLMO3_END_PIECES if t in full})
+        vocab.update({t: full[t] for t in pieces if t in full})
     return vocab
 
 

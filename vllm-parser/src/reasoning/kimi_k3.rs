@@ -48,12 +48,13 @@ impl KimiK3ReasoningParser {
             None => kwargs.get("enable_thinking").is_none_or(py_truthy),
         };
         // `is_reasoning_end`: thinking off, or the prompt's newest think
-        // marker closes the channel. The channel name is an ordinary token
-        // (U+0001 in the prompt's markers), so any XTML channel counts.
+        // channel marker closes it (the three-token sequences
+        // `ServingParsers` spells out for this check; neither in the prompt:
+        // not ended).
         let prompt = &options.prompt;
         let newest = |marker: &str| prompt.rfind(marker);
         let prompt_ends_reasoning =
-            !thinking || newest("<|close|>\u{1}<|sep|>") > newest("<|open|>\u{1}<|sep|>");
+            !thinking || newest("<|close|>think<|sep|>") > newest("<|open|>think<|sep|>");
         Self {
             prompt_ends_reasoning,
             lexer: Lexer::default(),

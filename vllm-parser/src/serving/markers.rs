@@ -185,12 +185,30 @@ pub(crate) struct SpelledMarker {
 /// vLLM's `Olmo3ReasoningParser.is_reasoning_end` finds `</think>` anywhere in
 /// the prompt as the pre-tokenizer splits it: `</` (or `Ġ</`, with a leading
 /// space), `think`, `>`; so a `</think>` a user typed counts too.
-pub(crate) const SPELLED_MARKERS: &[SpelledMarker] = &[SpelledMarker {
-    parser: "olmo3",
-    marker: "</think>",
-    first: &["Ġ</", "</"],
-    rest: &["think", ">"],
-}];
+/// `KimiK3ReasoningParser.is_reasoning_end` compares the newest think channel
+/// open and close, each three tokens (`<|open|>`, `think`, `<|sep|>`): the
+/// channel's name is an ordinary token, which tells a think channel from the
+/// others.
+pub(crate) const SPELLED_MARKERS: &[SpelledMarker] = &[
+    SpelledMarker {
+        parser: "olmo3",
+        marker: "</think>",
+        first: &["Ġ</", "</"],
+        rest: &["think", ">"],
+    },
+    SpelledMarker {
+        parser: "kimi_k3",
+        marker: "<|open|>think<|sep|>",
+        first: &["<|open|>"],
+        rest: &["think", "<|sep|>"],
+    },
+    SpelledMarker {
+        parser: "kimi_k3",
+        marker: "<|close|>think<|sep|>",
+        first: &["<|close|>"],
+        rest: &["think", "<|sep|>"],
+    },
+];
 
 /// A [`SpelledMarker`] resolved to the tokenizer's ids.
 #[derive(Debug, Clone)]

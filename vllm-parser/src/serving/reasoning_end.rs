@@ -231,6 +231,40 @@ mod tests {
         }
     }
 
+    /// Kimi K3's think channel markers are `<|open|>` / `<|close|>`, the
+    /// ordinary token `think`, `<|sep|>`: another channel (`response`) closed
+    /// last does not end reasoning; the think channel closed last does.
+    #[test]
+    fn kimi_k3_reads_the_channel_name() {
+        let vocab = |t: &str| {
+            ["<|open|>", "<|close|>", "<|sep|>", "think", "response"]
+                .iter()
+                .position(|p| *p == t)
+                .map(|i| i as u32 + 20)
+        };
+        let parsers = ServingParsers::new(Some("kimi_k3"), None, false, None, vocab).unwrap();
+        let kwargs = Map::new();
+        let (open, close, sep, think, response) = (20, 21, 22, 23, 24);
+        let think_closed = [open, think, sep, 1, close, think, sep];
+        assert_eq!(
+            parsers.is_reasoning_end(&think_closed, None, &kwargs),
+            Some(true)
+        );
+        // A response channel after the open think channel: still thinking.
+        let response_closed = [
+            open, think, sep, open, response, sep, 2, close, response, sep,
+        ];
+        assert_eq!(
+            parsers.is_reasoning_end(&response_closed, None, &kwargs),
+            Some(false)
+        );
+        // No think channel at all: not ended.
+        assert_eq!(
+            parsers.is_reasoning_end(&[open, response, sep, close, response, sep], None, &kwargs),
+            Some(false)
+        );
+    }
+
     #[test]
     fn resolve_follows_vllms_order() {
         let kwargs = Map::new();
