@@ -98,7 +98,7 @@ impl ChoiceParser {
             .map_err(build)?;
         // vLLM's template parser runs for `none` too, parsing no calls; with
         // only its tool half it parses no reasoning either.
-        let reasoning = match reasoning {
+        let mut reasoning = match reasoning {
             None if template && choice == ToolChoice::None => {
                 Some(crate::response_template::TemplateParser::content(&options))
             }
@@ -116,7 +116,6 @@ impl ChoiceParser {
         };
         // Where calls are parsed, a legacy reasoning parser starts as vLLM's
         // whole text does (see `ReasoningParser::follows_whole_text`).
-        let mut reasoning = reasoning;
         if let (Mode::Auto, Some(reasoning)) = (&mode, &mut reasoning) {
             reasoning.follows_whole_text();
         }

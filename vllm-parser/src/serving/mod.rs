@@ -343,7 +343,7 @@ pub struct ServingParsers {
     /// Marker token id → marker text, for the prompt's start state.
     markers: Arc<HashMap<u32, &'static str>>,
     /// Markers the reasoning parser's `is_reasoning_end` matches as ordinary
-    /// tokens (Olmo3's `</think>`).
+    /// token sequences (Olmo3's `</think>`, Kimi K3's think channel).
     spelled_markers: Arc<[markers::SpelledIds]>,
     /// HY V4's structural-token suffix (`detect_token_suffix`): `""` when the
     /// tokenizer has the unsuffixed `<tool_calls>`, else unknown until
