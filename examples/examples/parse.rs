@@ -14,7 +14,7 @@
 //! the parser's start state from the rendered prompt's token ids
 //! (`--prompt-token-ids`, a JSON list or a file holding one; needs `--model` to
 //! know the marker tokens' ids, and to decode the prompt for the `hf` / `beam`
-//! parsers, which read its text),
+//! and Muse parsers, which read its text),
 //! `tool_choice`, and the finish reason. Prints `{"content", "reasoning", "tool_calls": [{"type",
 //! "function": {"name", "arguments"}}], "finish_reason"}` as vLLM's non-streaming
 //! response holds it. With `--chunk N` the output is fed N characters at a time
@@ -150,8 +150,8 @@ fn main() -> anyhow::Result<()> {
         Some(arg) => prompt_token_ids(arg)?,
         None => Vec::new(),
     };
-    // The `hf` / `beam` parsers read the prompt as vLLM decodes it (`beam`
-    // also derives its grammar from it).
+    // The `hf` / `beam` and Muse parsers read the prompt as vLLM decodes it
+    // (`beam` also derives its grammar from it).
     let prompt_text = match &args.model {
         Some(dir) if parsers.reads_prompt() => {
             let options = vllm_chat::RendererOptions::default();

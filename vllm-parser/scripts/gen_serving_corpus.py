@@ -29,7 +29,11 @@ vLLM's serving layer does:
 Entries whose config has a ``response_template`` (the ``hf`` / ``beam``
 parsers) also record the prompt as those parsers decode it (``prompt_text``,
 ``vllm.parser.response_template._decode``): they read the text, not the
-token ids.
+token ids. So do entries of a Muse reasoning parser, whose ``is_reasoning_end``
+decodes the prompt with the tokenizer's plain ``decode``.
+
+A corpus may add prompt scenarios of its own (``"scenarios"``, in the form of
+``SCENARIOS`` below), e.g. an assistant message continued inside a tool call.
 
 Entries of a ``mistral`` parser also record what ``MistralParser`` reads from
 the tokenizer: the Mistral tokens its vocabulary lacks (``absent_tokens``) and,
@@ -77,6 +81,8 @@ from vllm.parser.response_template import _decode  # noqa: E402
 
 OUT = gf.CRATE / "tests" / "fixtures" / "serving"
 MAX_OUTPUTS = 3
+# The reasoning parsers that read the prompt decoded (``MuseReasoningParser``).
+MUSE_REASONING = ("muse", "musespark1x", "muse_glimmer")
 
 VARIANTS = {
     "auto": {},
@@ -346,7 +352,7 @@ def generate(family: str) -> int:
             outputs.append(f'[{{"name": "{name}", "parameters": {{"a": 1}}}}]')
             outputs.append('{"a": 1}')
         vocab = marker_vocab(tokenizer, config)
-        for scenario_name, scenario in SCENARIOS.items():
+        for scenario_name, scenario in {**SCENARIOS, **corpus.get("scenarios", {})}.items():
             prompt_ids, kwargs = render(tokenizer, config, scenario, tools)
             if prompt_ids is None:
                 continue
@@ -387,6 +393,9 @@ def generate(family: str) -> int:
                     # The prompt as the response-template parsers read it
                     # (``is_reasoning_end``, ``set_prompt_token_ids``).
                     entry["prompt_text"] = _decode(tokenizer, prompt_ids)
+                elif config["reasoning"] in MUSE_REASONING:
+                    # ``MuseReasoningParser.is_reasoning_end`` decodes it so.
+                    entry["prompt_text"] = tokenizer.decode(prompt_ids)
                 # The marker tokens the prompt holds; any other
                 # token a parser asks about at start-up exists (vLLM's
                 # start-up check passed), under an id no prompt holds.

@@ -115,8 +115,8 @@ pub struct ParserOptions {
     /// [`serving::ServingParsers::choice_parser`](crate::serving::ServingParsers::choice_parser)
     /// fills it from the prompt's token ids: the prompt's marker tokens in
     /// order, every other token as U+0001, as vLLM reads token ids; for the
-    /// `hf` / `beam` parsers, which vLLM gives the decoded prompt, with that
-    /// text when the server passes it.
+    /// `hf` / `beam` and Muse parsers, which vLLM gives the decoded prompt,
+    /// with that text when the server passes it.
     pub prompt: String,
     /// The checkpoint's `response_template` (from `tokenizer_config.json`,
     /// compiled once per model with

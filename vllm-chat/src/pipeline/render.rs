@@ -67,8 +67,8 @@ pub(crate) fn prepare_chat(
     let mut generate = model.renderer.render_chat(&request)?;
     // After the render, as vLLM adjusts after `set_prompt_token_ids`: the `hf` /
     // `beam` parsers read the prompt as vLLM decodes it (`beam`'s grammar, their
-    // `is_reasoning_end` and start state); no other parser's adjustment affects the
-    // render.
+    // `is_reasoning_end` and start state), and so does Muse's `is_reasoning_end`; no
+    // other parser's adjustment affects the render.
     let prompt_text = if parsers.reads_prompt() {
         Some(
             model

@@ -13,11 +13,12 @@
 //!    `<|eot|>`, `<|eom|>` or the end); without one it is nothing when a `SELF`
 //!    occurs, else the whole output, which is then not reasoning.
 
-use super::messages::{EOM, EOT, MESSAGE, NextOf, find_from, has_atem};
+use super::messages::{
+    ASSISTANT_OPEN, EOM, EOT, MESSAGE, NextOf, find_from, has_atem, reasoning_messages,
+};
 
 const SELF_OPEN: &str = "to=self<|message|>";
 const USER_OPEN: &str = "to=user<|message|>";
-const ASSISTANT_OPEN: &str = "<|start|>assistant";
 
 /// Start positions of every `to=[^\s<]+<\|message\|>` match (overlapping ones
 /// included, as a lookahead sees them), in order.
@@ -193,6 +194,21 @@ pub(super) fn extract_reasoning(text: &str) -> (String, String) {
         None if text.contains(SELF_OPEN) => (reasoning, String::new()),
         None => (String::new(), text.to_owned()),
     }
+}
+
+/// `_tool_channel_remainder` (Glimmer) holds ATEM markup: in the text after
+/// the last `<|start|>assistant`, with reasoning spans removed, from the
+/// first `to=RECIPIENT<|message|>` header to neither `self` nor `user` on.
+pub(super) fn opens_tool_channel(text: &str) -> bool {
+    let turn = text
+        .rfind(ASSISTANT_OPEN)
+        .map_or(text, |at| &text[at + ASSISTANT_OPEN.len()..]);
+    let scoped = strip_open(&strip_closed(turn));
+    let messages = reasoning_messages(&scoped);
+    messages
+        .iter()
+        .position(|m| m.recipient.is_some_and(|r| r != "self" && r != "user"))
+        .is_some_and(|first| messages[first..].iter().any(|m| has_atem(m.framed)))
 }
 
 #[cfg(test)]

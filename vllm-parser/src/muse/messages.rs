@@ -21,6 +21,8 @@ pub(super) const MESSAGE: &str = "<|message|>";
 pub(super) const EOM: &str = "<|eom|>";
 pub(super) const EOT: &str = "<|eot|>";
 const ASSISTANT: &str = "assistant";
+/// An assistant message's opening (`_ASSISTANT_TURN_OPEN`).
+pub(super) const ASSISTANT_OPEN: &str = "<|start|>assistant";
 
 /// Which of vLLM's two header regexes finds the headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,9 +147,7 @@ fn header_at(text: &str, lo: usize, marker: usize, grammar: Grammar) -> Header<'
             };
             // `<|start|>assistant\s*` before that.
             let before = seg[..start].trim_end_matches(char::is_whitespace);
-            let start = before
-                .strip_suffix("<|start|>assistant")
-                .map_or(start, str::len);
+            let start = before.strip_suffix(ASSISTANT_OPEN).map_or(start, str::len);
             (start, recipient)
         }
     };
@@ -223,6 +223,38 @@ pub(super) fn reasoning_messages(text: &str) -> Vec<FramedMessage<'_>> {
         });
     }
     messages
+}
+
+/// `_muse_current_turn`: the text from the assistant's turn that follows the
+/// last message of another role (`<|start|>ROLE` where ROLE, a run of
+/// characters other than whitespace and `<`, is not `assistant` ending there),
+/// empty when no assistant turn follows it; the whole text without such a
+/// role.
+pub(super) fn current_turn(text: &str) -> &str {
+    let mut last_role_end = None;
+    let mut pos = 0;
+    while let Some(at) = find_from(text, pos, START) {
+        let after = at + START.len();
+        let rest = &text[after..];
+        let run = rest.len()
+            - rest
+                .trim_start_matches(|c: char| !c.is_whitespace() && c != '<')
+                .len();
+        let assistant = rest.strip_prefix(ASSISTANT).is_some_and(|tail| {
+            tail.chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || c == '<')
+        });
+        pos = after;
+        if run > 0 && !assistant {
+            pos += run;
+            last_role_end = Some(pos);
+        }
+    }
+    match last_role_end {
+        Some(end) => find_from(text, end, ASSISTANT_OPEN).map_or("", |start| &text[start..]),
+        None => text,
+    }
 }
 
 /// Whether `text` holds ATEM tool-call markup (vLLM's hand-off test).

@@ -54,7 +54,7 @@ use crate::tool::emit_calls;
 use crate::tools::Tool;
 
 use atem::CallRules;
-use messages::{has_atem, reasoning_messages, tool_messages};
+use messages::{current_turn, has_atem, reasoning_messages, tool_messages};
 use stream::ReasoningStream;
 
 /// Which Muse checkpoint family's rules apply.
@@ -156,20 +156,38 @@ pub struct MuseReasoningParser {
     text: String,
     /// Spark's reasoning, streamed as it settles (`None` for Glimmer).
     stream: Option<ReasoningStream>,
+    /// Whether the prompt's current turn already opened a tool channel.
+    prompt_ends_reasoning: bool,
 }
 
 impl MuseReasoningParser {
-    /// A reasoning parser for one request.
-    pub fn new(profile: Profile) -> Self {
+    /// A reasoning parser for one request whose decoded prompt is `prompt`
+    /// (vLLM's `tokenizer.decode(prompt_token_ids)`; only
+    /// [`ReasoningParser::prompt_ends_reasoning`] reads it).
+    pub fn new(profile: Profile, prompt: &str) -> Self {
         Self {
             text: String::new(),
             stream: (profile == Profile::Spark).then(ReasoningStream::new),
+            prompt_ends_reasoning: opens_tool_channel(profile, prompt),
         }
     }
 
     /// The parser, boxed for the registry.
-    pub fn boxed(profile: Profile, _options: &ParserOptions) -> Box<dyn ReasoningParser> {
-        Box::new(Self::new(profile))
+    pub fn boxed(profile: Profile, options: &ParserOptions) -> Box<dyn ReasoningParser> {
+        Box::new(Self::new(profile, &options.prompt))
+    }
+}
+
+/// `MuseReasoningParser.is_reasoning_end` on decoded text: whether its
+/// `_tool_channel_remainder` holds ATEM markup. Spark looks in the current
+/// turn (`_muse_current_turn`) for a message to a tool whose body holds it;
+/// Glimmer's rules are in `glimmer.rs`.
+fn opens_tool_channel(profile: Profile, text: &str) -> bool {
+    match profile {
+        Profile::Spark => reasoning_messages(current_turn(text))
+            .iter()
+            .any(|m| profile.is_tool(m.recipient) && has_atem(m.body)),
+        Profile::Glimmer => glimmer::opens_tool_channel(text),
     }
 }
 
@@ -209,11 +227,14 @@ fn emit(event: fn(String) -> Event, text: String, out: &mut Vec<Event>) {
 
 impl ReasoningParser for MuseReasoningParser {
     /// vLLM's `MuseReasoningParser.is_reasoning_end` is whether the decoded
-    /// text's current turn opened a tool channel (`<atem:function_calls>` /
-    /// `<atem:invoke` after a tool recipient); a prompt ends with the
-    /// assistant's header, whose turn holds no message yet.
+    /// prompt's current turn opened a tool channel (`<atem:function_calls>` /
+    /// `<atem:invoke` after a tool recipient): an ordinary prompt ends with
+    /// the assistant's header, whose turn holds no message yet; a continued
+    /// assistant message may already call a tool. It reads the prompt text
+    /// ([`ParserOptions::prompt`]), which a server passes decoded
+    /// ([`ServingParsers::reads_prompt`](crate::serving::ServingParsers::reads_prompt)).
     fn prompt_ends_reasoning(&self) -> Option<bool> {
-        Some(false)
+        Some(self.prompt_ends_reasoning)
     }
 
     fn push(&mut self, text: &str, _token_ids: &[u32], out: &mut Vec<Event>) {
@@ -249,8 +270,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_continued_turn_that_called_a_tool_ends_reasoning() {
+        let call = "to=f<|message|><atem:invoke name=\"f\">";
+        let ends = |profile, prompt: &str| {
+            MuseReasoningParser::new(profile, prompt)
+                .prompt_ends_reasoning()
+                .unwrap()
+        };
+        for profile in [Profile::Spark, Profile::Glimmer] {
+            // A fresh turn, and a call in an earlier one.
+            assert!(!ends(
+                profile,
+                "<|start|>user<|message|>hi<|eot|><|start|>assistant"
+            ));
+            let earlier = format!(
+                "<|start|>assistant {call}<|eom|><|start|>tool<|message|>x<|eot|><|start|>assistant"
+            );
+            assert!(!ends(profile, &earlier));
+            // The current turn calls a tool; markup in reasoning does not count.
+            let current = format!("<|start|>user<|message|>hi<|eot|><|start|>assistant {call}");
+            assert!(ends(profile, &current));
+            let echoed = "<|start|>assistant to=self<|message|><atem:invoke name=\"f\">";
+            assert!(!ends(profile, echoed));
+        }
+        // `assistantx` is another role; `assistant<` is not.
+        let roles = format!("<|start|>assistant {call}<|eom|><|start|>assistantx<|message|>y");
+        assert!(!ends(Profile::Spark, &roles));
+        let same = format!("<|start|>user<|message|>q<|eot|><|start|>assistant<|channel|>{call}");
+        assert!(ends(Profile::Spark, &same));
+        // Spark reads the whole turn, Glimmer only its last assistant message.
+        let answered = format!(
+            "<|start|>user<|message|>q<|eot|><|start|>assistant {call}<|eom|><|start|>assistant to=user<|message|>ok"
+        );
+        assert!(ends(Profile::Spark, &answered));
+        assert!(!ends(Profile::Glimmer, &answered));
+    }
+
+    #[test]
     fn spark_reasoning_streams_before_the_output_ends() {
-        let mut parser = MuseReasoningParser::new(Profile::Spark);
+        let mut parser = MuseReasoningParser::new(Profile::Spark, "");
         let mut out = Vec::new();
         parser.push(" to=self<|message|>Let me th", &[], &mut out);
         assert_eq!(out, [Event::Reasoning("Let me th".into())]);

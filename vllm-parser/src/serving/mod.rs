@@ -377,6 +377,10 @@ impl std::fmt::Debug for ServingParsers {
 
 const TEMPLATE_PARSERS: &[&str] = &["hf", "beam"];
 
+/// The reasoning parsers besides `hf` / `beam` that vLLM gives the prompt
+/// decoded: Muse's `is_reasoning_end` decodes it (`tokenizer.decode`).
+const DECODING_REASONING: &[&str] = &["muse", "musespark1x", "muse_glimmer"];
+
 impl ServingParsers {
     /// vLLM's start-up: resolve the names, apply its checks (auto tool choice
     /// needs a tool parser; `hf`/`beam` need a response template and combine
@@ -580,13 +584,35 @@ impl ServingParsers {
     /// response-template parsers (`hf`, `beam`), which vLLM gives the prompt
     /// decoded (`_decode`) for their start state and `is_reasoning_end`, and
     /// `beam`'s grammar
-    /// ([`adjust_request_for_prompt`](Self::adjust_request_for_prompt)). A
-    /// server decodes the rendered prompt only then, and passes it to
+    /// ([`adjust_request_for_prompt`](Self::adjust_request_for_prompt)); and
+    /// the Muse reasoning parsers, whose `is_reasoning_end` decodes it. A
+    /// server decodes the rendered prompt only then (special tokens kept, no
+    /// clean-up: Muse's plain `decode` cleans up only for a tokenizer with
+    /// `clean_up_tokenization_spaces`), and passes it to
     /// [`choice_parser`](Self::choice_parser),
     /// [`is_reasoning_end`](Self::is_reasoning_end) and
     /// [`resolve_reasoning_ended`](Self::resolve_reasoning_ended).
     pub fn reads_prompt(&self) -> bool {
-        self.response_template.is_some() && self.template_parser()
+        (self.response_template.is_some() && self.template_parser())
+            || self
+                .reasoning
+                .is_some_and(|n| DECODING_REASONING.contains(&n))
+    }
+
+    /// The prompt a parser built for this server reads: the decoded text for
+    /// the parsers that read it ([`reads_prompt`](Self::reads_prompt)) when
+    /// the server passes it, otherwise the marker view
+    /// ([`prompt_markers`](Self::prompt_markers)).
+    fn prompt_view(
+        &self,
+        prompt_token_ids: &[u32],
+        prompt_text: Option<&str>,
+        spelled: &[markers::SpelledIds],
+    ) -> String {
+        match prompt_text {
+            Some(text) if self.reads_prompt() => text.to_owned(),
+            _ => self.prompt_markers(prompt_token_ids, spelled),
+        }
     }
 
     /// Whether a response-template parser (`hf` or `beam`) runs.
@@ -905,10 +931,7 @@ impl ServingParsers {
         let options = ParserOptions {
             tools: request.tools.map(<[Tool]>::to_vec).unwrap_or_default(),
             chat_template_kwargs: request.chat_template_kwargs.clone(),
-            prompt: match prompt_text {
-                Some(text) if self.template_parser() => text.to_owned(),
-                _ => self.prompt_markers(prompt_token_ids, &[]),
-            },
+            prompt: self.prompt_view(prompt_token_ids, prompt_text, &[]),
             response_template: self.response_template.clone(),
             tool_choice: request.tool_choice.clone(),
             mistral: self.mistral,

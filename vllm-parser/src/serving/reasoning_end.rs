@@ -19,7 +19,9 @@
 //! the response-template parsers (`hf`, `beam`) from the prompt decoded as
 //! vLLM decodes it (`ResponseTemplateReasoningParser.is_reasoning_end`), which
 //! the server passes, or, without it, from the marker tokens too (an
-//! approximation that misses a start anchor spelled in ordinary tokens).
+//! approximation that misses a start anchor spelled in ordinary tokens); the
+//! Muse parsers from the decoded prompt as well (whether a continued
+//! assistant turn already opened a tool channel).
 
 use serde_json::{Map, Value};
 
@@ -39,9 +41,10 @@ impl ServingParsers {
     /// `None` too).
     ///
     /// `prompt_text` is the prompt decoded as vLLM decodes it for the `hf` /
-    /// `beam` parsers, which answer from it: pass it when
+    /// `beam` and Muse parsers, which answer from it: pass it when
     /// [`reads_prompt`](Self::reads_prompt) (other parsers read the token
-    /// ids). Without it those two read the prompt's marker tokens.
+    /// ids). Without it `hf` / `beam` read the prompt's marker tokens, and
+    /// Muse answers `false` (a prompt's current turn holds no tool call).
     pub fn is_reasoning_end(
         &self,
         prompt_token_ids: &[u32],
@@ -50,10 +53,7 @@ impl ServingParsers {
     ) -> Option<bool> {
         let name = self.reasoning?;
         let template_parser = TEMPLATE_PARSERS.contains(&name);
-        let prompt = match prompt_text {
-            Some(text) if template_parser => text.to_owned(),
-            _ => self.prompt_markers(prompt_token_ids, &self.spelled_markers),
-        };
+        let prompt = self.prompt_view(prompt_token_ids, prompt_text, &self.spelled_markers);
         if let Some(template) = &self.response_template
             && template_parser
             && prompt_text.is_none()
