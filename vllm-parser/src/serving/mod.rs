@@ -69,10 +69,11 @@
 //! prompt ends at the message start; a `required` / named choice it cannot
 //! derive is refused as vLLM refuses it. The tag is vLLM's byte for byte
 //! (`tests/beam_grammars.rs` against `scripts/gen_beam_grammars.py`) for
-//! `json` and `xml-inline` arguments; JSON schemas outside
-//! [`json_schema_grammar`]'s subset (vLLM asks xgrammar whether they
-//! compile), `regex` / `choice` / `grammar` constraints and `xml-inline`
-//! string values with a `pattern` leave it unbuilt (`json: None`).
+//! `json` and `xml-inline` arguments. Where vLLM asks xgrammar whether a JSON
+//! schema compiles, [`json_schema_grammar::compiles`] answers with xgrammar's
+//! own checks; a schema it cannot decide (some `pattern`s, counts beyond 32
+//! bits), `regex` / `choice` / `grammar` constraints and `xml-inline` string
+//! values with a `pattern` leave the tag unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and

@@ -10,11 +10,11 @@
 //! template's own content parser, as vLLM does) — as the plain dicts vLLM
 //! dumps (module `format`). Where vLLM decides by compiling with xgrammar
 //! (`_json_compiles`, and `_xgrammar_supports` for a request's own JSON
-//! schema), this crate asks its own xgrammar-exact JSON-schema converter
-//! ([`crate::serving::json_schema_grammar`]): a schema inside its subset
-//! compiles; one outside it is [`GrammarError::Unsupported`], as is anything
-//! else not reproduced, so a caller can leave the request as it is instead
-//! of guessing. The differences this leaves are listed on
+//! schema), this crate repeats xgrammar's schema checks
+//! ([`crate::serving::json_schema_grammar::compiles`]); a schema they cannot
+//! decide is [`GrammarError::Unsupported`], as is anything else not
+//! reproduced, so a caller can leave the request as it is instead of
+//! guessing. The differences this leaves are listed on
 //! [`GrammarError::Unsupported`].
 
 mod derive;
@@ -40,8 +40,8 @@ pub(crate) enum GrammarError {
     /// `ValueError` message (a 400 naming `tools`).
     Unencodable(String),
     /// The derivation depends on what this crate does not reproduce: a JSON
-    /// schema outside [`crate::serving::json_schema_grammar`]'s subset (vLLM
-    /// asks xgrammar whether it compiles; many such schemas do), a request
+    /// schema [`crate::serving::json_schema_grammar::compiles`] cannot decide
+    /// (vLLM asks xgrammar whether it compiles), a request
     /// schema with keywords vLLM's xgrammar validation may refuse, a
     /// `regex` / `choice` / `grammar` constraint, an `xml-inline` string
     /// value with a `pattern` (vLLM analyses it with `sre_parse` and
@@ -73,11 +73,16 @@ const VALIDATION_KEYWORDS: &[&str] = &[
 ];
 
 /// xgrammar's `Grammar.from_json_schema` succeeds (`_json_compiles`), as far
-/// as this crate can tell.
+/// as this crate can tell: its schema checks
+/// ([`crate::serving::json_schema_grammar::compiles`]), or, where they cannot
+/// tell, a schema the xgrammar-exact converter converts.
 pub(crate) fn json_compiles(schema: &Value) -> Result<bool, GrammarError> {
-    crate::serving::json_schema_grammar::from_json_schema(schema)
-        .map(|_| true)
-        .map_err(|e| GrammarError::Unsupported(e.to_string()))
+    use crate::serving::json_schema_grammar::{compiles, from_json_schema};
+    compiles(schema).or_else(|undecided| {
+        from_json_schema(schema)
+            .map(|_| true)
+            .map_err(|_| GrammarError::Unsupported(undecided.to_string()))
+    })
 }
 
 /// vLLM's `_xgrammar_supports` for a request's own JSON schema, as far as

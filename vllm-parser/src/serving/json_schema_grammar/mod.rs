@@ -55,6 +55,7 @@
 //! only in a property named `title` or in the order of their properties get
 //! the rules of whichever xgrammar read first.
 
+mod compiles;
 mod convert;
 mod escape;
 mod formats;
@@ -64,6 +65,8 @@ mod range;
 mod regex;
 
 use serde_json::Value;
+
+pub use compiles::compiles;
 
 /// The deepest schema nesting converted (deeper is [`Unsupported::TooDeep`]).
 pub(crate) const MAX_DEPTH: usize = 128;
