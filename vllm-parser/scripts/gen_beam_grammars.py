@@ -33,6 +33,7 @@ Run from the crate directory with the reference environment::
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import sys
 from pathlib import Path
@@ -321,6 +322,17 @@ FORMATS = {
     "structural_tag": {"type": "structural_tag", "format": {"type": "const_string", "value": "x"}},
     "odd_schema": {"type": "json_schema", "json_schema": {"name": "o", "schema": {
         "type": "object", "patternProperties": {"^a": {"type": "integer"}}}}},
+    # Schemas vLLM's xgrammar validation refuses (`_xgrammar_supports`): a feature it
+    # rejects, an allOf of two, xgrammar's own refusal, objects nested past 64 levels.
+    "multiple_of_schema": {"type": "json_schema", "json_schema": {"name": "m", "schema": {
+        "type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}}}},
+    "all_of_schema": {"type": "json_schema", "json_schema": {"name": "a", "schema": {
+        "allOf": [{"type": "object"}, {"required": ["a"]}]}}},
+    "empty_range_schema": {"type": "json_schema", "json_schema": {"name": "r", "schema": {
+        "type": "object", "properties": {"n": {"type": "integer", "minimum": 5, "maximum": 1}}}}},
+    "deep_schema": {"type": "json_schema", "json_schema": {"name": "d", "schema": functools.reduce(
+        lambda inner, _: {"type": "object", "properties": {"x": inner}}, range(33),
+        {"type": "string"})}},
 }
 
 

@@ -12,11 +12,10 @@
 
 use serde_json::{Map, Value, json};
 
-use super::json_schema_grammar::{Unsupported, from_json_schema};
+use super::json_schema_grammar::{
+    MAX_JSON_NESTING, Unsupported, exceeds_json_nesting, from_json_schema,
+};
 use crate::tools::Tool;
-
-/// vLLM's `MAX_STRUCTURED_OUTPUT_JSON_NESTING`.
-const MAX_JSON_NESTING: usize = 64;
 
 /// Why [`cohere_tools_grammar`] gives no grammar.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -168,36 +167,6 @@ fn replace_word(text: &str, word: &str, replacement: &str) -> String {
     }
     out.push_str(&text[last..]);
     out
-}
-
-/// vLLM's `_exceeds_json_nesting(spec, limit)` for a schema given as an
-/// object (an empty or non-object one is never checked): whether objects and
-/// arrays nest more than `limit` levels below it.
-fn exceeds_json_nesting(spec: &Value, limit: usize) -> bool {
-    let Value::Object(map) = spec else {
-        return false;
-    };
-    if map.is_empty() {
-        return false;
-    }
-    let mut level: Vec<&Value> = vec![spec];
-    for _ in 0..limit {
-        level = level
-            .into_iter()
-            .flat_map(|node| -> Box<dyn Iterator<Item = &Value>> {
-                match node {
-                    Value::Object(map) => Box::new(map.values()),
-                    Value::Array(items) => Box::new(items.iter()),
-                    _ => Box::new(std::iter::empty()),
-                }
-            })
-            .filter(|child| child.is_object() || child.is_array())
-            .collect();
-        if level.is_empty() {
-            return false;
-        }
-    }
-    true
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ mod xml;
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::scanner::{Region, Scanner};
 use super::{FieldKind, ResponseTemplate};
@@ -59,19 +59,6 @@ pub(crate) struct Function<'a> {
     pub strict: bool,
 }
 
-/// JSON-schema keywords vLLM's xgrammar validation refuses beside some types
-/// (`has_xgrammar_unsupported_json_features`) though the converter ignores
-/// them: a request's own schema holding one (or any `format`, or a `pattern`
-/// beside length bounds) is not decided here.
-const VALIDATION_KEYWORDS: &[&str] = &[
-    "multipleOf",
-    "uniqueItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "propertyNames",
-];
-
 /// xgrammar's `Grammar.from_json_schema` succeeds (`_json_compiles`), as far
 /// as this crate can tell: its schema checks
 /// ([`crate::serving::json_schema_grammar::compiles`]), or, where they cannot
@@ -85,29 +72,114 @@ pub(crate) fn json_compiles(schema: &Value) -> Result<bool, GrammarError> {
     })
 }
 
-/// vLLM's `_xgrammar_supports` for a request's own JSON schema, as far as
-/// this crate can tell.
+/// vLLM's `_xgrammar_supports` for a request's own JSON schema
+/// (`validate_xgrammar_grammar`): not nested too deeply
+/// (`check_json_nesting`), none of the features vLLM refuses
+/// (`has_xgrammar_unsupported_json_features`), and compiled by xgrammar.
 pub(crate) fn xgrammar_supports_schema(schema: &Value) -> Result<bool, GrammarError> {
-    fn has_keyword(value: &Value, depth: usize) -> bool {
-        depth > crate::serving::json_schema_grammar::MAX_DEPTH
-            || match value {
-                Value::Object(map) => map.iter().any(|(key, value)| {
-                    VALIDATION_KEYWORDS.contains(&key.as_str())
-                        || key == "format"
-                        || (key == "pattern"
-                            && (map.contains_key("minLength") || map.contains_key("maxLength")))
-                        || has_keyword(value, depth + 1)
-                }),
-                Value::Array(items) => items.iter().any(|v| has_keyword(v, depth + 1)),
-                _ => false,
-            }
-    }
-    if has_keyword(schema, 0) {
+    use crate::serving::json_schema_grammar::{MAX_JSON_NESTING, exceeds_json_nesting};
+    if !schema.is_object() {
         return Err(GrammarError::Unsupported(
-            "a JSON schema keyword vLLM's xgrammar validation may refuse".into(),
+            "a JSON schema that is not an object".into(),
         ));
     }
+    if exceeds_json_nesting(schema, MAX_JSON_NESTING) || unsupported_json_features(schema) {
+        return Ok(false);
+    }
     json_compiles(schema)
+}
+
+/// The `format`s vLLM's validation lets through beside `type: string`
+/// (`STRING_SUPPORTED_FORMATS`).
+const STRING_SUPPORTED_FORMATS: &[&str] = &[
+    "email",
+    "date",
+    "time",
+    "date-time",
+    "duration",
+    "ipv4",
+    "ipv6",
+    "hostname",
+    "uuid",
+    "uri",
+    "uri-reference",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+];
+
+/// vLLM's `has_xgrammar_unsupported_json_features`: keyword combinations its
+/// validation refuses before xgrammar sees the schema, looked for in every
+/// object of the schema (property maps included, as vLLM walks them).
+fn unsupported_json_features(schema: &Value) -> bool {
+    fn pattern_and_length(map: &Map<String, Value>) -> bool {
+        (map.contains_key("pattern") || map.contains_key("format"))
+            && (map.contains_key("minLength") || map.contains_key("maxLength"))
+    }
+    fn check(value: &Value) -> bool {
+        let Value::Object(map) = value else {
+            return false;
+        };
+        let types: Vec<&str> = match map.get("type") {
+            Some(Value::String(t)) => vec![t.as_str()],
+            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let has_type = |t: &str| types.contains(&t);
+        let has = |key: &str| map.contains_key(key);
+        if (has_type("integer") || has_type("number")) && has("multipleOf") {
+            return true;
+        }
+        if has_type("array")
+            && ["uniqueItems", "contains", "minContains", "maxContains"]
+                .iter()
+                .any(|k| has(k))
+        {
+            return true;
+        }
+        if has_type("string") {
+            // A format that is not a known string (an unhashable one raises, which
+            // vLLM reads as unsupported too).
+            let known = |f: &Value| {
+                f.as_str()
+                    .is_some_and(|f| STRING_SUPPORTED_FORMATS.contains(&f))
+            };
+            if map.get("format").is_some_and(|f| !known(f)) || pattern_and_length(map) {
+                return true;
+            }
+        }
+        if has_type("object") {
+            if let Some(names) = map.get("propertyNames") {
+                if names.as_object().is_some_and(pattern_and_length)
+                    || has("patternProperties")
+                    || has("properties")
+                    || map
+                        .get("unevaluatedProperties")
+                        .is_some_and(|u| u != &Value::Bool(true))
+                {
+                    return true;
+                }
+            }
+            if let Some(Value::Object(patterns)) = map.get("patternProperties")
+                && (has("properties") || patterns.len() > 1)
+            {
+                return true;
+            }
+        }
+        if map
+            .get("allOf")
+            .and_then(Value::as_array)
+            .is_some_and(|all| all.len() >= 2)
+        {
+            return true;
+        }
+        map.values().any(|value| match value {
+            Value::Object(_) => check(value),
+            Value::Array(items) => items.iter().any(check),
+            _ => false,
+        })
+    }
+    check(schema)
 }
 
 /// `_starts_message`: whether output after `prefix` starts the assistant

@@ -71,6 +71,39 @@ pub use compiles::compiles;
 /// The deepest schema nesting converted (deeper is [`Unsupported::TooDeep`]).
 pub(crate) const MAX_DEPTH: usize = 128;
 
+/// vLLM's `MAX_STRUCTURED_OUTPUT_JSON_NESTING`.
+pub(crate) const MAX_JSON_NESTING: usize = 64;
+
+/// vLLM's `_exceeds_json_nesting(spec, limit)` for a schema given as an
+/// object (an empty or non-object one is never checked): whether objects and
+/// arrays nest more than `limit` levels below it.
+pub(crate) fn exceeds_json_nesting(spec: &Value, limit: usize) -> bool {
+    let Value::Object(map) = spec else {
+        return false;
+    };
+    if map.is_empty() {
+        return false;
+    }
+    let mut level: Vec<&Value> = vec![spec];
+    for _ in 0..limit {
+        level = level
+            .into_iter()
+            .flat_map(|node| -> Box<dyn Iterator<Item = &Value>> {
+                match node {
+                    Value::Object(map) => Box::new(map.values()),
+                    Value::Array(items) => Box::new(items.iter()),
+                    _ => Box::new(std::iter::empty()),
+                }
+            })
+            .filter(|child| child.is_object() || child.is_array())
+            .collect();
+        if level.is_empty() {
+            return false;
+        }
+    }
+    true
+}
+
 /// Why a schema is outside the subset this crate converts exactly.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
