@@ -149,16 +149,15 @@ fn unsupported_json_features(schema: &Value) -> bool {
             }
         }
         if has_type("object") {
-            if let Some(names) = map.get("propertyNames") {
-                if names.as_object().is_some_and(pattern_and_length)
+            if let Some(names) = map.get("propertyNames")
+                && (names.as_object().is_some_and(pattern_and_length)
                     || has("patternProperties")
                     || has("properties")
                     || map
                         .get("unevaluatedProperties")
-                        .is_some_and(|u| u != &Value::Bool(true))
-                {
-                    return true;
-                }
+                        .is_some_and(|u| u != &Value::Bool(true)))
+            {
+                return true;
             }
             if let Some(Value::Object(patterns)) = map.get("patternProperties")
                 && (has("properties") || patterns.len() > 1)
