@@ -142,6 +142,18 @@ def ensure_cohere_melody() -> None:
 _RENAMED_DIRS: list[tempfile.TemporaryDirectory] = []
 
 
+def model_dir(model: str) -> Path:
+    """``$REF/models/<model>``; the synthetic tokenizers (``*_synth``) are built
+    there first if missing (``synth_tokenizers.py``), so that a fresh reference
+    environment regenerates every fixture with one command."""
+    path = REF / "models" / model
+    if model.endswith("_synth") and not path.exists():
+        import synth_tokenizers
+
+        synth_tokenizers.main()
+    return path
+
+
 def tokenizer_for(model: str, rename_tokens: dict | None = None,
                   response_template: dict | None = None, tokenizer_mode: str = "auto"):
     """The tokenizer of ``$REF/models/<model>``; ``rename_tokens`` (old -> new
@@ -152,7 +164,7 @@ def tokenizer_for(model: str, rename_tokens: dict | None = None,
     key = (model, tuple(sorted((rename_tokens or {}).items())),
            json.dumps(response_template, sort_keys=True), tokenizer_mode)
     if key not in _TOKENIZERS:
-        path = REF / "models" / model
+        path = model_dir(model)
         if rename_tokens or response_template:
             tmp = tempfile.TemporaryDirectory(prefix=f"tok-{model}-")
             _RENAMED_DIRS.append(tmp)

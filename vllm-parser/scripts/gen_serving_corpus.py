@@ -49,8 +49,8 @@ ignores the prompt that streaming reads with ``is_reasoning_end``), ``follow``
 is ``"either"`` and both of vLLM's answers are accepted. Both are recorded.
 
 Run from the crate directory with the reference environment
-(``../shared/peers/setup.sh``) and its synthetic tokenizers
-(``scripts/synth_tokenizers.py``)::
+(``../shared/peers/setup.sh``); the synthetic tokenizers
+(``scripts/synth_tokenizers.py``) are built into it when missing::
 
     HF_HUB_OFFLINE=1 $HOME/.cache/vllm-reference/venv/bin/python scripts/gen_serving_corpus.py [family ...]
 """
@@ -318,7 +318,7 @@ def generate(family: str) -> int:
         config = gf.config_defaults(raw)
         key = (config["tool"], config["reasoning"], config["model"], config["model_type"],
                json.dumps(config["chat_template_kwargs"], sort_keys=True))
-        if key in seen or not (gf.REF / "models" / config["model"]).exists():
+        if key in seen or not gf.model_dir(config["model"]).exists():
             continue
         seen.add(key)
         if any(str(config[k] or "").startswith("cohere_command") for k in ("tool", "reasoning")):

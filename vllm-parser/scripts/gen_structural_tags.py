@@ -210,7 +210,7 @@ def parser_configs():
             config = gf.config_defaults(raw)
             tool = config["tool"]
             if tool in TOOL_PARSERS and tool not in found and \
-                    (gf.REF / "models" / config["model"]).exists():
+                    gf.model_dir(config["model"]).exists():
                 # No reasoning parser, but gpt-oss's own (its HarmonyParser then
                 # adjusts every request, tool_choice none included).
                 reasoning = config["reasoning"] if tool == "openai" else None
