@@ -57,9 +57,11 @@ enum Output<'a> {
     Json(std::borrow::Cow<'a, Value>),
     JsonObject,
     StructuralTag,
-    /// A constraint this crate does not decide on (`regex`, `choice`,
-    /// `grammar`: vLLM compiles them with xgrammar first), or a
-    /// `structured_outputs` that a `response_format` overrides in part.
+    /// `structured_outputs.regex` alone.
+    Regex(&'a str),
+    /// A constraint this crate does not decide on (`choice`, `grammar`:
+    /// vLLM compiles them with xgrammar first), or a `structured_outputs`
+    /// that a `response_format` overrides in part.
     Other,
 }
 
@@ -97,11 +99,24 @@ fn request_output<'a>(request: &ServingRequest<'a>) -> Output<'a> {
                     },
                     schema => Output::Json(std::borrow::Cow::Borrowed(schema)),
                 }
+            } else if let Some(Value::String(regex)) = set("regex")
+                && ["choice", "grammar"].iter().all(|key| set(key).is_none())
+            {
+                Output::Regex(regex)
             } else {
                 Output::Other
             }
         }
     }
+}
+
+/// `_xgrammar_supports` for a `regex` (`validate_xgrammar_grammar`: a NUL
+/// is refused, then xgrammar must compile it), as far as this crate can tell.
+fn xgrammar_supports_regex(regex: &str) -> Result<bool, Refusal> {
+    if regex.contains('\0') {
+        return Ok(false);
+    }
+    crate::serving::xgrammar_regex::from_regex_compiles(regex).ok_or(Refusal::Unbuilt)
 }
 
 /// `BeamParser._constrain_request` for the decoded prompt `prefix`.
@@ -183,15 +198,23 @@ fn template_tag(
         Output::StructuralTag => return Ok(None),
         _ if !answer_opens => return Ok(None),
         Output::Other => return Err(Refusal::Unbuilt),
-        Output::JsonObject => Some(serde_json::json!({"type": "json_object"})),
+        Output::JsonObject => response_format_output(&serde_json::json!({"type": "json_object"})),
         Output::Json(ref schema) => {
             if !grammar::xgrammar_supports_schema(schema)? {
                 return Ok(None);
             }
-            Some(serde_json::json!({"type": "json_schema", "json_schema": {"schema": schema}}))
+            response_format_output(
+                &serde_json::json!({"type": "json_schema", "json_schema": {"schema": schema}}),
+            )
         }
-    }
-    .and_then(|format| response_format_output(&format));
+        // `RegexFormat(pattern=…).model_dump()`.
+        Output::Regex(regex) => {
+            if !xgrammar_supports_regex(regex)? {
+                return Ok(None);
+            }
+            Some(serde_json::json!({"type": "regex", "pattern": regex}))
+        }
+    };
     let has_output = !matches!(output, Output::None);
     let always_constrain = !forced;
     if !constrained && !has_output && !tools_forbidden && !always_constrain {
