@@ -11,6 +11,10 @@
 //! open answer only the answer's rest is constrained; inside open reasoning,
 //! only a reasoning parser that shows reasoning defers the tag to its end.
 //! A `required` / named choice whose grammar cannot be derived is refused.
+//! A request's own constraint is kept, untouched, when xgrammar would refuse
+//! it on its own (`_xgrammar_supports`: for a `regex`, a NUL or a pattern
+//! [`super::xgrammar_regex`] says xgrammar refuses); otherwise it becomes
+//! the answer's format (`RegexFormat` for a `regex`).
 //!
 //! vLLM reads the prompt as its decoded text (`_prefix`); the caller passes
 //! it (see [`super::ServingParsers::adjust_request_for_prompt`]).

@@ -87,7 +87,7 @@ fn escape_string(cp: u32) -> String {
         0x00 => "\\0".into(),
         0x1B => "\\e".into(),
         0x20..=0x7E => char::from_u32(cp).map(String::from).unwrap_or_default(),
-        0..=0xFF => format!("\\x{cp:02x}"),
+        0x01..=0x1F | 0x7F..=0xFF => format!("\\x{cp:02x}"),
         0x100..=0xFFFF => format!("\\u{cp:04x}"),
         _ => format!("\\U{cp:08x}"),
     }
@@ -384,7 +384,7 @@ impl Converter {
     }
 
     fn escape_in_class(&mut self) -> Step<String> {
-        if self.end - self.cur < 2 {
+        if self.end.saturating_sub(self.cur) < 2 {
             return Err(Stop::Refused);
         }
         let fixed = match char::from_u32(self.at(self.cur + 1)) {
@@ -409,7 +409,7 @@ impl Converter {
     }
 
     fn escape(&mut self) -> Step<String> {
-        if self.end - self.cur < 2 {
+        if self.end.saturating_sub(self.cur) < 2 {
             return Err(Stop::Refused);
         }
         let fixed = match char::from_u32(self.at(self.cur + 1)) {
@@ -428,7 +428,7 @@ impl Converter {
 
     /// `HandleCharEscape`: one escaped codepoint, as EBNF text.
     fn char_escape(&mut self, with_dash: bool) -> Step<String> {
-        let rest = self.end - self.cur;
+        let rest = self.end.saturating_sub(self.cur);
         let next = self.at(self.cur + 1);
         if rest < 2
             || (is(next, 'u') && rest < 5)
@@ -492,7 +492,7 @@ mod ebnf {
 
     /// Whether `root ::= <body>` lexes and parses.
     pub(super) fn parses(body: &str) -> bool {
-        let Some(tokens) = lex(body.as_bytes()) else {
+        let Some(tokens) = lex(body) else {
             return false;
         };
         let mut parser = Parser { tokens, at: 0 };
@@ -500,11 +500,11 @@ mod ebnf {
     }
 
     /// `ParseNextUTF8OrEscaped`: the codepoint at `at` and its length.
-    fn next_char(text: &[u8], at: usize, class: bool) -> Option<(u32, usize)> {
-        let byte = |i: usize| text.get(i).copied().unwrap_or(0);
+    fn next_char(text: &str, at: usize, class: bool) -> Option<(u32, usize)> {
+        let byte = |i: usize| text.as_bytes().get(i).copied().unwrap_or(0);
         if byte(at) != b'\\' {
-            let rest = std::str::from_utf8(&text[at..]).ok()?;
-            let c = rest.chars().next()?;
+            // `at` is on a char boundary of the converter's text.
+            let c = text.get(at..)?.chars().next()?;
             return Some((u32::from(c), c.len_utf8()));
         }
         let d1 = byte(at + 1);
@@ -556,7 +556,8 @@ mod ebnf {
         }
     }
 
-    fn lex(text: &[u8]) -> Option<Vec<Token>> {
+    fn lex(body: &str) -> Option<Vec<Token>> {
+        let text = body.as_bytes();
         let mut tokens = Vec::new();
         let mut at = 0;
         loop {
@@ -579,7 +580,7 @@ mod ebnf {
                 b'"' => {
                     at += 1;
                     while at < text.len() && !b"\"\n\r".contains(&text[at]) {
-                        at += next_char(text, at, false)?.1;
+                        at += next_char(body, at, false)?.1;
                     }
                     if text.get(at) != Some(&b'"') {
                         return None;
@@ -589,7 +590,7 @@ mod ebnf {
                     continue;
                 }
                 b'[' => {
-                    at = class(text, at)?;
+                    at = class(body, at)?;
                     tokens.push(Token::Class);
                     continue;
                 }
@@ -610,7 +611,8 @@ mod ebnf {
     }
 
     /// A character class from its `[`, lexed and parsed; the index after it.
-    fn class(text: &[u8], mut at: usize) -> Option<usize> {
+    fn class(body: &str, mut at: usize) -> Option<usize> {
+        let text = body.as_bytes();
         enum Item {
             Char(u32),
             Dash,
@@ -638,7 +640,7 @@ mod ebnf {
                     return None;
                 }
                 Some(_) => {
-                    let (cp, len) = next_char(text, at, true)?;
+                    let (cp, len) = next_char(body, at, true)?;
                     items.push(Item::Char(cp));
                     at += len;
                 }
@@ -814,5 +816,33 @@ mod tests {
         }
         let deep = format!("{}a{}", "(".repeat(500), ")".repeat(500));
         assert_eq!(from_regex_compiles(&deep), None);
+    }
+
+    /// Hostile patterns: an answer, never a panic.
+    #[test]
+    fn any_pattern_is_answered_without_panic() {
+        let pieces = [
+            "(", ")", "[", "]", "\\", "{", "}", ",", "?", "*", "+", "|", "^", "$", ".", "-", "<",
+            ">", "=", "!", ":", "P", "x", "u", "U", "N", "c", "1", "9", "0", "a", "é", "\n", "#",
+            "'", "\"", "İ", "Ů",
+        ];
+        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..20_000 {
+            let mut pattern = String::new();
+            for _ in 0..(state % 12) {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                pattern.push_str(pieces[(state % pieces.len() as u64) as usize]);
+            }
+            let _ = from_regex_compiles(&pattern);
+        }
+        let long = "(a|[b-c]{2,3}?)*".repeat(2000);
+        let pattern = long.clone();
+        let _ = from_regex_compiles(&pattern);
+        let pattern = format!("{}{}", "(?:".repeat(5000), ")".repeat(5000));
+        let _ = from_regex_compiles(&pattern);
+        let pattern = format!("[{}]", "\\x01".repeat(3000));
+        let _ = from_regex_compiles(&pattern);
     }
 }
