@@ -12,6 +12,12 @@ alternations and optional pieces that the grammar expands into several
 literals (``^`` and a message-start opener included); XML-inline arguments;
 and a Qwen3-Coder-like one whose closers are not literal (not derivable).
 
+Tool sets cover, among others, ``xml-inline`` string parameters with a
+``pattern`` (compiling, refused by xgrammar, possibly writing a value end's
+first character, beside a ``format`` or length bounds, undecided by this crate)
+and requests whose own constraint is ``structured_outputs.regex`` (compiling,
+refused, holding a NUL).
+
 Each template is served with ``beam`` as both parsers, as tool parser only and
 as reasoning parser only (``PARSERS``); each request of ``requests()`` is
 adjusted after the parser's prefix is set to each prompt of the template's

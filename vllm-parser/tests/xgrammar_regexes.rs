@@ -26,11 +26,15 @@ fn regex_predicates_agree_with_xgrammar_and_vllm() {
         .collect();
     let mut failures = Vec::new();
     let (mut compile_undecided, mut may_undecided, mut decided) = (0, 0, 0);
+    let mut examples: Vec<&str> = Vec::new();
     for entry in &entries {
         let pattern = entry["pattern"].as_str().unwrap();
         let ours = xgrammar_regex::from_regex_compiles(pattern);
         match (ours, &entry["compiles"]) {
-            (None, _) => compile_undecided += 1,
+            (None, _) => {
+                compile_undecided += 1;
+                examples.push(pattern);
+            }
             (Some(ours), Value::Bool(theirs)) if ours == *theirs => decided += 1,
             (Some(ours), theirs) => {
                 failures.push(format!(
@@ -40,7 +44,10 @@ fn regex_predicates_agree_with_xgrammar_and_vllm() {
         }
         for (chars, theirs) in char_sets.iter().zip(entry["may_write"].as_array().unwrap()) {
             match (python_re::may_write(pattern, chars), theirs) {
-                (None, _) => may_undecided += 1,
+                (None, _) => {
+                    may_undecided += 1;
+                    examples.push(pattern);
+                }
                 (Some(ours), Value::Bool(theirs)) if ours == *theirs => decided += 1,
                 (Some(ours), theirs) => failures.push(format!(
                     "_may_write({pattern:?}, {chars:?}): ours {ours}, vLLM {theirs}"
@@ -52,6 +59,11 @@ fn regex_predicates_agree_with_xgrammar_and_vllm() {
         "{} patterns, {decided} answers decided; undecided: from_regex {compile_undecided}, \
          _may_write {may_undecided}",
         entries.len()
+    );
+    examples.dedup();
+    eprintln!(
+        "undecided, for example: {:?}",
+        &examples[..examples.len().min(40)]
     );
     assert!(
         failures.is_empty(),
