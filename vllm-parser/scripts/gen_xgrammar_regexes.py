@@ -8,7 +8,8 @@ module's ``\\d``, ``\\s``, ``\\w`` match (``_in_class``).
 
 The corpus: hand-picked quirks, then syntax atoms (escapes, classes, POSIX
 classes, groups of every ``(?`` kind, anchors, non-ASCII, broken syntax) alone,
-quantified (greedy, lazy, possessive, ``{m,n}`` variants, doubled) and paired.
+quantified (greedy, lazy, possessive, ``{m,n}`` variants, doubled) and paired,
+and 2000 seeded random strings of syntax pieces.
 ``tests/xgrammar_regexes.rs`` requires ``vllm_parser::serving::xgrammar_regex``
 and ``vllm_parser::serving::python_re`` never to disagree where they decide.
 
@@ -20,6 +21,7 @@ Run from the crate directory with the reference environment::
 from __future__ import annotations
 
 import os
+import random
 import sys
 import warnings
 from pathlib import Path
@@ -70,6 +72,14 @@ QUANTIFIERS = [
     "{3,2}", "{0}", "{0,0}", "{2}?", "{2}+", "{2,3}?", "{x}", "**", "{2}{3}", "{1234567890}",
 ]
 
+PIECES = [
+    "(", ")", "[", "]", "\\", "{", "}", ",", "?", "*", "+", "|", "^", "$", ".", "-", "<", ">",
+    "=", "!", ":", "P", "x", "u", "U", "c", "1", "2", "0", "a", "z", "é", "\n", "#", "'", '"',
+    "İ", "\\d", "\\w", "\\s", "\\W", "\\S", "\\D", "\\x41", "\\x0", "\\u0041", "(?",
+    "(?:", "(?<", "[^", "[:alpha:]", "{2,3}", "{3}", "{2,}", "i", "-9", "f", "F", "\\b", "\\Z",
+    "\\-", "\\]", "\\^", "\\[", "\\\\", "A", "_", "~", "\t",
+]
+
 
 def corpus() -> list[str]:
     patterns = list(QUIRKS)
@@ -83,6 +93,10 @@ def corpus() -> list[str]:
     for first in pairs:
         for second in pairs:
             patterns.append(first + second)
+    # Seeded random strings of syntax pieces, for what the lists miss.
+    rng = random.Random(20260)
+    for _ in range(2000):
+        patterns.append("".join(rng.choice(PIECES) for _ in range(rng.randint(1, 16))))
     seen = set()
     return [p for p in patterns if not (p in seen or seen.add(p))]
 
