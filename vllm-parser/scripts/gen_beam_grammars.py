@@ -12,6 +12,12 @@ alternations and optional pieces that the grammar expands into several
 literals (``^`` and a message-start opener included); XML-inline arguments;
 and a Qwen3-Coder-like one whose closers are not literal (not derivable).
 
+Tool sets cover, among others, ``xml-inline`` string parameters with a
+``pattern`` (compiling, refused by xgrammar, possibly writing a value end's
+first character, beside a ``format`` or length bounds, undecided by this crate)
+and requests whose own constraint is ``structured_outputs.regex`` (compiling,
+refused, holding a NUL).
+
 Each template is served with ``beam`` as both parsers, as tool parser only and
 as reasoning parser only (``PARSERS``); each request of ``requests()`` is
 adjusted after the parser's prefix is set to each prompt of the template's
@@ -286,6 +292,34 @@ DATED = tool("dated", {"type": "object", "properties": {
     "required": ["p0"]})
 UNKNOWN_FORMAT = tool("unknown_format", {"type": "object", "properties": {
     "u": {"type": "string", "format": "unknown-format"}}})
+# XML-inline string values with a `pattern`: held to it when vLLM's
+# `_may_write` (Python's regex parser) says no match writes a value end's first
+# character and xgrammar compiles it (`_regex_compiles`); a `format` overrides
+# the pattern and length bounds are dropped.
+PATTERNED = tool("patterned", {"type": "object", "properties": {
+    "code": {"type": "string", "pattern": "[0-9]{3}-[0-9]{4}"},
+    "word": {"type": "string", "pattern": "[a-z]+", "minLength": 2, "maxLength": 5},
+    "day": {"type": "string", "format": "date", "pattern": "[a-z]+"},
+    "alpha": {"type": "string", "pattern": "[[:alpha:]]+"},
+    "end": {"type": "string", "pattern": "\\d{2}\\Z"},
+    "lazy": {"type": "string", "pattern": "^(?:ab)*?$"}},
+    "required": ["code"]})
+
+
+def patterned(name, pattern):
+    return tool(name, {"type": "object", "properties": {
+        "p": {"type": "string", "pattern": pattern}}, "required": ["p"]})
+
+
+# Python reads it (no `<`), xgrammar refuses it.
+PATTERN_REFUSED = patterned("pattern_refused", "a{,3}")
+PATTERN_POSSESSIVE = patterned("pattern_possessive", "[a-z]++")
+# A match may write `<`, the first character of `</arg>`.
+PATTERN_CLOSER = patterned("pattern_closer", "[<a-z]+")
+# `[^>]` is one negated literal to Python's parser: vLLM says it may write.
+PATTERN_NOT = patterned("pattern_not", "[^>]+")
+# Unicode names: not decided by this crate.
+PATTERN_UNDECIDED = patterned("pattern_undecided", "\\N{DIGIT ONE}+")
 DOTTED = tool("get.weather", {"type": "object", "properties": {}})
 DASHED = tool("get-weather", {"type": "object", "properties": {}})
 
@@ -306,6 +340,12 @@ TOOL_SETS = {
     "strict_shapes": [strict(SHAPES), strict(BAD_KEY)],
     "dated": [strict(DATED)],
     "dated_unknown": [strict(UNKNOWN_FORMAT)],
+    "patterned": [strict(PATTERNED)],
+    "pattern_refused": [strict(PATTERN_REFUSED)],
+    "pattern_possessive": [strict(PATTERN_POSSESSIVE)],
+    "pattern_closer": [strict(PATTERN_CLOSER)],
+    "pattern_not": [strict(PATTERN_NOT)],
+    "pattern_undecided": [strict(PATTERN_UNDECIDED)],
     "dotted": [WEATHER, DOTTED],
     "dashed": [DASHED],
 }
@@ -336,6 +376,16 @@ FORMATS = {
 }
 
 
+SO_REGEXES = {
+    "so_regex_quirks": "^[[:alpha:]]+\\Z|\\u00e9{2,}?",
+    "so_regex_refused": "(?=a)b",
+    "so_regex_refused_range": "a{2,1}",
+    "so_regex_nul": "a\0b",
+    # Repetition counts past 32 bits: not decided by this crate.
+    "so_regex_undecided": "a{1234567890}",
+}
+
+
 def named(tools, index=0):
     return {"type": "function", "function": {"name": tools[index]["function"]["name"]}}
 
@@ -355,6 +405,9 @@ def requests():
     yield "no_tools/so_structural_tag", body(structured_outputs={"structural_tag": json.dumps(
         {"type": "structural_tag", "format": {"type": "const_string", "value": "x"}})})
     yield "no_tools/so_regex", body(structured_outputs={"regex": "a+"})
+    # `_xgrammar_supports`: a NUL is refused first, then xgrammar compiles it.
+    for so_name, regex in SO_REGEXES.items():
+        yield f"no_tools/{so_name}", body(structured_outputs={"regex": regex})
     yield "no_tools/no_thinking", body(chat_template_kwargs={"enable_thinking": False})
     yield "no_tools/no_reasoning", body(include_reasoning=False)
     for set_name, tools in TOOL_SETS.items():
@@ -376,6 +429,10 @@ def requests():
                     for fmt_name in ("json_schema", "json_object", "structural_tag"):
                         yield f"{name}/{fmt_name}", body(
                             **fields, response_format=FORMATS[fmt_name])
+                    yield f"{name}/so_regex", body(
+                        **fields, structured_outputs={"regex": "[a-z]+ [0-9]{2}"})
+                    yield f"{name}/so_regex_refused", body(
+                        **fields, structured_outputs={"regex": "(?i)[a-z]+"})
                 if choice_name == "auto":
                     yield f"{name}/no_reasoning", body(**fields, include_reasoning=False)
 

@@ -2,8 +2,9 @@
 //! (`scripts/gen_beam_grammars.py`, `tests/fixtures/serving/beam_grammars.json.gz`):
 //! every case's structural tag must be vLLM's byte for byte, with the same
 //! `_grammar_from_parser` and cleared `response_format`, or the same 400.
-//! Cases this crate does not decide (a tag left unbuilt: a `regex`
-//! constraint) are counted, and must be exactly those.
+//! Cases this crate does not decide (a tag left unbuilt: regexes its
+//! xgrammar and Python-parser predicates leave undecided) are counted, and
+//! must be exactly those.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,11 +20,18 @@ fn fixture() -> (Value, Vec<Value>) {
     jsonl_fixture::read("serving/beam_grammars.json.gz")
 }
 
-/// Whether this crate may leave the case's tag unbuilt: a `regex` constraint
-/// (vLLM compiles it with xgrammar first). Every schema of the fixture is
-/// decided (`json_schema_grammar::compiles`).
+/// Whether this crate may leave the case's tag unbuilt: a regex (an
+/// `xml-inline` string parameter's `pattern`, a `regex` constraint) that
+/// `serving::xgrammar_regex` or `serving::python_re` leaves undecided, or a
+/// string `pattern` in JSON arguments (the `pattern*` tool sets outside the
+/// `xml` template) outside the regexes `json_schema_grammar::compiles`
+/// decides (xgrammar's JSON-schema converter reads patterns with a regex
+/// parser of its own). Every other schema of the fixture is decided.
 fn may_be_unbuilt(entry: &Value) -> bool {
-    entry["case"].as_str().unwrap().ends_with("so_regex")
+    let case = entry["case"].as_str().unwrap();
+    case.starts_with("pattern_undecided")
+        || case.ends_with("so_regex_undecided")
+        || (case.starts_with("pattern") && entry["template"] != "xml")
 }
 
 #[test]

@@ -11,6 +11,10 @@
 //! open answer only the answer's rest is constrained; inside open reasoning,
 //! only a reasoning parser that shows reasoning defers the tag to its end.
 //! A `required` / named choice whose grammar cannot be derived is refused.
+//! A request's own constraint is kept, untouched, when xgrammar would refuse
+//! it on its own (`_xgrammar_supports`: for a `regex`, a NUL or a pattern
+//! [`super::xgrammar_regex`] says xgrammar refuses); otherwise it becomes
+//! the answer's format (`RegexFormat` for a `regex`).
 //!
 //! vLLM reads the prompt as its decoded text (`_prefix`); the caller passes
 //! it (see [`super::ServingParsers::adjust_request_for_prompt`]).
@@ -57,9 +61,11 @@ enum Output<'a> {
     Json(std::borrow::Cow<'a, Value>),
     JsonObject,
     StructuralTag,
-    /// A constraint this crate does not decide on (`regex`, `choice`,
-    /// `grammar`: vLLM compiles them with xgrammar first), or a
-    /// `structured_outputs` that a `response_format` overrides in part.
+    /// `structured_outputs.regex` alone.
+    Regex(&'a str),
+    /// A constraint this crate does not decide on (`choice`, `grammar`:
+    /// vLLM compiles them with xgrammar first), or a `structured_outputs`
+    /// that a `response_format` overrides in part.
     Other,
 }
 
@@ -97,11 +103,24 @@ fn request_output<'a>(request: &ServingRequest<'a>) -> Output<'a> {
                     },
                     schema => Output::Json(std::borrow::Cow::Borrowed(schema)),
                 }
+            } else if let Some(Value::String(regex)) = set("regex")
+                && ["choice", "grammar"].iter().all(|key| set(key).is_none())
+            {
+                Output::Regex(regex)
             } else {
                 Output::Other
             }
         }
     }
+}
+
+/// `_xgrammar_supports` for a `regex` (`validate_xgrammar_grammar`: a NUL
+/// is refused, then xgrammar must compile it), as far as this crate can tell.
+fn xgrammar_supports_regex(regex: &str) -> Result<bool, Refusal> {
+    if regex.contains('\0') {
+        return Ok(false);
+    }
+    crate::serving::xgrammar_regex::from_regex_compiles(regex).ok_or(Refusal::Unbuilt)
 }
 
 /// `BeamParser._constrain_request` for the decoded prompt `prefix`.
@@ -183,15 +202,23 @@ fn template_tag(
         Output::StructuralTag => return Ok(None),
         _ if !answer_opens => return Ok(None),
         Output::Other => return Err(Refusal::Unbuilt),
-        Output::JsonObject => Some(serde_json::json!({"type": "json_object"})),
+        Output::JsonObject => response_format_output(&serde_json::json!({"type": "json_object"})),
         Output::Json(ref schema) => {
             if !grammar::xgrammar_supports_schema(schema)? {
                 return Ok(None);
             }
-            Some(serde_json::json!({"type": "json_schema", "json_schema": {"schema": schema}}))
+            response_format_output(
+                &serde_json::json!({"type": "json_schema", "json_schema": {"schema": schema}}),
+            )
         }
-    }
-    .and_then(|format| response_format_output(&format));
+        // `RegexFormat(pattern=…).model_dump()`.
+        Output::Regex(regex) => {
+            if !xgrammar_supports_regex(regex)? {
+                return Ok(None);
+            }
+            Some(serde_json::json!({"type": "regex", "pattern": regex}))
+        }
+    };
     let has_output = !matches!(output, Output::None);
     let always_constrain = !forced;
     if !constrained && !has_output && !tools_forbidden && !always_constrain {

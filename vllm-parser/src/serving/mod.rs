@@ -123,11 +123,13 @@ mod ids;
 pub mod json_schema_grammar;
 mod markers;
 mod mistral_grammar;
+pub mod python_re;
 mod reasoning_end;
 mod required;
 mod strict;
 mod structural_tag;
 mod tables;
+pub mod xgrammar_regex;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -11,10 +11,15 @@
 //! dumps (module `format`). Where vLLM decides by compiling with xgrammar
 //! (`_json_compiles`, and `_xgrammar_supports` for a request's own JSON
 //! schema), this crate repeats xgrammar's schema checks
-//! ([`crate::serving::json_schema_grammar::compiles`]); a schema they cannot
-//! decide is [`GrammarError::Unsupported`], as is anything else not
-//! reproduced, so a caller can leave the request as it is instead of
-//! guessing. The differences this leaves are listed on
+//! ([`crate::serving::json_schema_grammar::compiles`]). Where vLLM compiles
+//! a regex (`_regex_compiles` for an `xml-inline` string's `pattern`,
+//! `_xgrammar_supports` for a request's `regex`) and reads it with Python's
+//! regex parser (`_may_write`), this crate asks
+//! [`crate::serving::xgrammar_regex`] and [`crate::serving::python_re`],
+//! which answer exactly or not at all. A schema or regex they cannot decide
+//! is [`GrammarError::Unsupported`], as is anything else not reproduced, so
+//! a caller can leave the request as it is instead of guessing. The
+//! differences this leaves are listed on
 //! [`GrammarError::Unsupported`].
 
 mod derive;
@@ -41,12 +46,16 @@ pub(crate) enum GrammarError {
     Unencodable(String),
     /// The derivation depends on what this crate does not reproduce: a JSON
     /// schema [`crate::serving::json_schema_grammar::compiles`] cannot decide
-    /// (vLLM asks xgrammar whether it compiles), a request
-    /// schema with keywords vLLM's xgrammar validation may refuse, a
-    /// `regex` / `choice` / `grammar` constraint, an `xml-inline` string
-    /// value with a `pattern` (vLLM analyses it with `sre_parse` and
-    /// compiles it with xgrammar), a delimiter regex this crate's regex syntax rejects
-    /// (lookaheads), or a tool name too long to negate.
+    /// (vLLM asks xgrammar whether it compiles), a request schema with
+    /// keywords vLLM's xgrammar validation may refuse, a `choice` /
+    /// `grammar` constraint, a `regex` constraint or an `xml-inline` string
+    /// `pattern` that [`crate::serving::xgrammar_regex`] (does xgrammar
+    /// compile it?) or [`crate::serving::python_re`] (`_may_write`) leaves
+    /// undecided — `\N{…}`, verbose mode, repetition counts of ten digits,
+    /// escapes past U+10FFFF, non-ASCII where the C++ calls `isdigit` /
+    /// `isalpha`, long or deeply nested patterns —, a delimiter regex this
+    /// crate's regex syntax rejects (lookaheads), or a tool name too long to
+    /// negate.
     Unsupported(String),
 }
 

@@ -3,9 +3,11 @@
 //! spells it, read back with the template's own content parser so that
 //! every derived tag parses to the arguments it stands for.
 //!
-//! Not reproduced (left [`GrammarError::Unsupported`]): string values with a
-//! `pattern` (vLLM analyses the regex with `sre_parse` and compiles it with
-//! xgrammar); the regexes of `format`s are vLLM's own, read exactly here.
+//! String values with a `format` or `pattern` are held to it as a regex
+//! when vLLM's `_may_write` (Python's own regex parser, reproduced by
+//! [`crate::serving::python_re`]) says a match cannot write a value end and
+//! xgrammar compiles it ([`crate::serving::xgrammar_regex`]); a pattern
+//! either leaves undecided is [`GrammarError::Unsupported`].
 
 use serde_json::{Map, Value, json};
 
@@ -159,10 +161,13 @@ fn text_format(schema: &Value, excludes: &[String]) -> Result<Option<Text>, Gram
     Ok(Some(Text::Any))
 }
 
-/// `_string_regex` for a `format`: the raw string forms of the formats
-/// xgrammar holds in JSON strings (`_STRING_FORMATS`), unless a match may
-/// write the first character of a value end. A `pattern` is not decided
-/// here (vLLM analyses it with `sre_parse` and compiles it with xgrammar).
+/// `_string_regex`: the `format` (the raw string forms of the formats
+/// xgrammar holds in JSON strings, `_STRING_FORMATS`) or else the `pattern`
+/// of a raw string, unless a match may write the first character of a value
+/// end (`_may_write`, [`crate::serving::python_re`]) or xgrammar cannot
+/// compile it (`_regex_compiles`, [`crate::serving::xgrammar_regex`]). Like
+/// xgrammar, length bounds are dropped. A pattern either predicate leaves
+/// undecided is [`GrammarError::Unsupported`].
 fn string_regex(
     schema: &Value,
     map: &Map<String, Value>,
@@ -178,17 +183,31 @@ fn string_regex(
     {
         return Ok(None);
     }
-    let Some(format) = map.get("format") else {
-        return Err(unsupported("a string pattern"));
+    let pattern = match map.get("format") {
+        Some(format) => format.as_str().and_then(string_format),
+        None => map
+            .get("pattern")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     };
-    let Some(pattern) = format.as_str().and_then(string_format) else {
+    let Some(pattern) = pattern else {
         return Ok(None);
     };
     let firsts: Vec<char> = excludes.iter().filter_map(|e| e.chars().next()).collect();
-    if may_write(&pattern, &firsts) {
+    // vLLM asks `_may_write` first: what it raises (or where this crate
+    // cannot tell) is not decided here.
+    let may = crate::serving::python_re::may_write(&pattern, &firsts)
+        .ok_or_else(|| unsupported("a string pattern Python's regex parser may read otherwise"))?;
+    if may {
         return Ok(None);
     }
-    Ok(Some(Text::Format(regex(&pattern))))
+    match crate::serving::xgrammar_regex::from_regex_compiles(&pattern) {
+        Some(true) => Ok(Some(Text::Format(regex(&pattern)))),
+        Some(false) => Ok(None),
+        None => Err(unsupported(
+            "a string pattern xgrammar may or may not compile",
+        )),
+    }
 }
 
 const DATE: &str = r"[0-9]{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12][0-9]|3[01])";
@@ -218,39 +237,6 @@ fn string_format(name: &str) -> Option<String> {
         ),
         _ => return None,
     })
-}
-
-/// `_may_write`: whether a match of `pattern` may hold one of `chars`. Exact
-/// for the format regexes above (literals, classes, groups, bounded
-/// repeats); any pattern this cannot read may.
-fn may_write(pattern: &str, chars: &[char]) -> bool {
-    use regex_syntax::hir::{Hir, HirKind};
-    fn may(hir: &Hir, chars: &[char]) -> bool {
-        match hir.kind() {
-            HirKind::Empty | HirKind::Look(_) => false,
-            HirKind::Literal(literal) => String::from_utf8_lossy(&literal.0)
-                .chars()
-                .any(|c| chars.contains(&c)),
-            HirKind::Class(regex_syntax::hir::Class::Unicode(class)) => chars.iter().any(|&c| {
-                class
-                    .ranges()
-                    .iter()
-                    .any(|r| r.start() <= c && c <= r.end())
-            }),
-            HirKind::Class(_) => true,
-            HirKind::Repetition(repetition) => {
-                repetition.max != Some(0) && may(&repetition.sub, chars)
-            }
-            HirKind::Capture(capture) => may(&capture.sub, chars),
-            HirKind::Concat(items) | HirKind::Alternation(items) => {
-                items.iter().any(|item| may(item, chars))
-            }
-        }
-    }
-    match regex_syntax::ParserBuilder::new().build().parse(pattern) {
-        Ok(hir) => may(&hir, chars),
-        Err(_) => true,
-    }
 }
 
 /// `_json_value_schema`: a value's schema with the document's definitions.
