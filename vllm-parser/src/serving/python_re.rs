@@ -966,28 +966,8 @@ mod tests {
     /// Hostile patterns: an answer, never a panic.
     #[test]
     fn any_pattern_is_answered_without_panic() {
-        let pieces = [
-            "(", ")", "[", "]", "\\", "{", "}", ",", "?", "*", "+", "|", "^", "$", ".", "-", "<",
-            ">", "=", "!", ":", "P", "x", "u", "U", "N", "c", "1", "9", "0", "a", "é", "\n", "#",
-            "'", "\"", "İ", "Ů",
-        ];
-        let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-        for _ in 0..20_000 {
-            let mut pattern = String::new();
-            for _ in 0..(state % 12) {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                pattern.push_str(pieces[(state % pieces.len() as u64) as usize]);
-            }
+        for pattern in crate::serving::hostile_patterns() {
             let _ = may_write(&pattern, &['<', 'a', 'é']);
         }
-        let long = "(a|[b-c]{2,3}?)*".repeat(2000);
-        let pattern = long.clone();
-        let _ = may_write(&pattern, &['<', 'a', 'é']);
-        let pattern = format!("{}{}", "(?:".repeat(5000), ")".repeat(5000));
-        let _ = may_write(&pattern, &['<', 'a', 'é']);
-        let pattern = format!("[{}]", "\\x01".repeat(3000));
-        let _ = may_write(&pattern, &['<', 'a', 'é']);
     }
 }
