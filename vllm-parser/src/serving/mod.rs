@@ -1173,6 +1173,34 @@ fn py_repr(value: &Value) -> String {
     }
 }
 
+/// Regex patterns for the no-panic tests of this module's regex readers:
+/// 20 000 short random strings of regex syntax, then long, deeply nested and
+/// wide ones.
+#[cfg(test)]
+pub(crate) fn hostile_patterns() -> Vec<String> {
+    let pieces = [
+        "(", ")", "[", "]", "\\", "{", "}", ",", "?", "*", "+", "|", "^", "$", ".", "-", "<", ">",
+        "=", "!", ":", "P", "x", "u", "U", "N", "c", "1", "9", "0", "a", "é", "\n", "#", "'", "\"",
+        "İ", "Ů",
+    ];
+    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut patterns = Vec::new();
+    for _ in 0..20_000 {
+        let mut pattern = String::new();
+        for _ in 0..(state % 12) {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            pattern.push_str(pieces[(state % pieces.len() as u64) as usize]);
+        }
+        patterns.push(pattern);
+    }
+    patterns.push("(a|[b-c]{2,3}?)*".repeat(2000));
+    patterns.push(format!("{}{}", "(?:".repeat(5000), ")".repeat(5000)));
+    patterns.push(format!("[{}]", "\\x01".repeat(3000)));
+    patterns
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1330,32 +1358,4 @@ mod tests {
                 .is_none()
         );
     }
-}
-
-/// Regex patterns for the no-panic tests of this module's regex readers:
-/// 20 000 short random strings of regex syntax, then long, deeply nested and
-/// wide ones.
-#[cfg(test)]
-pub(crate) fn hostile_patterns() -> Vec<String> {
-    let pieces = [
-        "(", ")", "[", "]", "\\", "{", "}", ",", "?", "*", "+", "|", "^", "$", ".", "-", "<", ">",
-        "=", "!", ":", "P", "x", "u", "U", "N", "c", "1", "9", "0", "a", "é", "\n", "#", "'", "\"",
-        "İ", "Ů",
-    ];
-    let mut state: u64 = 0x2545_F491_4F6C_DD1D;
-    let mut patterns = Vec::new();
-    for _ in 0..20_000 {
-        let mut pattern = String::new();
-        for _ in 0..(state % 12) {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            pattern.push_str(pieces[(state % pieces.len() as u64) as usize]);
-        }
-        patterns.push(pattern);
-    }
-    patterns.push("(a|[b-c]{2,3}?)*".repeat(2000));
-    patterns.push(format!("{}{}", "(?:".repeat(5000), ")".repeat(5000)));
-    patterns.push(format!("[{}]", "\\x01".repeat(3000)));
-    patterns
 }
