@@ -403,7 +403,8 @@ impl Pattern {
                 }
                 match self.nfa.state(sid) {
                     State::Match { .. } => {
-                        let tainted = vm.current.slots_of(index)[self.slot_len].is_some();
+                        let slots = vm.current.slots_of(index);
+                        let tainted = slots.get(self.slot_len).is_some_and(Option::is_some);
                         if !tainted {
                             holds = Holds::Yes(Vec::new());
                         } else if !matches!(holds, Holds::Yes(_)) {
@@ -652,13 +653,14 @@ impl<'n, 'c> Vm<'n, 'c> {
         cache: &'c mut SearchCache,
     ) -> Self {
         let state_len = pattern.nfa.states().len();
-        // One more slot than the pattern's: the taint of a thread that went
-        // past a pending lookaround (module `ends`).
-        cache.current.reset(state_len, pattern.slot_len + 1);
-        cache.next.reset(state_len, pattern.slot_len + 1);
+        // With lookarounds, one more slot than the pattern's: the taint of a
+        // thread that went past a pending lookaround (`Pattern::ends`).
+        let width = pattern.slot_len + usize::from(!pattern.looks.is_empty());
+        cache.current.reset(state_len, width);
+        cache.next.reset(state_len, width);
         cache.stack.clear();
         cache.scratch.clear();
-        cache.scratch.resize(pattern.slot_len + 1, None);
+        cache.scratch.resize(width, None);
         cache.memo.clear();
         Self {
             pattern,
@@ -693,7 +695,10 @@ impl<'n, 'c> Vm<'n, 'c> {
         self.next.clear();
     }
 
-    /// Whether lookaround `index` holds at `at` (memoized per search).
+    /// Whether lookaround `index` holds at `at` (memoized per search). Kept
+    /// out of line: patterns without lookarounds never call it.
+    #[cold]
+    #[inline(never)]
     fn holds(&mut self, index: usize, at: usize) -> Holds {
         if let Some(holds) = self.memo.get(&(index, at)) {
             return holds.clone();
@@ -776,12 +781,12 @@ impl<'n, 'c> Vm<'n, 'c> {
                         ..
                     } => {
                         let (next, slot) = (*next, slot.as_usize());
-                        let marker = self
-                            .pattern
-                            .markers
-                            .get(group_index.as_usize())
-                            .copied()
-                            .flatten();
+                        let marker = if self.pattern.looks.is_empty() {
+                            None
+                        } else {
+                            let markers = &self.pattern.markers;
+                            markers.get(group_index.as_usize()).copied().flatten()
+                        };
                         match marker {
                             // The marker's opening slot: evaluate the lookaround.
                             Some(index) if slot % 2 == 0 => match self.holds(index, at) {
@@ -798,8 +803,10 @@ impl<'n, 'c> Vm<'n, 'c> {
                                 Holds::No => break,
                                 Holds::Pending if self.taint => {
                                     let taint = self.pattern.slot_len;
-                                    let old = self.scratch[taint].replace(at);
-                                    self.stack.push(Frame::Restore(taint, old));
+                                    if let Some(cell) = self.scratch.get_mut(taint) {
+                                        let old = cell.replace(at);
+                                        self.stack.push(Frame::Restore(taint, old));
+                                    }
                                 }
                                 Holds::Pending => {
                                     set.insert_pending(self.scratch);
