@@ -10,7 +10,9 @@ Templates (``TEMPLATES``): Gemma-4-like ones (literal anchors, thinking field,
 field that opens explicitly; one whose delimiters are regexes with
 alternations and optional pieces that the grammar expands into several
 literals (``^`` and a message-start opener included); XML-inline arguments;
-and a Qwen3-Coder-like one whose closers are not literal (not derivable).
+XML-inline arguments whose values may end where the next parameter opens (a
+final ``(?=…)`` lookahead); lookaround delimiters (not derivable); and a
+Qwen3-Coder-like one whose closers are not literal (not derivable).
 
 Tool sets cover, among others, ``xml-inline`` string parameters with a
 ``pattern`` (compiling, refused by xgrammar, possibly writing a value end's
@@ -197,6 +199,53 @@ TEMPLATES = {
         "prompts": {
             "start": "<|user|>hi<|end|><|assistant|>",
             "answer": "<|user|>hi<|end|><|assistant|><reply>",
+        },
+    },
+    # XML-inline arguments whose values may also end where the next one opens
+    # (a final `(?=…)` lookahead in the tag pattern, which the grammar reads).
+    "xml_lookahead": {
+        "template": {
+            "start_anchor": "<|assistant|>",
+            "fields": {
+                "thinking": {"open": "<think>", "close": "</think>"},
+                "tool_calls": {
+                    "open_pattern": "<invoke name=(?P<name>\\w+)>",
+                    "close": "</invoke>",
+                    "repeats": True,
+                    "content": "xml-inline",
+                    "content_args": {
+                        "tag_pattern": "<arg=(?P<key>\\w+)>(?P<value>.*?)(?:</arg>|(?=<arg=))"
+                    },
+                    "transform": CALL_TRANSFORM,
+                },
+                "content": {"open": "<text>", "close": "</text>"},
+            },
+        },
+        "prompts": {
+            "start": "<|user|>hi<|end|><|assistant|>",
+            "thinking": "<|user|>hi<|end|><|assistant|><think>",
+        },
+    },
+    # Lookaround delimiters (a lookbehind opener, a negative-lookahead closer,
+    # a lookahead answer closer): not expandable into literals.
+    "lookaround": {
+        "template": {
+            "start_anchor": "<|assistant|>",
+            "fields": {
+                "thinking": {"open_pattern": "(?<=^|\\n)<think>", "close": "</think>"},
+                "tool_calls": {
+                    "open_pattern": "<call name=\"(?P<name>[^\"\\n]+)\">",
+                    "close_pattern": "</call>(?!\\n)",
+                    "repeats": True,
+                    "content": "json",
+                    "transform": CALL_TRANSFORM,
+                },
+                "content": {"close_pattern": "(?=<\\|tool_call\\|>)|<\\|end\\|>"},
+            },
+        },
+        "prompts": {
+            "start": "<|user|>hi<|end|><|assistant|>",
+            "thinking": "<|user|>hi<|end|><|assistant|><think>",
         },
     },
     # Qwen3-Coder's format: `\s*` in the closers, so no grammar is derived.

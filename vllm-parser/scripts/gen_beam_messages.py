@@ -74,6 +74,18 @@ OUTPUTS = {
         '<tool name="get_weather"><param name="city">"Paris"</param></tool>',
         '<tool name="get_weather"><param name="city">"Paris"</param></tool><tool name="search"><param name="query">"q"</param></tool>',
     ],
+    "xml_lookahead": [
+        "hello",
+        "<think>hm</think><text>Sure</text>",
+        "<invoke name=get_weather><arg=city>Paris</arg></invoke>",
+        "<invoke name=get_weather><arg=city>Paris<arg=city>Rome</arg></invoke><invoke name=search><arg=query>q</invoke>",
+    ],
+    "lookaround": [
+        "hello",
+        "<think>hm</think>Sure<|end|>",
+        f'<call name="get_weather">{CALL}</call>',
+        f'<call name="get_weather">{CALL}</call>\n</call>x<call name="search">{{"query": "q"}}</call>',
+    ],
     "qwen_xml": [
         "hello",
         "<think>hm</think>Sure<|im_end|>",

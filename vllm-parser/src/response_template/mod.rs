@@ -23,8 +23,9 @@
 //!   template-opened `<think>` makes the output reasoning; vLLM's
 //!   `is_reasoning_end` reads the same regions, then probes the delimiters
 //!   held at the prompt's end with a NUL.
-//! - Delimiters are searched like Python's `regex` with `partial=True`; text
-//!   that may still become a delimiter is held back (module `pattern`).
+//! - Delimiters are searched like Python's `regex` with `partial=True`,
+//!   lookarounds included; text that may still become a delimiter is held
+//!   back (module `pattern`).
 //! - `thinking` text is reasoning when a reasoning parser is selected, else
 //!   content; `content` text is content. A `tool_calls` region becomes calls
 //!   when it closes and its value parses (arguments cast by the tool's schema);
@@ -39,6 +40,7 @@
 mod coerce;
 mod content;
 pub(crate) mod grammar;
+mod lookaround;
 mod parser;
 mod pattern;
 mod scanner;

@@ -54,7 +54,10 @@ pub(crate) enum GrammarError {
     /// undecided — `\N{…}`, verbose mode, repetition counts of ten digits,
     /// escapes past U+10FFFF, non-ASCII where the C++ calls `isdigit` /
     /// `isalpha`, long or deeply nested patterns —, a delimiter regex this
-    /// crate's regex syntax rejects (lookaheads), or a tool name too long to
+    /// crate's pattern compiler refuses (syntax vLLM's `regex` module accepts
+    /// but module `pattern` does not reproduce, e.g. a named group inside a
+    /// lookbehind; lookarounds themselves are supported, and a delimiter they
+    /// make underivable is vLLM's "no tag", not this), or a tool name too long to
     /// negate.
     Unsupported(String),
 }
