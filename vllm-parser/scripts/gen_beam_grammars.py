@@ -435,6 +435,15 @@ SO_REGEXES = {
 }
 
 
+# `structured_outputs.choice`: xgrammar compiles every list of strings (`choice_as_grammar`).
+SO_CHOICES = {
+    "so_choice": ["yes", "no"],
+    "so_choice_escapes": ['q"x', "new\nline", "\x00", "é", "\x7f", "\\", "", "yes"],
+    "so_choice_empty": [],
+    "so_grammar": None,
+}
+
+
 def named(tools, index=0):
     return {"type": "function", "function": {"name": tools[index]["function"]["name"]}}
 
@@ -457,6 +466,10 @@ def requests():
     # `_xgrammar_supports`: a NUL is refused first, then xgrammar compiles it.
     for so_name, regex in SO_REGEXES.items():
         yield f"no_tools/{so_name}", body(structured_outputs={"regex": regex})
+    for so_name, choice in SO_CHOICES.items():
+        # A `grammar` constraint stays undecided here (xgrammar's EBNF / Lark parsers).
+        constraint = {"choice": choice} if choice is not None else {"grammar": 'root ::= "a"'}
+        yield f"no_tools/{so_name}", body(structured_outputs=constraint)
     yield "no_tools/no_thinking", body(chat_template_kwargs={"enable_thinking": False})
     yield "no_tools/no_reasoning", body(include_reasoning=False)
     for set_name, tools in TOOL_SETS.items():

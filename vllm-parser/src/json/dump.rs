@@ -63,7 +63,8 @@ pub fn write_string(out: &mut String, s: &str, ascii: bool) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            c if c < ' ' || (ascii && !c.is_ascii()) => {
+            // `ensure_ascii` keeps only ' '..='~' (DEL is escaped too).
+            c if c < ' ' || (ascii && c > '~') => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
                     let _ = write!(out, "\\u{unit:04x}");

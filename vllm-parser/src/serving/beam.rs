@@ -14,7 +14,8 @@
 //! A request's own constraint is kept, untouched, when xgrammar would refuse
 //! it on its own (`_xgrammar_supports`: for a `regex`, a NUL or a pattern
 //! [`super::xgrammar_regex`] says xgrammar refuses); otherwise it becomes
-//! the answer's format (`RegexFormat` for a `regex`).
+//! the answer's format (`RegexFormat` for a `regex`, `OrFormat` of constant strings
+//! for a `choice`; a `grammar` is left undecided).
 //!
 //! vLLM reads the prompt as its decoded text (`_prefix`); the caller passes
 //! it (see [`super::ServingParsers::adjust_request_for_prompt`]).
@@ -63,9 +64,11 @@ enum Output<'a> {
     StructuralTag,
     /// `structured_outputs.regex` alone.
     Regex(&'a str),
-    /// A constraint this crate does not decide on (`choice`, `grammar`:
-    /// vLLM compiles them with xgrammar first), or a `structured_outputs`
-    /// that a `response_format` overrides in part.
+    /// `structured_outputs.choice` alone (a list of strings).
+    Choice(Vec<&'a str>),
+    /// A constraint this crate does not decide on (`grammar`: vLLM parses it
+    /// with xgrammar first), or a `structured_outputs` that a
+    /// `response_format` overrides in part.
     Other,
 }
 
@@ -107,6 +110,11 @@ fn request_output<'a>(request: &ServingRequest<'a>) -> Output<'a> {
                 && ["choice", "grammar"].iter().all(|key| set(key).is_none())
             {
                 Output::Regex(regex)
+            } else if let Some(Value::Array(choices)) = set("choice")
+                && ["regex", "grammar"].iter().all(|key| set(key).is_none())
+                && let Some(choices) = choices.iter().map(Value::as_str).collect()
+            {
+                Output::Choice(choices)
             } else {
                 Output::Other
             }
@@ -218,6 +226,17 @@ fn template_tag(
             }
             Some(serde_json::json!({"type": "regex", "pattern": regex}))
         }
+        // An empty list is no constraint to vLLM's validation: the request keeps it.
+        Output::Choice(ref choices) if choices.is_empty() => return Ok(None),
+        // `OrFormat(elements=[ConstStringFormat(value=…), …]).model_dump()`: xgrammar
+        // compiles every list of strings as vLLM writes it (`choice_as_grammar`).
+        Output::Choice(ref choices) => Some(serde_json::json!({
+            "type": "or",
+            "elements": choices
+                .iter()
+                .map(|value| serde_json::json!({"type": "const_string", "value": value}))
+                .collect::<Vec<_>>(),
+        })),
     };
     let has_output = !matches!(output, Output::None);
     let always_constrain = !forced;
