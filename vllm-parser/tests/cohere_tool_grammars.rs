@@ -9,7 +9,8 @@
 use serde_json::{Map, Value};
 use vllm_parser::Tool;
 use vllm_parser::serving::{
-    ServingParsers, ServingRequest, StructuredOutputs, ToolGrammarError, cohere_tools_grammar,
+    ServingErrorKind, ServingParsers, ServingRequest, StructuredOutputs, ToolGrammarError,
+    cohere_tools_grammar,
 };
 
 mod jsonl_fixture;
@@ -105,6 +106,20 @@ fn cohere_tool_grammars_are_vllms_or_declared_unsupported() {
                     }
                     other => failures.push(format!("{label}: ours {other:?}, vLLM {error}")),
                 }
+                continue;
+            }
+            // xgrammar refuses a tool's schema: vLLM fails with its RuntimeError (a 500).
+            (Err(ToolGrammarError::XgrammarRefused { .. }), Some(error))
+                if error.starts_with("RuntimeError") =>
+            {
+                match &ours {
+                    Err(e) if e.kind == ServingErrorKind::Internal => tally.refused += 1,
+                    other => failures.push(format!("{label}: ours {other:?}, vLLM {error}")),
+                }
+                continue;
+            }
+            (Err(ToolGrammarError::XgrammarRefused { tool }), _) => {
+                failures.push(format!("{label}: tool {tool} refused, vLLM {vllm_error:?}"));
                 continue;
             }
             (Err(ToolGrammarError::Unsupported { reason, .. }), _) => {

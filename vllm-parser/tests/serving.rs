@@ -225,6 +225,7 @@ fn serving_corpus_matches_vllm() {
                 Err(ServingError {
                     message: ours,
                     param,
+                    ..
                 }),
             ) => {
                 if message.as_str() != Some(ours) || adjusted["param"].as_str() != param.as_deref()

@@ -8,7 +8,7 @@
 //! the engine.
 
 use serde_json::Map;
-use vllm_parser::serving::{ServingError, ServingParsers, StructuredOutputs};
+use vllm_parser::serving::{ServingError, ServingErrorKind, ServingParsers, StructuredOutputs};
 
 use super::error::ApiError;
 use super::model::Model;
@@ -32,7 +32,10 @@ pub(crate) struct PreparedChat {
 
 /// A parser rule's refusal: vLLM's 400 with its message and parameter.
 pub(crate) fn serving_error(error: ServingError) -> ApiError {
-    ApiError::bad_request(error.message, error.param.as_deref())
+    match error.kind {
+        ServingErrorKind::Internal => ApiError::internal(error.message),
+        _ => ApiError::bad_request(error.message, error.param.as_deref()),
+    }
 }
 
 /// vLLM's `GenerateRequest` for `request` in front of `parsers` (the render

@@ -54,6 +54,8 @@ pub(crate) enum CohereTag {
     Tag(Option<String>),
     /// vLLM's 400 message.
     Refused(String),
+    /// vLLM fails the request (a 500): xgrammar refuses a tool's schema.
+    Failed(String),
 }
 
 /// `_apply_structural_tags` for `request` on a model of `architecture`
@@ -111,6 +113,9 @@ pub(crate) fn apply(architecture: Option<&str>, request: &ServingRequest) -> Coh
                 triggers.push(TOOLS_TAG.0);
             }
             Err(ToolGrammarError::Refused(message)) => return CohereTag::Refused(message),
+            Err(refused @ ToolGrammarError::XgrammarRefused { .. }) => {
+                return CohereTag::Failed(refused.to_string());
+            }
             // Outside the subset converted exactly: left unconstrained.
             Err(ToolGrammarError::Unsupported { .. }) => return CohereTag::Tag(None),
         }

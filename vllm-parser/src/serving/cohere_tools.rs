@@ -13,7 +13,7 @@
 use serde_json::{Map, Value, json};
 
 use super::json_schema_grammar::{
-    MAX_JSON_NESTING, Unsupported, exceeds_json_nesting, from_json_schema,
+    MAX_JSON_NESTING, Unsupported, compiles, exceeds_json_nesting, from_json_schema,
 };
 use crate::tools::Tool;
 
@@ -23,6 +23,17 @@ pub enum ToolGrammarError {
     /// vLLM refuses the request (`check_json_nesting`, a 400) with this message.
     #[error("{0}")]
     Refused(String),
+    /// xgrammar refuses a tool's schema (an unknown `type`, `minLength`
+    /// above `maxLength`, …): vLLM fails the request with xgrammar's
+    /// `RuntimeError`, a 500. Fix the tool's JSON schema.
+    #[error(
+        "xgrammar cannot compile the JSON schema of tool {tool:?}; vLLM fails the request \
+         (fix the tool's parameters schema)"
+    )]
+    XgrammarRefused {
+        /// The tool's name.
+        tool: String,
+    },
     /// A tool's schema is outside the subset converted exactly: vLLM builds a
     /// grammar this crate does not reproduce.
     #[error("tool {tool:?}: {reason}")]
@@ -47,13 +58,25 @@ pub fn cohere_tools_grammar(tools: &[Tool]) -> Result<String, ToolGrammarError> 
             )));
         }
     }
+    // vLLM converts the tools in order and fails at the first schema xgrammar
+    // refuses, whatever the others are.
+    let schemas: Vec<Value> = tools.iter().map(tool_schema).collect();
+    if let Some(tool) = tools
+        .iter()
+        .zip(&schemas)
+        .find_map(|(tool, schema)| (compiles(schema) == Ok(false)).then_some(tool))
+    {
+        return Err(ToolGrammarError::XgrammarRefused {
+            tool: tool.name.clone(),
+        });
+    }
     let mut entries: Vec<(&str, String)> = Vec::new();
-    for tool in tools {
+    for (tool, schema) in tools.iter().zip(&schemas) {
         let unsupported = |reason| ToolGrammarError::Unsupported {
             tool: tool.name.clone(),
             reason,
         };
-        let grammar = tool_grammar(tool).map_err(unsupported)?;
+        let grammar = tool_grammar(&tool.name, schema).map_err(unsupported)?;
         let entry = format!("{name} ::= {name}root\n{grammar}", name = tool.name);
         // A dict keyed by name: a repeated name keeps its place, the last wins.
         match entries.iter_mut().find(|(name, _)| *name == tool.name) {
@@ -71,14 +94,21 @@ pub fn cohere_tools_grammar(tools: &[Tool]) -> Result<String, ToolGrammarError> 
     ))
 }
 
-/// One tool's converted call object, its rules renamed.
-fn tool_grammar(tool: &Tool) -> Result<String, Unsupported> {
-    let name = &tool.name;
+/// One tool's converted call object (its [`tool_schema`]), its rules renamed.
+fn tool_grammar(name: &str, schema: &Value) -> Result<String, Unsupported> {
     // The replacement is a `re.sub` template: a backslash would be an escape.
     // Non-ASCII names would need Python's Unicode `\b`.
     if !name.is_ascii() || name.contains('\\') {
         return Err(Unsupported::Keyword(format!("tool name {name:?}")));
     }
+    let grammar = from_json_schema(schema)?;
+    Ok(rename_rules(&grammar, name))
+}
+
+/// The call object vLLM converts for a tool: its id, its name, its
+/// parameters (their `$defs` / `definitions` moved to the top).
+fn tool_schema(tool: &Tool) -> Value {
+    let name = &tool.name;
     let mut parameters = match &tool.parameters {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
@@ -98,8 +128,7 @@ fn tool_grammar(tool: &Tool) -> Result<String, Unsupported> {
     for (key, defs) in defs {
         schema[key] = defs;
     }
-    let grammar = from_json_schema(&schema)?;
-    Ok(rename_rules(&grammar, name))
+    schema
 }
 
 /// Python's `\w` on ASCII text.

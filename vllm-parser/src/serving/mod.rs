@@ -313,22 +313,46 @@ pub struct RequestAdjustments {
     pub grammar_from_parser: bool,
 }
 
-/// A request vLLM answers with 400 Bad Request: the exact message, and the
-/// parameter it names if any.
+/// A request vLLM refuses: its status, the exact message (where vLLM's is
+/// reproducible), and the parameter it names if any.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct ServingError {
+    /// The HTTP status vLLM answers with.
+    pub kind: ServingErrorKind,
     /// vLLM's message.
     pub message: String,
     /// The request parameter at fault (`"tool_choice"`), if vLLM names one.
     pub param: Option<String>,
 }
 
+/// The status of a [`ServingError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServingErrorKind {
+    /// 400 Bad Request (`BadRequestError`).
+    BadRequest,
+    /// 500 Internal Server Error (`InternalServerError`): vLLM's serving code
+    /// raises an error it does not map to a client error, e.g. xgrammar's
+    /// `RuntimeError` on a tool schema it cannot compile. The message is
+    /// this crate's (vLLM's carries a timestamp and a source path).
+    Internal,
+}
+
 impl ServingError {
     fn new(message: impl Into<String>, param: Option<&str>) -> Self {
         Self {
+            kind: ServingErrorKind::BadRequest,
             message: message.into(),
             param: param.map(str::to_owned),
+        }
+    }
+
+    fn internal(message: impl Into<String>) -> Self {
+        Self {
+            kind: ServingErrorKind::Internal,
+            message: message.into(),
+            param: None,
         }
     }
 }
@@ -781,6 +805,9 @@ impl ServingParsers {
                 cohere::CohereTag::Unchanged => {}
                 cohere::CohereTag::Refused(message) => {
                     return Err(ServingError::new(message, None));
+                }
+                cohere::CohereTag::Failed(message) => {
+                    return Err(ServingError::internal(message));
                 }
                 cohere::CohereTag::Tag(json) => {
                     structural = true;
