@@ -129,6 +129,7 @@ mod required;
 mod strict;
 mod structural_tag;
 mod tables;
+pub mod xgrammar_fsm_regex;
 pub mod xgrammar_regex;
 
 use std::collections::HashMap;
