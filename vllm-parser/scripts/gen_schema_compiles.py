@@ -192,10 +192,28 @@ JSON_PATTERNS = [
 ]
 
 
+# Pieces of the engine's syntax for seeded random patterns.
+JSON_PIECES = [
+    "(", ")", "[", "]", "[^", "\\", "{", "}", "{2}", "{ 1 , 2 }", "{2,}", ",", "?", "*", "+",
+    "|", "^", "$", ".", "-", "a", "Z", "0", "_", " ", '"', "'", "<", ">", "=", "!", ":", "P",
+    "(?", "(?:", "(?=", "(?!", "(?<", "(?<n>", "(?P<n>", "(?i)", "\\d", "\\W", "\\s",
+    "\\b", "\\x4", "\\x41", "\\x0a", "\\u0022", "\\u{5c}", "\\u{", "\\c", "\\ca",
+    "\\n", "\\q", "\\-", "\\]", "\\\\", "\\1", "x",
+]
+
+
+def random_json_patterns(count: int) -> list:
+    """Seeded random strings of ``JSON_PIECES``."""
+    rng = random.Random(20261203)
+    return ["".join(rng.choice(JSON_PIECES) for _ in range(rng.randint(1, 10)))
+            for _ in range(count)]
+
+
 def pattern_schemas() -> list:
     """Schemas holding each corpus pattern where xgrammar compiles it."""
     schemas = []
-    patterns = [p for p in gx.corpus() + JSON_PATTERNS if "\0" not in p]
+    patterns = [p for p in gx.corpus() + JSON_PATTERNS + random_json_patterns(2500)
+                if "\0" not in p]
     for index, p in enumerate(dict.fromkeys(patterns)):
         schemas.append({"type": "string", "pattern": p})
         schemas.append({"type": "object", "patternProperties": {p: {"type": "integer"}}})
