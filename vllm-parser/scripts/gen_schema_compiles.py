@@ -11,8 +11,14 @@ integer and number bounds (whole, fractional, at the ``int64`` edge),
 items and counts, object properties, ``required``, ``patternProperties``,
 ``propertyNames``, ``additionalProperties`` / ``unevaluatedProperties`` and
 counts, ``const`` / ``enum``, unions, ``allOf`` and ``$ref`` into ``$defs``
-(present, missing, malformed). Each records ``compiles`` and, when not,
-xgrammar's error message.
+(present, missing, malformed). Then the patterns of
+``gen_xgrammar_regexes.py``'s corpus (imported) and ``JSON_PATTERNS`` inside
+schemas (``pattern_schemas``): a string's ``pattern``, a
+``patternProperties`` key and a ``propertyNames`` pattern, and for a share of
+them a pattern beside ``minLength`` / ``maxLength`` or a ``format``, as
+xgrammar's JSON-schema converter reads a pattern otherwise than
+``Grammar.from_regex``. Each records ``compiles`` and, when not, xgrammar's
+error message.
 
 Run from the crate directory with the reference environment::
 
@@ -23,12 +29,14 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import random
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_fixtures as gf  # noqa: E402  (pins vLLM 0.33.0)
+import gen_xgrammar_regexes as gx  # noqa: E402  (the regex corpus)
 
 from xgrammar import Grammar  # noqa: E402
 
@@ -169,17 +177,72 @@ def document(rng):
     return root
 
 
+# Patterns at the JSON-schema converter's own regex engine: the characters it
+# removes (a JSON string's escapes), its unrolling limit, its `(?` forms.
+JSON_PATTERNS = [
+    "\\x7f(?=a)", "\\x1f(?=a)", "\\x20(?=a)", "\\x22(?=a)", "\\x5c(?=a)", "\\u0080(?=a)",
+    "[\\x00-\\x1f\"\\\\](?=a)", "[\\x00-\\x1f\"\\\\\\x7f](?=a)", "[^ -~](?=a)", "\\s(?=a)",
+    "(?=x)a{50001}", "(?=x)a{50001,}", "(?=x)a{129}", "(?=x)(ab){300}", "(?=x)[a-c]{3000}",
+    "(?=x).{900}", "(?=x)a{ 2 , 3 }", "(?=x)a{2 }", "(?=x)a{1234567890}", "a(?i)b", "(?i)a",
+    "(?i)(?=x)[A-Z]", "(?i:a)", "(?=x(?=y))a", "(?=[)])a", "(?=\\))a", "(?=a", "(?!\"$)b",
+    "(?<n_1>a)(?=x)", "(?P<n>a)(?=x)", "(?<>a)", "(?P>a)", "\"", "\"*(?=x)", "\"?", "a\"",
+    "(?=x)\\b", "(?=x)[\\b]", "(?=x)\\u{10FFFF}", "(?=x)\\u{110000}", "(?=x)\\u{}",
+    "(?=x)\\ud800", "(?=x)\\cZ", "(?=x)\\c1", "(?=x)[\\d-z]", "(?=x)[a-\\d]", "(?=x)[\\x4]",
+    "(?=x)[]a]", "(?=x)[^]a]", "(?=x)a{,}", "(?=x)a{3}{2}", "(?=x)(|)", "(?=x)a||b", "$^(?=x)",
+]
+
+
+# Pieces of the engine's syntax for seeded random patterns.
+JSON_PIECES = [
+    "(", ")", "[", "]", "[^", "\\", "{", "}", "{2}", "{ 1 , 2 }", "{2,}", ",", "?", "*", "+",
+    "|", "^", "$", ".", "-", "a", "Z", "0", "_", " ", '"', "'", "<", ">", "=", "!", ":", "P",
+    "(?", "(?:", "(?=", "(?!", "(?<", "(?<n>", "(?P<n>", "(?i)", "\\d", "\\W", "\\s",
+    "\\b", "\\x4", "\\x41", "\\x0a", "\\u0022", "\\u{5c}", "\\u{", "\\c", "\\ca",
+    "\\n", "\\q", "\\-", "\\]", "\\\\", "\\1", "x",
+]
+
+
+def random_json_patterns(count: int) -> list:
+    """Seeded random strings of ``JSON_PIECES``."""
+    rng = random.Random(20261203)
+    return ["".join(rng.choice(JSON_PIECES) for _ in range(rng.randint(1, 10)))
+            for _ in range(count)]
+
+
+def pattern_schemas() -> list:
+    """Schemas holding each corpus pattern where xgrammar compiles it."""
+    schemas = []
+    patterns = [p for p in gx.corpus() + JSON_PATTERNS + random_json_patterns(2500)
+                if "\0" not in p]
+    for index, p in enumerate(dict.fromkeys(patterns)):
+        schemas.append({"type": "string", "pattern": p})
+        schemas.append({"type": "object", "patternProperties": {p: {"type": "integer"}}})
+        schemas.append({"type": "object", "propertyNames": {"pattern": p}})
+        if index % 7 == 0:
+            schemas.append({"type": "string", "pattern": p, "minLength": 2, "maxLength": 5})
+            schemas.append({"type": "string", "format": "date", "pattern": p})
+            schemas.append({"type": "string", "format": "nonsense", "pattern": p})
+    return schemas
+
+
 def verdict(s) -> dict:
-    try:
-        Grammar.from_json_schema(json.dumps(s))
-        return {"compiles": True}
-    except Exception as e:  # noqa: BLE001
-        return {"compiles": False, "error": str(e).split("\n")[0][-160:]}
+    # xgrammar logs warnings on stderr; keep the run quiet.
+    saved = os.dup(2)
+    with open(os.devnull, "w") as null:
+        os.dup2(null.fileno(), 2)
+        try:
+            Grammar.from_json_schema(json.dumps(s))
+            return {"compiles": True}
+        except Exception as e:  # noqa: BLE001
+            return {"compiles": False, "error": str(e).split("\n")[0][-160:]}
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def main() -> int:
     rng = random.Random(20261202)
-    schemas = HAND + [document(rng) for _ in range(SWEEP)]
+    schemas = HAND + [document(rng) for _ in range(SWEEP)] + pattern_schemas()
     records = [{"schema": s, **verdict(s)} for s in schemas]
     header = {"generated_by": "scripts/gen_schema_compiles.py", "vllm_version": "0.33.0",
               "xgrammar_version": importlib.metadata.version("xgrammar")}

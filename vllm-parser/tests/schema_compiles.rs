@@ -13,6 +13,8 @@ fn compiles_answers_as_xgrammar() {
     assert_eq!(header["xgrammar_version"], "0.2.8");
     let mut failures = Vec::new();
     let (mut decided, mut refused) = (0, 0);
+    let mut undecided: Vec<String> = Vec::new();
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
     for entry in &entries {
         let expected = entry["compiles"].as_bool().unwrap();
         match compiles(&entry["schema"]) {
@@ -24,12 +26,18 @@ fn compiles_answers_as_xgrammar() {
                 "{}: ours {ours}, xgrammar {expected} {}",
                 entry["schema"], entry["error"]
             )),
-            Err(_) => {}
+            Err(reason) => {
+                *reasons.entry(format!("{reason:?}")).or_default() += 1;
+                undecided.push(format!("{} ({reason:?})", entry["schema"]));
+            }
         }
     }
     eprintln!(
-        "decided {decided} of {} schemas ({refused} refused)",
-        entries.len()
+        "decided {decided} of {} schemas ({refused} refused), {} undecided {reasons:?}, \
+         for example:\n{}",
+        entries.len(),
+        undecided.len(),
+        undecided[..undecided.len().min(20)].join("\n")
     );
     assert!(
         failures.is_empty(),

@@ -71,9 +71,12 @@
 //! (`tests/beam_grammars.rs` against `scripts/gen_beam_grammars.py`) for
 //! `json` and `xml-inline` arguments. Where vLLM asks xgrammar whether a JSON
 //! schema compiles, [`json_schema_grammar::compiles`] answers with xgrammar's
-//! own checks; a schema it cannot decide (some `pattern`s, counts beyond 32
-//! bits), `regex` / `choice` / `grammar` constraints and `xml-inline` string
-//! values with a `pattern` leave the tag unbuilt (`json: None`).
+//! own checks, a string `pattern` as xgrammar's JSON-schema converter reads
+//! it ([`xgrammar_fsm_regex`]); a schema it cannot decide (a `pattern` that
+//! module leaves undecided, counts beyond 32 bits), `regex` / `choice` /
+//! `grammar` constraints and `xml-inline` string values with a `pattern`
+//! that [`xgrammar_regex`] or [`python_re`] leave undecided leave the tag
+//! unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -129,6 +132,7 @@ mod required;
 mod strict;
 mod structural_tag;
 mod tables;
+pub mod xgrammar_fsm_regex;
 pub mod xgrammar_regex;
 
 use std::collections::HashMap;

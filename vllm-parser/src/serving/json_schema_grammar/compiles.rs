@@ -15,9 +15,15 @@
 //! (`scripts/gen_schema_compiles.py`, `tests/schema_compiles.rs`): this
 //! crate's own code, as no Rust crate reproduces xgrammar's checks.
 //!
-//! What it cannot tell is [`Unsupported`], never a guess: a `pattern` (or a
-//! `patternProperties` key) outside the regexes xgrammar keeps as they are
-//! (module `pattern`), counts beyond `i32` that xgrammar casts, a negative
+//! A `pattern` (a string's, a `patternProperties` key, a `propertyNames`
+//! pattern) is judged as xgrammar's converter reads it
+//! ([`crate::serving::xgrammar_fsm_regex`]: its finite-state regex engine,
+//! else `from_regex`'s converter).
+//!
+//! What it cannot tell is [`Unsupported`], never a guess: a `pattern` that
+//! [`crate::serving::xgrammar_fsm_regex`] leaves undecided (very long or
+//! deeply nested, a NUL, a repetition near xgrammar's unrolling limit),
+//! counts beyond `i32` that xgrammar casts, a negative
 //! `minLength`, `$ref`s under an object whose `properties` is empty, and
 //! schemas nested deeper than
 //! [`MAX_DEPTH`](super::MAX_DEPTH).
@@ -26,7 +32,8 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::{MAX_DEPTH, Unsupported, formats::FORMATS, pattern::kept_as_regex};
+use super::{MAX_DEPTH, Unsupported, formats::FORMATS};
+use crate::serving::xgrammar_fsm_regex::json_pattern_compiles;
 
 /// Why a walk stopped.
 enum Stop {
@@ -564,13 +571,13 @@ fn string(object: &Map<String, Value>, reach: Reach) -> Check {
     }
 }
 
-/// A `pattern` xgrammar compiles: decided for the regexes it keeps as they
-/// are.
+/// A `pattern` xgrammar compiles, as its JSON-schema converter reads one
+/// ([`json_pattern_compiles`]).
 fn regex(pattern: &str) -> Check {
-    if pattern.is_empty() || kept_as_regex(pattern) {
-        Ok(())
-    } else {
-        Err(undecided("a pattern outside the regexes xgrammar keeps"))
+    match json_pattern_compiles(pattern) {
+        Some(true) => Ok(()),
+        Some(false) => Err(Stop::Refused),
+        None => Err(undecided("a pattern xgrammar_fsm_regex leaves undecided")),
     }
 }
 
@@ -611,7 +618,14 @@ mod tests {
         ] {
             assert_eq!(compiles(&schema), Ok(expected), "{schema}");
         }
-        assert!(compiles(&json!({"type": "string", "pattern": "(?=x)"})).is_err());
+        assert_eq!(
+            compiles(&json!({"type": "string", "pattern": "(?=x)"})),
+            Ok(true)
+        );
+        assert_eq!(
+            compiles(&json!({"type": "string", "pattern": "[a-"})),
+            Ok(false)
+        );
     }
 
     #[test]
