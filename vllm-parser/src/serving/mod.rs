@@ -1212,18 +1212,22 @@ pub(crate) fn hostile_patterns() -> Vec<String> {
     let pieces = [
         "(", ")", "[", "]", "\\", "{", "}", ",", "?", "*", "+", "|", "^", "$", ".", "-", "<", ">",
         "=", "!", ":", "P", "x", "u", "U", "N", "c", "1", "9", "0", "a", "é", "\n", "#", "'", "\"",
-        "İ", "Ů",
+        "İ", "Ů", " ", "(?", "(?i)", "\\u{", "\\x", "{2,3}", "[^",
     ];
+    // xorshift64: a fixed, evenly spread sequence.
     let mut state: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
     let mut patterns = Vec::new();
     for _ in 0..20_000 {
-        let mut pattern = String::new();
-        for _ in 0..(state % 12) {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            pattern.push_str(pieces[(state % pieces.len() as u64) as usize]);
-        }
+        let len = next() % 12;
+        let pattern: String = (0..len)
+            .map(|_| pieces[(next() % pieces.len() as u64) as usize])
+            .collect();
         patterns.push(pattern);
     }
     patterns.push("(a|[b-c]{2,3}?)*".repeat(2000));
