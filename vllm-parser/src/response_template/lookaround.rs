@@ -8,9 +8,12 @@
 //! lookarounds (cut out when the body itself is compiled), up to
 //! [`MAX_NESTING`] levels deep. A global inline-flag group at the pattern's
 //! start (`(?i)…`) is carried into each body, as Python applies it to the
-//! whole pattern. Constructs left out give an error naming them: a lookaround
-//! inside a scoped-flag group (`(?i:…(?=…)…)`), whose flags the body would
-//! lose, and a named group inside a lookbehind (the `regex` module matches
+//! whole pattern; the flags in force where a lookaround stands — those of
+//! the scoped-flag groups around it (`(?i:…(?=…)…)`) and of the inline-flag
+//! groups before it in the same or an enclosing group (`a(?i)b(?=c)`, which
+//! the `regex` module applies to the end of their group) — wrap its body as
+//! scoped-flag groups, so the body matches as it does in place. A named group
+//! inside a lookbehind gives an error naming it (the `regex` module matches
 //! lookbehinds backwards, which decides what such a group captures).
 
 /// How deep lookarounds may nest (Python has no such bound; templates nest
@@ -84,10 +87,10 @@ pub(crate) fn split(pattern: &str, depth: usize) -> Result<Split, String> {
     let multiline = sets_multiline(pattern);
     let mut source = String::with_capacity(pattern.len());
     let mut cuts = Vec::new();
-    // Open groups: whether each sets scoped flags (`(?i:…)`).
-    let mut groups: Vec<bool> = Vec::new();
-    // Whether an inline-flag group other than the leading one was seen.
-    let mut inline_flags = false;
+    // The flags each open group (the pattern itself first) sets for what
+    // follows in it, as scoped-flag openers (`(?i:`): its own scoped flags,
+    // then those of the inline-flag groups seen in it so far.
+    let mut levels: Vec<Vec<&str>> = vec![Vec::new()];
     let mut index = 0;
     while index < chars.len() {
         let (at, c) = chars[index];
@@ -114,8 +117,13 @@ pub(crate) fn split(pattern: &str, depth: usize) -> Result<Split, String> {
                 .into_iter()
                 .find(|(opener, _)| rest.starts_with(opener));
                 let Some((opener, kind)) = kind else {
-                    inline_flags |= at >= flags.len() && flag_group(rest);
-                    groups.push(scoped_flags(rest));
+                    let scoped = flag_spec(rest, ':');
+                    if let Some(spec) = flag_spec(rest, ')').filter(|_| at >= flags.len())
+                        && let Some(level) = levels.last_mut()
+                    {
+                        level.push(spec);
+                    }
+                    levels.push(scoped.into_iter().collect());
                     source.push(c);
                     index += 1;
                     continue;
@@ -124,18 +132,6 @@ pub(crate) fn split(pattern: &str, depth: usize) -> Result<Split, String> {
                     return Err(format!(
                         "lookarounds nested more than {MAX_NESTING} deep are not supported"
                     ));
-                }
-                if inline_flags {
-                    return Err(
-                        "a lookaround after an inline-flag group `(?flags)` that does not start the pattern is not supported"
-                            .into(),
-                    );
-                }
-                if groups.iter().any(|&scoped| scoped) {
-                    return Err(
-                        "a lookaround inside a scoped-flag group `(?flags:…)` is not supported"
-                            .into(),
-                    );
                 }
                 let body_start = index + opener.chars().count();
                 let close =
@@ -151,14 +147,18 @@ pub(crate) fn split(pattern: &str, depth: usize) -> Result<Split, String> {
                     ));
                 }
                 source.push_str(&format!("(?P<{}>)", marker_name(cuts.len())));
+                let specs: Vec<&str> = levels.iter().flatten().copied().collect();
+                let opened: String = specs.iter().map(|spec| format!("(?{spec}:")).collect();
                 cuts.push(Cut {
                     kind,
-                    body: format!("{flags}{body}"),
+                    body: format!("{flags}{opened}{body}{}", ")".repeat(specs.len())),
                 });
                 index = close + 1;
             }
             ')' => {
-                groups.pop();
+                if levels.len() > 1 {
+                    levels.pop();
+                }
                 source.push(c);
                 index += 1;
             }
@@ -199,15 +199,14 @@ fn sets_multiline(pattern: &str) -> bool {
     })
 }
 
-/// Whether a group opening `rest` is an inline-flag group (`(?i)`).
-fn flag_group(rest: &str) -> bool {
-    let Some(flags) = rest.strip_prefix("(?") else {
-        return false;
-    };
+/// The flags of a group opening `rest` with `(?flags` then `end`: `)` for
+/// an inline-flag group (`(?i)`), `:` for a scoped-flag group (`(?-s:`).
+fn flag_spec(rest: &str, end: char) -> Option<&str> {
+    let flags = rest.strip_prefix("(?")?;
     let len = flags
         .find(|c: char| !(c.is_ascii_alphabetic() || c == '-'))
         .unwrap_or(flags.len());
-    len > 0 && flags[len..].starts_with(')')
+    (len > 0 && flags[len..].starts_with(end)).then(|| &flags[..len])
 }
 
 /// A global inline-flag group at the very start (`(?i)`, `(?sx)`).
@@ -223,17 +222,6 @@ pub(crate) fn leading_flags(pattern: &str) -> &str {
     } else {
         ""
     }
-}
-
-/// Whether a group opening `rest` sets scoped flags (`(?i:`, `(?-s:`).
-fn scoped_flags(rest: &str) -> bool {
-    let Some(flags) = rest.strip_prefix("(?") else {
-        return false;
-    };
-    let len = flags
-        .find(|c: char| !(c.is_ascii_alphabetic() || c == '-'))
-        .unwrap_or(flags.len());
-    len > 0 && flags[len..].starts_with(':')
 }
 
 /// The index just past the character class opening at `start`.
@@ -337,9 +325,14 @@ mod tests {
     }
 
     #[test]
-    fn carries_global_flags_and_refuses_the_rest() {
+    fn carries_flags_in_force_and_refuses_the_rest() {
         assert_eq!(split("(?i)a(?=b)", 0).unwrap().cuts[0].body, "(?i)b");
-        assert!(split("(?i:a(?=b))", 0).unwrap_err().contains("scoped-flag"));
+        let body = |pattern| split(pattern, 0).unwrap().cuts[0].body.clone();
+        assert_eq!(body("(?i:a(?=b))"), "(?i:b)");
+        assert_eq!(body("(?s)(?i:x(?-s:a(?!b)))"), "(?s)(?i:(?-s:b))");
+        assert_eq!(body("a(?i)b(?-i)c(?=d)"), "(?i:(?-i:d))");
+        assert_eq!(body("(a(?i)b)(?=c)"), "c");
+        assert_eq!(body("(?:(?x)a)(?=b)"), "b");
         assert!(
             split("(?<=(?P<x>a))b", 0)
                 .unwrap_err()

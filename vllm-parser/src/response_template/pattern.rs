@@ -46,9 +46,8 @@
 //! every position, quadratic like Python's backtracking on the same text. A
 //! lookbehind costs one pass per search over the text from the search's
 //! start (less its body's longest match), or from the start of the text for
-//! an unbounded body. Lookarounds inside a scoped-flag group, or after an
-//! inline-flag group that does not start the pattern, are refused at
-//! start-up with an error naming the construct.
+//! an unbounded body. A lookaround's body keeps the flags in force where it
+//! stands (module `lookaround`).
 
 use std::collections::HashMap;
 
@@ -955,8 +954,6 @@ mod tests {
     fn unsupported_lookaround_syntax_is_named() {
         for (pattern, what) in [
             (r"(?<=(?P<x>a))b", "named group inside a lookbehind"),
-            (r"(?i:a(?=b))", "scoped-flag group"),
-            (r"a(?i)(?=b)", "inline-flag group"),
             (r"(?P<__vllm_lookaround_0>a)", "reserved"),
             (r"a(?=b", "unterminated"),
         ] {
