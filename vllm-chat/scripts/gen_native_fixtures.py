@@ -138,6 +138,11 @@ CASES = {
     "reasoning_effort_medium": {"messages": [U], "reasoning_effort": "medium"},
     "tool_result_named": {"messages": [ASK, CALLS, {"role": "tool", "tool_call_id": "c1", "name": "weather_tool", "content": "20C"}]},
     "refusal_part": {"messages": [U, {"role": "assistant", "content": [{"type": "refusal", "refusal": "no"}]}, {"role": "user", "content": "ok"}]},
+    # (An unknown task is an error listing a Python set: its order changes per process.)
+    "task_action": {"messages": [{**U, "task": "action"}]},
+    "task_action_thinking": {"messages": [{**U, "task": "action"}], "chat_template_kwargs": {"thinking": True}},
+    "task_query_history": {"messages": [{**U, "task": "query"}, {"role": "assistant", "content": "Hi.", "reasoning": "greet"},
+                                        {"role": "user", "content": "More"}], "chat_template_kwargs": {"thinking": True}},
 }
 
 

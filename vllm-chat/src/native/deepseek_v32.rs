@@ -296,19 +296,22 @@ fn render_message(
     Ok(prompt)
 }
 
-/// `drop_thinking_messages`: earlier assistant turns lose their reasoning; roles
-/// other than user/system/tool/assistant before the last user message are dropped.
-fn drop_thinking_messages(messages: Vec<Value>, last_user: isize) -> Vec<Value> {
+/// `drop_thinking_messages` (V3.2, V4, V4.1): before the last user message,
+/// assistant turns lose their reasoning (`reasoning_key`) and messages of roles
+/// other than `keep_roles` and assistant are dropped.
+pub(super) fn drop_thinking_messages(
+    messages: Vec<Value>,
+    last_user: isize,
+    keep_roles: &[&str],
+    reasoning_key: &str,
+) -> Vec<Value> {
     let mut out = Vec::with_capacity(messages.len());
     for (i, mut msg) in messages.into_iter().enumerate() {
-        let keep = ["user", "system", "tool"]
-            .iter()
-            .any(|r| is(&msg, "role", r));
-        if keep || i as isize >= last_user {
+        if keep_roles.iter().any(|r| is(&msg, "role", r)) || i as isize >= last_user {
             out.push(msg);
         } else if is(&msg, "role", "assistant") {
             if let Value::Object(map) = &mut msg {
-                map.shift_remove("reasoning");
+                map.shift_remove(reasoning_key);
             }
             out.push(msg);
         }
@@ -325,7 +328,7 @@ fn encode_messages(
     let mut full = messages;
     if thinking && drop_thinking {
         let last_user = last_user_index(&full);
-        full = drop_thinking_messages(full, last_user);
+        full = drop_thinking_messages(full, last_user, &["user", "system", "tool"], "reasoning");
     }
     let last_user = last_user_index(&full);
     let mut prompt = String::from(BOS);

@@ -13,8 +13,8 @@
 use serde_json::{Map, Value, json};
 
 use super::deepseek_v32::{
-    BOS, DSML, EOS, THINK_END, THINK_START, arguments_to_dsml, last_user_index, tool_call_parts,
-    tools_from_openai_format,
+    BOS, DSML, EOS, THINK_END, THINK_START, arguments_to_dsml, drop_thinking_messages,
+    last_user_index, tool_call_parts, tools_from_openai_format,
 };
 use super::py::{self, get, is, or_empty, repr, s, to_json, truthy};
 use crate::RenderError;
@@ -26,6 +26,14 @@ pub(super) const LATEST_REMINDER: &str = "<｜latest_reminder｜>";
 const IMAGE_PLACEHOLDER: &str = "<｜deepseek_image｜>";
 pub(super) const RESPONSE_FORMAT: &str =
     "## Response Format:\n\nYou MUST strictly adhere to the following schema to reply:\n";
+/// The roles `drop_thinking_messages` keeps before the last user message.
+pub(super) const KEEP_ROLES: [&str; 5] = [
+    "user",
+    "system",
+    "tool",
+    "latest_reminder",
+    "direct_search_results",
+];
 /// `DS_TASK_SP_TOKENS`.
 pub(super) const TASKS: [(&str, &str); 6] = [
     ("action", "<｜action｜>"),
@@ -266,21 +274,7 @@ fn render_message(
         return Ok(prompt);
     }
     if let Some(task) = get(msg, "task") {
-        let Some((name, token)) = TASKS.iter().find(|(name, _)| task.as_str() == Some(name)) else {
-            let valid: Vec<String> = TASKS.iter().map(|(n, _)| format!("'{n}'")).collect();
-            return Err(py::error(format!(
-                "Invalid task: '{}'. Valid tasks are: [{}]",
-                s(Some(task)),
-                valid.join(", ")
-            )));
-        };
-        if *name != "action" {
-            prompt += token;
-        } else {
-            prompt += ASSISTANT;
-            prompt += if thinking { THINK_START } else { THINK_END };
-            prompt += token;
-        }
+        prompt += &task_suffix(task, thinking)?;
     } else if matches!(role, Some("user" | "developer"))
         || role == Some("system")
             && messages
@@ -295,6 +289,27 @@ fn render_message(
         };
     }
     Ok(prompt)
+}
+
+/// What follows a message with a `task` (V4, V4.1): the task's token, behind
+/// an opened assistant turn for `action`. An unknown task's error lists the
+/// valid ones in `DS_TASK_SP_TOKENS` order; vLLM lists a `set` of them, in an
+/// order that changes with the process's string-hash seed.
+pub(super) fn task_suffix(task: &Value, thinking: bool) -> Result<String, RenderError> {
+    let Some((name, token)) = TASKS.iter().find(|(name, _)| task.as_str() == Some(name)) else {
+        let valid: Vec<String> = TASKS.iter().map(|(n, _)| format!("'{n}'")).collect();
+        return Err(py::error(format!(
+            "Invalid task: '{}'. Valid tasks are: [{}]",
+            s(Some(task)),
+            valid.join(", ")
+        )));
+    };
+    Ok(if *name == "action" {
+        let think = if thinking { THINK_START } else { THINK_END };
+        format!("{ASSISTANT}{think}{token}")
+    } else {
+        (*token).to_owned()
+    })
 }
 
 /// One block of a merged user turn.
@@ -423,30 +438,6 @@ pub(super) fn sort_tool_results(messages: &mut [Value]) {
     }
 }
 
-/// `_drop_thinking_messages`.
-fn drop_thinking_messages(messages: Vec<Value>) -> Vec<Value> {
-    let last_user = last_user_index(&messages);
-    let keep_roles = [
-        "user",
-        "system",
-        "tool",
-        "latest_reminder",
-        "direct_search_results",
-    ];
-    let mut out = Vec::with_capacity(messages.len());
-    for (i, mut msg) in messages.into_iter().enumerate() {
-        if keep_roles.iter().any(|r| is(&msg, "role", r)) || i as isize >= last_user {
-            out.push(msg);
-        } else if is(&msg, "role", "assistant") {
-            if let Value::Object(map) = &mut msg {
-                map.shift_remove("reasoning");
-            }
-            out.push(msg);
-        }
-    }
-    out
-}
-
 fn encode_messages(
     messages: Vec<Value>,
     thinking: bool,
@@ -457,7 +448,8 @@ fn encode_messages(
     sort_tool_results(&mut full);
     let drop_thinking = drop_thinking && !full.iter().any(|m| truthy(get(m, "tools")));
     if thinking && drop_thinking {
-        full = drop_thinking_messages(full);
+        let last_user = last_user_index(&full);
+        full = drop_thinking_messages(full, last_user, &KEEP_ROLES, "reasoning");
     }
     let last_user = last_user_index(&full);
     let mut prompt = String::from(BOS);
@@ -465,4 +457,27 @@ fn encode_messages(
         prompt += &render_message(index, &full, thinking, drop_thinking, effort, last_user)?;
     }
     Ok(prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unknown_task_lists_the_valid_ones() {
+        // vLLM's message lists a Python set (its order varies per process), so
+        // the fixture cannot pin it; the names and the form are vLLM's.
+        let error = task_suffix(&json!("nope"), false).unwrap_err().to_string();
+        assert!(
+            error.contains(
+                "Invalid task: 'nope'. Valid tasks are: ['action', 'query', 'authority', 'domain', 'title', 'read_url']"
+            ),
+            "{error}"
+        );
+        assert_eq!(task_suffix(&json!("query"), true).unwrap(), "<｜query｜>");
+        assert_eq!(
+            task_suffix(&json!("action"), true).unwrap(),
+            "<｜Assistant｜><think><｜action｜>"
+        );
+    }
 }

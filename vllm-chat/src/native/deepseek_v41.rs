@@ -18,9 +18,12 @@
 use serde_json::{Map, Value, json};
 
 use super::deepseek_v4::{
-    ASSISTANT, LATEST_REMINDER, RESPONSE_FORMAT, TASKS, USER, sort_tool_results, user_block,
+    ASSISTANT, KEEP_ROLES, LATEST_REMINDER, RESPONSE_FORMAT, USER, sort_tool_results, task_suffix,
+    user_block,
 };
-use super::deepseek_v32::{BOS, DSML, EOS, THINK_END, THINK_START, tools_from_openai_format};
+use super::deepseek_v32::{
+    BOS, DSML, EOS, THINK_END, THINK_START, drop_thinking_messages, tools_from_openai_format,
+};
 use super::py::{self, get, is, or_empty, repr, s, to_json, truthy};
 use crate::RenderError;
 use crate::kwargs::Kwargs;
@@ -383,21 +386,7 @@ fn render_message(
         return Ok(prompt);
     }
     if let Some(task) = get(msg, "task") {
-        let Some((name, token)) = TASKS.iter().find(|(name, _)| task.as_str() == Some(name)) else {
-            let valid: Vec<String> = TASKS.iter().map(|(n, _)| format!("'{n}'")).collect();
-            return Err(py::error(format!(
-                "Invalid task: '{}'. Valid tasks are: [{}]",
-                s(Some(task)),
-                valid.join(", ")
-            )));
-        };
-        if *name != "action" {
-            prompt += token;
-        } else {
-            prompt += ASSISTANT;
-            prompt += if thinking { THINK_START } else { THINK_END };
-            prompt += token;
-        }
+        prompt += &task_suffix(task, thinking)?;
     } else if matches!(role, Some("user" | "developer")) || (role == Some("system") && index > 0) {
         prompt += ASSISTANT;
         prompt += if thinking && (!drop_thinking || index_i >= last_user) {
@@ -463,30 +452,6 @@ fn push_blocks(msg: &mut Value, new: Vec<Value>) {
     }
 }
 
-/// V4.1's `_drop_thinking_messages` (drops `reasoning_content`).
-fn drop_thinking_messages(messages: Vec<Value>) -> Vec<Value> {
-    let last_user = last_user_index(&messages);
-    let keep_roles = [
-        "user",
-        "system",
-        "tool",
-        "latest_reminder",
-        "direct_search_results",
-    ];
-    let mut out = Vec::with_capacity(messages.len());
-    for (i, mut msg) in messages.into_iter().enumerate() {
-        if keep_roles.iter().any(|r| is(&msg, "role", r)) || i as isize >= last_user {
-            out.push(msg);
-        } else if is(&msg, "role", "assistant") {
-            if let Value::Object(map) = &mut msg {
-                map.shift_remove("reasoning_content");
-            }
-            out.push(msg);
-        }
-    }
-    out
-}
-
 fn encode_messages(
     messages: Vec<Value>,
     thinking: bool,
@@ -497,7 +462,9 @@ fn encode_messages(
     sort_tool_results(&mut full);
     let drop_thinking = drop_thinking && !full.iter().any(|m| truthy(get(m, "tools")));
     if thinking && drop_thinking {
-        full = drop_thinking_messages(full);
+        // V4.1 drops `reasoning_content`.
+        let last_user = last_user_index(&full);
+        full = drop_thinking_messages(full, last_user, &KEEP_ROLES, "reasoning_content");
     }
     let mut prompt = String::from(BOS);
     for index in 0..full.len() {
