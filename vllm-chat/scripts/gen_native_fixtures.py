@@ -16,6 +16,8 @@ Renderers are built without a `VllmConfig` (only the attributes `render_messages
 reads are set); everything that shapes the prompt is vLLM's code.
 
 Usage: HF_HUB_OFFLINE=1 $REF/venv/bin/python vllm-chat/scripts/gen_native_fixtures.py $REF
+(the Cohere renderer needs `cohere-melody==0.15.3` in that venv, which setup.sh does not
+install: `$REF/venv/bin/pip install --no-deps cohere-melody==0.15.3`).
 Writes vllm-chat/tests/fixtures/native.json.gz and the tokenizer overlays of
 testdata/models/{deepseek_v4,kimi_k3_synth,inkling_synth,inkling_full,cohere_command_synth}/
 (`tokenizer.overlay.json.gz`: the reference model directories' tokenizers, stored as
