@@ -3,15 +3,13 @@
 //!
 //! `cargo bench -p vllm-parser --bench parsers` runs criterion on our parsers, then
 //! (when `$HOME/.cache/vllm-reference` exists) times vLLM's parsers on the same
-//! outputs with `scripts/bench_vllm.py` and prints a table of ratios.
-
-use std::hint::black_box;
-use std::io::Write;
-use std::process::{Command, Stdio};
-use std::time::Instant;
+//! outputs with `scripts/bench_vllm.py` and prints a table of ratios (both sides in
+//! thread CPU time, module `common`).
 
 use criterion::{Criterion, Throughput};
 use vllm_parser::{Event, MessageParser, ParserOptions, registry};
+
+mod common;
 
 /// A benchmarked configuration: a parser pair and a model output made to size.
 struct Family {
@@ -201,15 +199,6 @@ fn run(family: &Family, output: &str, chunk_chars: usize) -> usize {
     count + events.len()
 }
 
-fn seconds_per_run(family: &Family, output: &str, chunk_chars: usize) -> f64 {
-    let runs = (2_000_000 / output.len()).clamp(3, 2000);
-    let start = Instant::now();
-    for _ in 0..runs {
-        black_box(run(family, output, chunk_chars));
-    }
-    start.elapsed().as_secs_f64() / runs as f64
-}
-
 fn criterion_benches(c: &mut Criterion) {
     for family in FAMILIES {
         let mut group = c.benchmark_group(family.name);
@@ -229,37 +218,7 @@ fn criterion_benches(c: &mut Criterion) {
     }
 }
 
-/// Seconds per run of vLLM's parser for each family on its 16 KB output, if the
-/// reference environment is there.
-fn vllm_seconds() -> Option<Vec<f64>> {
-    let home = std::env::var("HOME").ok()?;
-    let python = format!("{home}/.cache/vllm-reference/venv/bin/python");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/bench_vllm.py");
-    let mut child = Command::new(python)
-        .arg(script)
-        .env("HF_HUB_OFFLINE", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    for family in FAMILIES {
-        let job = serde_json_line(family);
-        writeln!(stdin, "{job}").ok()?;
-    }
-    drop(stdin);
-    let out = child.wait_with_output().ok()?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    text.lines()
-        .map(|line| {
-            let (_, value) = line.rsplit_once(':')?;
-            value.trim_end_matches('}').trim().parse().ok()
-        })
-        .collect()
-}
-
-fn serde_json_line(family: &Family) -> String {
+fn job_line(family: &Family) -> String {
     let quote = |s: Option<&str>| s.map_or("null".to_owned(), |s| format!("{s:?}"));
     let mut output = String::new();
     vllm_parser::json::write_string(&mut output, &(family.output)(16 * 1024), false);
@@ -271,32 +230,20 @@ fn serde_json_line(family: &Family) -> String {
 }
 
 fn comparison_table() {
-    println!(
-        "\n| family | ours MB/s (4-char chunks, 16 KB) | vLLM MB/s (token deltas) | ratio | 64 KB vs 1 KB per char (1-char chunks) |"
-    );
-    println!("|---|---|---|---|---|");
-    let vllm = vllm_seconds();
+    common::print_header();
+    let jobs: Vec<String> = FAMILIES.iter().map(job_line).collect();
+    let vllm = common::vllm_seconds(&jobs);
     for (i, family) in FAMILIES.iter().enumerate() {
         let output = (family.output)(16 * 1024);
-        let ours = seconds_per_run(family, &output, 4);
-        let mb = output.len() as f64 / 1e6;
+        let ours = common::seconds_per_run(output.len(), || run(family, &output, 4));
         let per_char = |size: usize| {
             let output = (family.output)(size);
-            seconds_per_run(family, &output, 1) / output.chars().count() as f64
+            common::seconds_per_run(output.len(), || run(family, &output, 1))
+                / output.chars().count() as f64
         };
         let growth = per_char(64 * 1024) / per_char(1024);
-        let (theirs, ratio) = match vllm.as_ref().and_then(|v| v.get(i)) {
-            Some(&seconds) => (
-                format!("{:.2}", mb / seconds),
-                format!("{:.0}x", seconds / ours),
-            ),
-            None => ("n/a".to_owned(), "n/a".to_owned()),
-        };
-        println!(
-            "| {} | {:.1} | {theirs} | {ratio} | {growth:.2}x |",
-            family.name,
-            mb / ours
-        );
+        let theirs = vllm.as_ref().and_then(|v| v.get(i)).copied();
+        common::print_row(family.name, output.len(), ours, theirs, growth);
     }
 }
 
