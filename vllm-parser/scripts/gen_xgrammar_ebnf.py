@@ -261,6 +261,7 @@ CHOICES = [
     ['q"x', "new\nline", "\x00", "é", "\x7f", "\\", "", "yes"],
     ["\t\r", "😀", "#", "::=", "a\x1bb", "\\u0041"],
     ["x" * 200],
+    ["".join(chr(c) for c in range(128)), "\U0010ffff\ud7ff\ue000", " ", "[a-z]*", "(= x)"],
 ]
 
 LARK = [

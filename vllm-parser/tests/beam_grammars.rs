@@ -231,6 +231,15 @@ fn hostile_inputs_do_not_panic() {
         serde_json::json!({"type": "json_schema"}),
         serde_json::json!({"type": 7}),
     ];
+    // `structured_outputs.grammar`s: deep, past the size limit, cut by a NUL,
+    // Lark, broken.
+    let grammars = [
+        serde_json::json!({"grammar": format!("root ::= {}\"a\"{}", "(".repeat(5000), ")".repeat(5000))}),
+        serde_json::json!({"grammar": format!("root ::= \"{}\"", "a".repeat(300_000))}),
+        serde_json::json!({"grammar": "root ::= \"a\"\u{0}\n(((("}),
+        serde_json::json!({"grammar": "start: \"a\""}),
+        serde_json::json!({"grammar": "root ::= TagDispatch(((((\"a\""}),
+    ];
     let mut served = 0;
     for spec in &templates {
         let Ok(template) = ResponseTemplate::from_json(spec) else {
@@ -250,7 +259,12 @@ fn hostile_inputs_do_not_panic() {
             Some(ToolChoice::Required),
             Some(ToolChoice::Named("é".into())),
         ] {
-            for format in formats.iter().map(Some).chain([None]) {
+            let constraints = formats
+                .iter()
+                .map(|format| (Some(format), None))
+                .chain([(None, None)])
+                .chain(grammars.iter().map(|grammar| (None, Some(grammar))));
+            for (format, structured_outputs) in constraints {
                 let request = ServingRequest {
                     tools: Some(&tools),
                     tool_choice: choice.clone(),
@@ -258,6 +272,7 @@ fn hostile_inputs_do_not_panic() {
                     response_format_set: format.is_some(),
                     tools_strict: &strict,
                     response_format: format,
+                    structured_outputs,
                     ..ServingRequest::new(&kwargs)
                 };
                 for prefix in [
