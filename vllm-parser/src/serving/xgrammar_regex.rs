@@ -13,11 +13,12 @@
 //! letters, repetition counts other than `{n}` / `{n,}` / `{n,m}`, two
 //! quantifiers in a row (`a**`, `a++`, `a{2}??`; one lazy `?` is dropped),
 //! empty or unclosed classes and unbalanced parentheses; then its EBNF parser
-//! (`cpp/grammar_parser.cc`, [`super::xgrammar_ebnf`]) reads that text and refuses what the converter
-//! let through: a quantifier with nothing to repeat (`*a`, `(+a)`, `a|?`),
-//! `{m,n}` with `m > n`, a class range whose ends are out of order once the
-//! converter's text is read back (`[z-a]`, `[\w-+]`, and `[\x01f-\x05]`, whose
-//! `\x01f` the parser reads as one escape), a raw line break in a class.
+//! (`cpp/grammar_parser.cc`, [`super::xgrammar_ebnf`]) reads that text and
+//! refuses what the converter let through: a quantifier with nothing to
+//! repeat (`*a`, `(+a)`, `a|?`), `{m,n}` with `m > n`, a class range whose
+//! ends are out of order once the converter's text is read back (`[z-a]`,
+//! `[\w-+]`, and `[\x01f-\x05]`, whose `\x01f` the parser reads as one
+//! escape), a raw line break in a class.
 //! Everything else compiles, with xgrammar's own meaning (`\Z` matches `Z`,
 //! `^` / `$` anywhere are ignored, `[[:alpha:]]` is a class and a `]`): this
 //! module answers only whether it compiles.

@@ -50,7 +50,8 @@ const MAX_INTEGER: i64 = 1_000_000_000_000_000;
 /// `kInvalidEscape`): an escape that lands on one is refused.
 const ERROR_CODES: [i32; 2] = [-10, -11];
 
-/// Which escapes besides C's `ParseNextEscaped` is given.
+/// The escapes `ParseNextEscaped` is given besides C's (its
+/// `additional_escape_map`).
 #[derive(Clone, Copy, PartialEq)]
 pub(crate) enum Extra {
     None,

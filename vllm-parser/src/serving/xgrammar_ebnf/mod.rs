@@ -128,6 +128,11 @@ mod tests {
         }
         let deep = format!("root ::= {}\"a\"{}", "(".repeat(300), ")".repeat(300));
         assert_eq!(from_ebnf_compiles(&deep), None);
+        // The deepest recursion decided, on a test thread's stack.
+        let deepest = format!("root ::= {}\"a\"{}", "(".repeat(256), ")".repeat(256));
+        assert_eq!(from_ebnf_compiles(&deepest), Some(true));
+        let tuples = format!("root ::= Token({}1{})", "(".repeat(255), ")".repeat(255));
+        assert_eq!(from_ebnf_compiles(&tuples), Some(false));
     }
 
     #[test]
