@@ -440,7 +440,31 @@ SO_CHOICES = {
     "so_choice": ["yes", "no"],
     "so_choice_escapes": ['q"x', "new\nline", "\x00", "é", "\x7f", "\\", "", "yes"],
     "so_choice_empty": [],
-    "so_grammar": None,
+}
+
+
+# vLLM's docs (structured outputs): a simplified SQL grammar.
+SQL_GRAMMAR = """root ::= select_statement
+select_statement ::= "SELECT " column " from " table " where " condition
+column ::= "col_1 " | "col_2 "
+table ::= "table_1 " | "table_2 "
+condition ::= column "= " number
+number ::= "1 " | "2 "
+"""
+
+# `structured_outputs.grammar`: `Grammar.from_ebnf` must accept it (`_xgrammar_supports`);
+# an empty one is refused as no constraint; a Lark one (`grammar_is_likely_lark`) is not
+# decided here.
+SO_GRAMMARS = {
+    "so_grammar": 'root ::= "a"',
+    "so_grammar_sql": SQL_GRAMMAR,
+    "so_grammar_escapes": 'root ::= "\\u00e9\\n" [^"\\\\]* "\\/" (= "x")\0 after a NUL',
+    "so_grammar_refused": 'root ::= answer',
+    "so_grammar_lookahead_refused": 'root ::= "a" (= "b" | "c")',
+    "so_grammar_empty": "",
+    "so_grammar_lark": 'start: "a" | "b"',
+    # Nested deeper than this crate decides.
+    "so_grammar_undecided": "root ::= " + "(" * 300 + '"a"' + ")" * 300,
 }
 
 
@@ -467,9 +491,9 @@ def requests():
     for so_name, regex in SO_REGEXES.items():
         yield f"no_tools/{so_name}", body(structured_outputs={"regex": regex})
     for so_name, choice in SO_CHOICES.items():
-        # A `grammar` constraint stays undecided here (xgrammar's EBNF / Lark parsers).
-        constraint = {"choice": choice} if choice is not None else {"grammar": 'root ::= "a"'}
-        yield f"no_tools/{so_name}", body(structured_outputs=constraint)
+        yield f"no_tools/{so_name}", body(structured_outputs={"choice": choice})
+    for so_name, grammar in SO_GRAMMARS.items():
+        yield f"no_tools/{so_name}", body(structured_outputs={"grammar": grammar})
     yield "no_tools/no_thinking", body(chat_template_kwargs={"enable_thinking": False})
     yield "no_tools/no_reasoning", body(include_reasoning=False)
     for set_name, tools in TOOL_SETS.items():
@@ -495,6 +519,8 @@ def requests():
                         **fields, structured_outputs={"regex": "[a-z]+ [0-9]{2}"})
                     yield f"{name}/so_regex_refused", body(
                         **fields, structured_outputs={"regex": "(?i)[a-z]+"})
+                    yield f"{name}/so_grammar", body(
+                        **fields, structured_outputs={"grammar": SQL_GRAMMAR})
                 if choice_name == "auto":
                     yield f"{name}/no_reasoning", body(**fields, include_reasoning=False)
 

@@ -13,9 +13,12 @@
 //! A `required` / named choice whose grammar cannot be derived is refused.
 //! A request's own constraint is kept, untouched, when xgrammar would refuse
 //! it on its own (`_xgrammar_supports`: for a `regex`, a NUL or a pattern
-//! [`super::xgrammar_regex`] says xgrammar refuses); otherwise it becomes
-//! the answer's format (`RegexFormat` for a `regex`, `OrFormat` of constant strings
-//! for a `choice`; a `grammar` is left undecided).
+//! [`super::xgrammar_regex`] says xgrammar refuses; for an EBNF `grammar`,
+//! one [`super::xgrammar_ebnf`] says `Grammar.from_ebnf` refuses); otherwise
+//! it becomes the answer's format (`RegexFormat` for a `regex`, `OrFormat` of
+//! constant strings for a `choice`, `GrammarFormat` of the text as given for
+//! an EBNF `grammar`; a Lark one, which vLLM converts with xgrammar's Lark
+//! reader, is left undecided).
 //!
 //! vLLM reads the prompt as its decoded text (`_prefix`); the caller passes
 //! it (see [`super::ServingParsers::adjust_request_for_prompt`]).
@@ -66,9 +69,10 @@ enum Output<'a> {
     Regex(&'a str),
     /// `structured_outputs.choice` alone (a list of strings).
     Choice(Vec<&'a str>),
-    /// A constraint this crate does not decide on (`grammar`: vLLM parses it
-    /// with xgrammar first), or a `structured_outputs` that a
-    /// `response_format` overrides in part.
+    /// `structured_outputs.grammar` alone (a string).
+    Grammar(&'a str),
+    /// A constraint this crate does not decide on, or a `structured_outputs`
+    /// that a `response_format` overrides in part.
     Other,
 }
 
@@ -115,6 +119,10 @@ fn request_output<'a>(request: &ServingRequest<'a>) -> Output<'a> {
                 && let Some(choices) = choices.iter().map(Value::as_str).collect()
             {
                 Output::Choice(choices)
+            } else if let Some(Value::String(grammar)) = set("grammar")
+                && ["regex", "choice"].iter().all(|key| set(key).is_none())
+            {
+                Output::Grammar(grammar)
             } else {
                 Output::Other
             }
@@ -129,6 +137,21 @@ fn xgrammar_supports_regex(regex: &str) -> Result<bool, Refusal> {
         return Ok(false);
     }
     crate::serving::xgrammar_regex::from_regex_compiles(regex).ok_or(Refusal::Unbuilt)
+}
+
+/// `_xgrammar_supports` for a `grammar`: an empty one is no constraint to
+/// `validate_xgrammar_grammar` (`if so_params.grammar:`), which then refuses
+/// the request; a Lark one (`grammar_is_likely_lark`) is not followed here;
+/// an EBNF one must pass `Grammar.from_ebnf`.
+fn xgrammar_supports_grammar(grammar: &str) -> Result<bool, Refusal> {
+    use crate::serving::xgrammar_ebnf::{from_ebnf_compiles, grammar_is_likely_lark};
+    if grammar.is_empty() {
+        return Ok(false);
+    }
+    if grammar_is_likely_lark(grammar) {
+        return Err(Refusal::Unbuilt);
+    }
+    from_ebnf_compiles(grammar).ok_or(Refusal::Unbuilt)
 }
 
 /// `BeamParser._constrain_request` for the decoded prompt `prefix`.
@@ -226,10 +249,18 @@ fn template_tag(
             }
             Some(serde_json::json!({"type": "regex", "pattern": regex}))
         }
+        // `GrammarFormat(grammar=…).model_dump()`: the EBNF text as the request has it.
+        Output::Grammar(grammar) => {
+            if !xgrammar_supports_grammar(grammar)? {
+                return Ok(None);
+            }
+            Some(serde_json::json!({"type": "grammar", "grammar": grammar}))
+        }
         // An empty list is no constraint to vLLM's validation: the request keeps it.
         Output::Choice(ref choices) if choices.is_empty() => return Ok(None),
         // `OrFormat(elements=[ConstStringFormat(value=…), …]).model_dump()`: xgrammar
-        // compiles every list of strings as vLLM writes it (`choice_as_grammar`).
+        // compiles every list of strings as vLLM writes it (`choice_as_grammar`;
+        // `tests/xgrammar_ebnf.rs` checks some).
         Output::Choice(ref choices) => Some(serde_json::json!({
             "type": "or",
             "elements": choices

@@ -73,10 +73,10 @@
 //! schema compiles, [`json_schema_grammar::compiles`] answers with xgrammar's
 //! own checks, a string `pattern` as xgrammar's JSON-schema converter reads
 //! it ([`xgrammar_fsm_regex`]); a schema it cannot decide (a `pattern` that
-//! module leaves undecided, counts beyond 32 bits), `regex` / `choice` /
-//! `grammar` constraints and `xml-inline` string values with a `pattern`
-//! that [`xgrammar_regex`] or [`python_re`] leave undecided leave the tag
-//! unbuilt (`json: None`).
+//! module leaves undecided, counts beyond 32 bits), `regex` constraints and
+//! `xml-inline` string values with a `pattern` that [`xgrammar_regex`] or
+//! [`python_re`] leave undecided, Lark `grammar` constraints and EBNF ones
+//! [`xgrammar_ebnf`] leaves undecided leave the tag unbuilt (`json: None`).
 //!
 //! The rules follow `vllm/parser/abstract_parser.py` (`DelegatingParser`),
 //! `vllm/parser/parser_manager.py`, `vllm/renderers/online_renderer.py` and
@@ -132,6 +132,7 @@ mod required;
 mod strict;
 mod structural_tag;
 mod tables;
+pub mod xgrammar_ebnf;
 pub mod xgrammar_fsm_regex;
 pub mod xgrammar_regex;
 

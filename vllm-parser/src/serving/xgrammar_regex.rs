@@ -13,11 +13,12 @@
 //! letters, repetition counts other than `{n}` / `{n,}` / `{n,m}`, two
 //! quantifiers in a row (`a**`, `a++`, `a{2}??`; one lazy `?` is dropped),
 //! empty or unclosed classes and unbalanced parentheses; then its EBNF parser
-//! (`cpp/grammar_parser.cc`) reads that text and refuses what the converter
-//! let through: a quantifier with nothing to repeat (`*a`, `(+a)`, `a|?`),
-//! `{m,n}` with `m > n`, a class range whose ends are out of order once the
-//! converter's text is read back (`[z-a]`, `[\w-+]`, and `[\x01f-\x05]`, whose
-//! `\x01f` the parser reads as one escape), a raw line break in a class.
+//! (`cpp/grammar_parser.cc`, [`super::xgrammar_ebnf`]) reads that text and
+//! refuses what the converter let through: a quantifier with nothing to
+//! repeat (`*a`, `(+a)`, `a|?`), `{m,n}` with `m > n`, a class range whose
+//! ends are out of order once the converter's text is read back (`[z-a]`,
+//! `[\w-+]`, and `[\x01f-\x05]`, whose `\x01f` the parser reads as one
+//! escape), a raw line break in a class.
 //! Everything else compiles, with xgrammar's own meaning (`\Z` matches `Z`,
 //! `^` / `$` anywhere are ignored, `[[:alpha:]]` is a class and a `]`): this
 //! module answers only whether it compiles.
@@ -38,15 +39,7 @@ pub const MAX_PATTERN_BYTES: usize = 8192;
 /// EBNF parser refuses past 1000).
 pub const MAX_NESTING: usize = 200;
 
-/// Why the converter stopped.
-enum Stop {
-    /// xgrammar raises `RuntimeError`.
-    Refused,
-    /// This module cannot tell.
-    Undecided,
-}
-
-type Step<T> = Result<T, Stop>;
+use super::xgrammar_ebnf::{self, Extra, Step, Stop};
 
 /// Whether `xgrammar.Grammar.from_regex(pattern)` (0.2.8) succeeds:
 /// `Some(true)` it compiles, `Some(false)` it raises `RuntimeError`, `None`
@@ -67,7 +60,7 @@ pub fn from_regex_compiles(pattern: &str) -> Option<bool> {
         Err(Stop::Refused) => return Some(false),
         Err(Stop::Undecided) => return None,
     };
-    Some(ebnf::parses(&ebnf))
+    xgrammar_ebnf::from_ebnf_compiles(&format!("root ::= {ebnf}"))
 }
 
 /// `EscapeString(codepoint)` of xgrammar's `support/encoding.h`.
@@ -125,58 +118,20 @@ fn checked(cp: u32) -> Step<u32> {
 /// starts at the backslash, NUL-terminated): the codepoint and length, or
 /// `None` for `kInvalidEscape`. `with_dash`: the map holds `-` too.
 fn parse_next_escaped(data: &[u32], with_dash: bool) -> Step<Option<(u32, usize)>> {
-    let at = |i: usize| data.get(i).copied().unwrap_or(0);
-    let d1 = at(1);
-    let low = d1 & 0xFF;
-    if low > 128 {
-        return Ok(None);
-    }
-    // The maps are looked up by the low byte as a `char`.
-    let key = char::from(low as u8);
-    let custom = "^$.*+?\\()[]{}|/";
-    if custom.contains(key) || (with_dash && key == '-') {
-        return Ok(Some((u32::from(key), 2)));
-    }
-    let c_escape = match key {
-        '\'' => Some(0x27),
-        '"' => Some(0x22),
-        '?' => Some(0x3F),
-        '\\' => Some(0x5C),
-        'a' => Some(0x07),
-        'b' => Some(0x08),
-        'f' => Some(0x0C),
-        'n' => Some(0x0A),
-        'r' => Some(0x0D),
-        't' => Some(0x09),
-        'v' => Some(0x0B),
-        '0' => Some(0),
-        'e' => Some(0x1B),
-        _ => None,
+    let extra = if with_dash {
+        Extra::RegexAndDash
+    } else {
+        Extra::Regex
     };
-    if let Some(cp) = c_escape {
-        return Ok(Some((cp, 2)));
+    let at = |i: usize| data.get(i).copied().unwrap_or(0);
+    match xgrammar_ebnf::parse_next_escaped(at, extra) {
+        None => Ok(None),
+        // Wrapped 32-bit arithmetic or a codepoint past U+10FFFF: not followed.
+        Some((cp, exact, len)) => match u32::try_from(cp) {
+            Ok(cp) if exact => Ok(Some((checked(cp)?, len))),
+            _ => Err(Stop::Undecided),
+        },
     }
-    if is(d1, 'x') {
-        let mut len = 0;
-        let mut value: u32 = 0;
-        while let Some(digit) = hex_digit(at(2 + len)) {
-            value = checked(value.saturating_mul(16).saturating_add(digit))?;
-            len += 1;
-        }
-        return Ok((len > 0).then_some((value, len + 2)));
-    }
-    if is(d1, 'u') || is(d1, 'U') {
-        let len = if is(d1, 'u') { 4 } else { 8 };
-        let mut value: u32 = 0;
-        for i in 0..len {
-            let Some(digit) = hex_digit(at(i + 2)) else {
-                return Ok(None);
-            };
-            value = value.saturating_mul(16).saturating_add(digit);
-        }
-        return Ok(Some((checked(value)?, len + 2)));
-    }
-    Ok(None)
 }
 
 /// `RegexConverter` (0.2.8): the EBNF text of a pattern.
@@ -470,278 +425,6 @@ impl Converter {
         // Not recognised: the character itself (a warning).
         self.cur += 2;
         Ok(escape_string(self.at(self.cur - 1)))
-    }
-}
-
-/// The part of xgrammar's EBNF lexer and parser the converter's text meets.
-mod ebnf {
-    #[derive(Debug, Clone, Copy, PartialEq)]
-    enum Token {
-        LParen,
-        RParen,
-        LBrace,
-        RBrace,
-        Pipe,
-        Comma,
-        Quantifier,
-        Str,
-        Class,
-        Integer(u64),
-        Eof,
-    }
-
-    /// Whether `root ::= <body>` lexes and parses.
-    pub(super) fn parses(body: &str) -> bool {
-        let Some(tokens) = lex(body) else {
-            return false;
-        };
-        let mut parser = Parser { tokens, at: 0 };
-        parser.choices().is_some() && parser.peek() == Token::Eof
-    }
-
-    /// `ParseNextUTF8OrEscaped`: the codepoint at `at` and its length.
-    fn next_char(text: &str, at: usize, class: bool) -> Option<(u32, usize)> {
-        let byte = |i: usize| text.as_bytes().get(i).copied().unwrap_or(0);
-        if byte(at) != b'\\' {
-            // `at` is on a char boundary of the converter's text.
-            let c = text.get(at..)?.chars().next()?;
-            return Some((u32::from(c), c.len_utf8()));
-        }
-        let d1 = byte(at + 1);
-        if d1 > 128 {
-            return None;
-        }
-        if class && b"^$\\.*+?()[]{}|/-".contains(&d1) {
-            return Some((u32::from(d1), 2));
-        }
-        let simple = match d1 {
-            b'\'' => Some(0x27),
-            b'"' => Some(0x22),
-            b'?' => Some(0x3F),
-            b'\\' => Some(0x5C),
-            b'a' => Some(0x07),
-            b'b' => Some(0x08),
-            b'f' => Some(0x0C),
-            b'n' => Some(0x0A),
-            b'r' => Some(0x0D),
-            b't' => Some(0x09),
-            b'v' => Some(0x0B),
-            b'0' => Some(0),
-            b'e' => Some(0x1B),
-            _ => None,
-        };
-        if let Some(cp) = simple {
-            return Some((cp, 2));
-        }
-        let hex = |i: usize| char::from(byte(i)).to_digit(16);
-        match d1 {
-            b'x' => {
-                let mut len = 0;
-                let mut value: u32 = 0;
-                while let Some(digit) = hex(at + 2 + len) {
-                    value = value.saturating_mul(16).saturating_add(digit);
-                    len += 1;
-                }
-                (len > 0).then_some((value, len + 2))
-            }
-            b'u' | b'U' => {
-                let len = if d1 == b'u' { 4 } else { 8 };
-                let mut value: u32 = 0;
-                for i in 0..len {
-                    value = value.saturating_mul(16).saturating_add(hex(at + 2 + i)?);
-                }
-                Some((value, len + 2))
-            }
-            _ => None,
-        }
-    }
-
-    fn lex(body: &str) -> Option<Vec<Token>> {
-        let text = body.as_bytes();
-        let mut tokens = Vec::new();
-        let mut at = 0;
-        loop {
-            while at < text.len() && b" \t\n\r".contains(&text[at]) {
-                at += 1;
-            }
-            let Some(&b) = text.get(at) else {
-                tokens.push(Token::Eof);
-                return Some(tokens);
-            };
-            let token = match b {
-                b'(' if text.get(at + 1) == Some(&b'=') => return None,
-                b'(' => Token::LParen,
-                b')' => Token::RParen,
-                b'{' => Token::LBrace,
-                b'}' => Token::RBrace,
-                b'|' => Token::Pipe,
-                b',' => Token::Comma,
-                b'*' | b'+' | b'?' => Token::Quantifier,
-                b'"' => {
-                    at += 1;
-                    while at < text.len() && !b"\"\n\r".contains(&text[at]) {
-                        at += next_char(body, at, false)?.1;
-                    }
-                    if text.get(at) != Some(&b'"') {
-                        return None;
-                    }
-                    tokens.push(Token::Str);
-                    at += 1;
-                    continue;
-                }
-                b'[' => {
-                    at = class(body, at)?;
-                    tokens.push(Token::Class);
-                    continue;
-                }
-                b'0'..=b'9' => {
-                    let start = at;
-                    while at < text.len() && text[at].is_ascii_digit() {
-                        at += 1;
-                    }
-                    let value = std::str::from_utf8(&text[start..at]).ok()?.parse().ok()?;
-                    tokens.push(Token::Integer(value));
-                    continue;
-                }
-                _ => return None,
-            };
-            tokens.push(token);
-            at += 1;
-        }
-    }
-
-    /// A character class from its `[`, lexed and parsed; the index after it.
-    fn class(body: &str, mut at: usize) -> Option<usize> {
-        let text = body.as_bytes();
-        enum Item {
-            Char(u32),
-            Dash,
-        }
-        at += 1;
-        if text.get(at) == Some(&b'^') {
-            at += 1;
-        }
-        let mut items = Vec::new();
-        loop {
-            match text.get(at) {
-                None => return None,
-                Some(b']') => break,
-                Some(b'\n' | b'\r') => return None,
-                Some(b'-') => {
-                    items.push(Item::Dash);
-                    at += 1;
-                }
-                Some(b'\\')
-                    if matches!(
-                        text.get(at + 1),
-                        Some(b'd' | b'D' | b's' | b'S' | b'w' | b'W')
-                    ) =>
-                {
-                    return None;
-                }
-                Some(_) => {
-                    let (cp, len) = next_char(body, at, true)?;
-                    items.push(Item::Char(cp));
-                    at += len;
-                }
-            }
-        }
-        let value = |item: &Item| match item {
-            Item::Char(cp) => *cp,
-            Item::Dash => u32::from(b'-'),
-        };
-        let mut i = 0;
-        while i < items.len() {
-            let low = value(&items[i]);
-            i += 1;
-            if matches!(items.get(i), Some(Item::Dash)) && i + 1 < items.len() {
-                if low > value(&items[i + 1]) {
-                    return None;
-                }
-                i += 2;
-            }
-        }
-        Some(at + 1)
-    }
-
-    struct Parser {
-        tokens: Vec<Token>,
-        at: usize,
-    }
-
-    impl Parser {
-        fn peek(&self) -> Token {
-            self.tokens.get(self.at).copied().unwrap_or(Token::Eof)
-        }
-
-        fn choices(&mut self) -> Option<()> {
-            self.sequence()?;
-            while self.peek() == Token::Pipe {
-                self.at += 1;
-                self.sequence()?;
-            }
-            Some(())
-        }
-
-        fn sequence(&mut self) -> Option<()> {
-            loop {
-                self.element()?;
-                self.quantifier()?;
-                if matches!(self.peek(), Token::Pipe | Token::RParen | Token::Eof) {
-                    return Some(());
-                }
-            }
-        }
-
-        fn element(&mut self) -> Option<()> {
-            let token = self.peek();
-            self.at += 1;
-            match token {
-                Token::Str | Token::Class => Some(()),
-                Token::LParen => {
-                    if self.peek() == Token::RParen {
-                        self.at += 1;
-                        return Some(());
-                    }
-                    self.choices()?;
-                    (self.peek() == Token::RParen).then(|| self.at += 1)
-                }
-                _ => None,
-            }
-        }
-
-        fn integer(&mut self) -> Option<u64> {
-            let Token::Integer(value) = self.peek() else {
-                return None;
-            };
-            self.at += 1;
-            Some(value)
-        }
-
-        fn quantifier(&mut self) -> Option<()> {
-            match self.peek() {
-                Token::Quantifier => self.at += 1,
-                Token::LBrace => {
-                    self.at += 1;
-                    let lower = self.integer()?;
-                    if self.peek() == Token::Comma {
-                        self.at += 1;
-                        if self.peek() != Token::RBrace {
-                            let upper = self.integer()?;
-                            if upper < lower {
-                                return None;
-                            }
-                        }
-                    }
-                    if self.peek() != Token::RBrace {
-                        return None;
-                    }
-                    self.at += 1;
-                }
-                _ => {}
-            }
-            Some(())
-        }
     }
 }
 
