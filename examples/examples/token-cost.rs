@@ -133,16 +133,7 @@ fn frame(frames: &ChatDeltaFrames, text: String, logprobs: Option<ChatLogprobs>)
 /// CPU time used by the calling thread so far (`CLOCK_THREAD_CPUTIME_ID`, nanosecond
 /// resolution on Linux), the clock the Python side reads with `time.thread_time()`.
 fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu_time::ThreadTime::try_now().map_or(Duration::ZERO, |t| t.as_duration())
 }
 
 /// What each token costs in a run.

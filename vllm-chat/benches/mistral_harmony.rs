@@ -45,15 +45,7 @@ fn scenarios() -> Vec<(String, ChatCompletionRequest)> {
 
 /// CPU time used by the calling thread so far.
 fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu_time::ThreadTime::try_now().map_or(Duration::ZERO, |t| t.as_duration())
 }
 
 /// Times `render` with wall time, or with thread CPU time when `BENCH_CPU_TIME` is set.

@@ -44,16 +44,7 @@ fn alternatives(sampled: u32, vocab: u32, out: &mut Vec<u32>) {
 
 /// CPU time used by the calling thread so far.
 fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable `timespec` that outlives the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+    cpu_time::ThreadTime::try_now().map_or(Duration::ZERO, |t| t.as_duration())
 }
 
 /// Times `routine` with wall time, or with thread CPU time when `DETOK_BENCH_CPU_TIME` is
