@@ -13,6 +13,7 @@
 //! as xgrammar adds a grammar of their own.
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use serde_json::{Map, Value};
 
@@ -21,144 +22,21 @@ use super::formats;
 use super::grammar::{Body, Grammar, Item, Rule, WS};
 use super::pattern;
 use super::range::{self, End};
+use super::reading::{Reading, untyped_kind};
 use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
 
-/// The keywords of an integer or number schema this converter follows.
-const NUMERIC_KEYWORDS: [&str; 6] = [
-    "type",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-];
-
-/// Keys xgrammar ignores entirely (they leave a `{"type": …}` basic).
-const ANNOTATIONS: &[&str] = &[
-    "title",
-    "default",
-    "description",
-    "examples",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "$comment",
-    "$schema",
-];
-
-/// Keys with no effect on the grammar but that make a schema non-basic
-/// (checked against xgrammar 0.2.8 one by one).
-const IGNORED: &[&str] = &[
-    "nullable",
-    "strict",
-    "example",
-    "$id",
-    "$anchor",
-    "contentEncoding",
-];
-
-/// Keywords that xgrammar 0.2.8 ignores beside `$ref`, `const`, `enum`,
-/// `anyOf`, `oneOf` and `allOf` (the schemas under `properties` / `items` are not even read: an
-/// unresolvable `$ref` there is no error).
-const IGNORED_BESIDE: &[&str] = &[
-    "type",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "required",
-    "properties",
-    "items",
-];
+/// The bounds of an integer or number schema.
+const BOUNDS: [&str; 4] = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 
 /// The JSON types.
 const TYPES: &[&str] = &[
     "string", "integer", "number", "boolean", "null", "array", "object",
 ];
 
-/// The key xgrammar finds a schema's rule by: the schema without annotations
-/// (at any depth), its keys sorted. xgrammar drops an annotation's name even
-/// where it is a property's (a property named `title` is not in the key),
-/// and sorts properties too: with `faithful`, such names and the properties'
-/// order are kept, which tells apart schemas that xgrammar takes for one
-/// another.
-fn cache_key(schema: &Value, faithful: bool) -> Result<String, Unsupported> {
-    fn write(
-        out: &mut String,
-        value: &Value,
-        depth: usize,
-        names: bool,
-        faithful: bool,
-    ) -> Result<(), Unsupported> {
-        if depth > MAX_DEPTH {
-            return Err(Unsupported::TooDeep);
-        }
-        match value {
-            Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map
-                    .iter()
-                    .filter(|(k, _)| names || !ANNOTATIONS.contains(&k.as_str()))
-                    .collect();
-                // xgrammar sorts them; a faithful key keeps properties' order.
-                if !names {
-                    entries.sort_by(|a, b| a.0.cmp(b.0));
-                }
-                out.push('{');
-                for (i, (key, item)) in entries.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(key.clone()).to_string());
-                    out.push(':');
-                    let names = faithful && key.as_str() == "properties";
-                    write(out, item, depth + 1, names, faithful)?;
-                }
-                out.push('}');
-            }
-            Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(out, item, depth + 1, false, faithful)?;
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-        Ok(())
-    }
-    let mut out = String::new();
-    write(&mut out, schema, 0, false, faithful)?;
-    Ok(out)
-}
-
-/// The most bytes of [`cache_key`]s one conversion computes (a bound on the
-/// work a schema can ask for, e.g. type lists nested in type lists).
-const MAX_KEY_BYTES: usize = 64 << 20;
-
 /// The longest property name beside `additionalProperties` converted (each
 /// byte is a nested rule of the other-keys trie).
 const MAX_TRIE_NAME: usize = 256;
-
-/// The schema's keys that matter (annotations left out).
-fn keys(schema: &Map<String, Value>) -> Vec<&str> {
-    schema
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !ANNOTATIONS.contains(k))
-        .collect()
-}
 
 /// Builds the rules of one schema document.
 pub(super) struct Converter<'a> {
@@ -166,17 +44,12 @@ pub(super) struct Converter<'a> {
     grammar: Grammar,
     /// `$ref` → its rule's name.
     refs: HashMap<String, String>,
-    /// [`cache_key`] → rule: the `basic_*` ones, then each `$ref`'s rule (the
-    /// latest for a key wins), found again for any schema with that key.
+    /// Key → rule: the `basic_*` ones, then each `$ref`'s rule (the latest
+    /// for a key wins), found again for any schema with that key.
     cache: HashMap<String, String>,
     depth: usize,
-    /// Bytes of cache keys computed so far.
-    key_bytes: usize,
-    /// [`cache_key`] → the faithful one of the first schema with that key.
-    faithful: HashMap<String, String>,
-    /// The keys of schemas that differ only in property names xgrammar drops
-    /// or in the order of their properties.
-    ambiguous: HashSet<String>,
+    /// The schemas xgrammar has read, the first under each key.
+    reading: Reading,
 }
 
 impl<'a> Converter<'a> {
@@ -200,68 +73,49 @@ impl<'a> Converter<'a> {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
             depth: 0,
-            key_bytes: 0,
-            faithful: HashMap::new(),
-            ambiguous: HashSet::new(),
+            reading: Reading::default(),
         }
     }
 
     /// The grammar of the whole document, as xgrammar prints it.
     pub(super) fn convert(mut self) -> Result<String, Unsupported> {
-        // `$defs` / `definitions` at the top are where `$ref`s point.
+        let whole = Value::Object(self.document.clone());
+        self.reading.read(&whole, 0)?;
+        // `$defs` / `definitions` at the top are where `$ref`s point; they
+        // count in the document's key only.
         let mut top = self.document.clone();
         top.remove("$defs");
         top.remove("definitions");
-        let document = Value::Object(top);
         let root = self.grammar.add("root".to_owned())?;
-        let key = self.key(&document)?;
+        let key = self.reading.key(&whole)?;
         let body = match self.cache.get(&key) {
             Some(rule) => Body::Choice(vec![vec![Item::Ref(rule.clone())]]),
-            None => self.body(&document, "root")?,
+            None => self.body(&Value::Object(top), "root")?,
         };
         self.grammar.rules[root].body = body;
-        // xgrammar reads schemas with one key once: a schema differing from
-        // an earlier one only in such property names or properties' order
-        // gets the earlier one's rules (reading order not reproduced).
-        if !self.ambiguous.is_empty() {
-            return Err(Unsupported::Keyword(
-                "schemas that differ only in property names that are annotation keywords or in \
-                 the order of properties"
-                    .into(),
-            ));
-        }
         self.grammar.print()
     }
 
-    /// `schema`'s [`cache_key`], counted against [`MAX_KEY_BYTES`].
-    fn key(&mut self, schema: &Value) -> Result<String, Unsupported> {
-        let key = cache_key(schema, false)?;
-        let faithful = cache_key(schema, true)?;
-        self.key_bytes += key.len() + faithful.len();
-        if self.key_bytes > MAX_KEY_BYTES {
-            return Err(Unsupported::TooLarge);
-        }
-        match self.faithful.get(&key) {
-            None => {
-                self.faithful.insert(key.clone(), faithful);
-            }
-            Some(first) if *first != faithful => {
-                self.ambiguous.insert(key.clone());
-            }
-            Some(_) => {}
-        }
-        Ok(key)
+    /// `schema`'s key, and the schema xgrammar converts in its place (the
+    /// first one read under that key).
+    fn stand_in(&mut self, schema: &Value) -> Result<(String, Rc<Value>), Unsupported> {
+        let key = self.reading.key(schema)?;
+        let first = self
+            .reading
+            .first(&key)
+            .unwrap_or_else(|| Rc::new(schema.clone()));
+        Ok((key, first))
     }
 
     /// A reference to the rule for `schema`: a `basic_*` one, or a new rule
     /// named `name`.
     fn rule_for(&mut self, schema: &Value, name: String) -> Result<Item, Unsupported> {
-        let key = self.key(schema)?;
+        let (key, schema) = self.stand_in(schema)?;
         if let Some(rule) = self.cache.get(&key) {
             return Ok(Item::Ref(rule.clone()));
         }
         let index = self.grammar.add(name.clone())?;
-        let body = self.body(schema, &name)?;
+        let body = self.body(&schema, &name)?;
         self.grammar.rules[index].body = body;
         Ok(Item::Ref(name))
     }
@@ -277,6 +131,10 @@ impl<'a> Converter<'a> {
         body
     }
 
+    /// xgrammar's reading of a schema: `$ref`, `const`, `enum`, `anyOf`,
+    /// `oneOf`, `allOf` in turn, the first present deciding alone; else the
+    /// `type` (without one: an object, an array or any value, as the
+    /// keywords say), each type reading its own keywords and ignoring others.
     fn body_inner(&mut self, schema: &Value, name: &str) -> Result<Body, Unsupported> {
         let map = match schema {
             Value::Bool(true) => return Ok(any()),
@@ -287,36 +145,14 @@ impl<'a> Converter<'a> {
                 ));
             }
         };
-        let keys: Vec<&str> = keys(map)
-            .into_iter()
-            .filter(|k| !IGNORED.contains(k))
-            .collect();
-        let only = |allowed: &[&str]| keys.iter().all(|k| allowed.contains(k));
-        // Beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`,
-        // xgrammar ignores the keywords of `IGNORED_BESIDE`.
-        let beside = |keyword: &str| {
-            keys.iter()
-                .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
-        };
-        if keys.contains(&"$ref") {
-            if !beside("$ref") {
-                return Err(Unsupported::Keyword("$ref with other keywords".into()));
-            }
-            return self.reference(&map["$ref"]);
+        if let Some(target) = map.get("$ref") {
+            return self.reference(target);
         }
-        if keys.contains(&"const") {
-            if !beside("const") {
-                return Err(Unsupported::Keyword("const with other keywords".into()));
-            }
-            return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
-                &map["const"],
-            )?)]]));
+        if let Some(value) = map.get("const") {
+            return Ok(Body::Choice(vec![vec![Item::Lit(json_value(value)?)]]));
         }
-        if keys.contains(&"enum") {
-            if !beside("enum") {
-                return Err(Unsupported::Keyword("enum with other keywords".into()));
-            }
-            let values = map["enum"]
+        if let Some(values) = map.get("enum") {
+            let values = values
                 .as_array()
                 .filter(|v| !v.is_empty())
                 .ok_or_else(|| Unsupported::Keyword("an empty or non-array enum".into()))?;
@@ -327,13 +163,8 @@ impl<'a> Converter<'a> {
             return Ok(Body::Choice(alternatives));
         }
         for keyword in ["anyOf", "oneOf"] {
-            if keys.contains(&keyword) {
-                if !beside(keyword) {
-                    return Err(Unsupported::Keyword(format!(
-                        "{keyword} with other keywords"
-                    )));
-                }
-                let options = map[keyword]
+            if let Some(options) = map.get(keyword) {
+                let options = options
                     .as_array()
                     .filter(|v| !v.is_empty())
                     .ok_or_else(|| Unsupported::Keyword(format!("an empty {keyword}")))?;
@@ -344,86 +175,79 @@ impl<'a> Converter<'a> {
                 return Ok(Body::Choice(alternatives));
             }
         }
-        if keys.contains(&"allOf") {
-            if !beside("allOf") {
-                return Err(Unsupported::Keyword("allOf with other keywords".into()));
-            }
-            return self.all_of(&map["allOf"], name);
+        if let Some(options) = map.get("allOf") {
+            return self.all_of(options, name);
         }
         let kind = match map.get("type") {
-            Some(Value::String(kind)) => Some(kind.as_str()),
+            Some(Value::String(kind)) => kind.as_str(),
             Some(Value::Array(kinds)) => return self.type_list(map, kinds, name),
             Some(_) => return Err(Unsupported::Keyword("a non-string type".into())),
-            None => None,
+            None => match untyped_kind(map) {
+                Some(kind) => kind,
+                None => return Ok(any()),
+            },
         };
+        // Keywords xgrammar reads for the type that this converter does not.
+        let unread: &[&str] = match kind {
+            "array" => &["prefixItems", "unevaluatedItems", "minContains"],
+            "object" => &["unevaluatedProperties"],
+            "string" if map.contains_key("pattern") => &["format"],
+            _ => &[],
+        };
+        if let Some(keyword) = unread.iter().find(|k| map.contains_key(**k)) {
+            return Err(Unsupported::Keyword(format!("{keyword} with type {kind}")));
+        }
         match kind {
-            // xgrammar keeps a pattern as a regex (and ignores the lengths).
-            Some("string")
-                if only(&["type", "pattern", "minLength", "maxLength"])
-                    && map.contains_key("pattern") =>
-            {
-                let min = count(map, "minLength")?.unwrap_or(0);
-                if count(map, "maxLength")?.is_some_and(|max| max < min) {
-                    return Err(Unsupported::Keyword("minLength above maxLength".into()));
-                }
-                match map["pattern"].as_str() {
-                    Some(pattern) if pattern::kept_as_regex(pattern) => {
-                        Ok(Body::Choice(vec![vec![
-                            Item::Lit("\"".into()),
-                            Item::Regex(pattern.to_owned()),
-                            Item::Lit("\"".into()),
-                        ]]))
-                    }
-                    _ => Err(Unsupported::Keyword(format!("pattern {}", map["pattern"]))),
-                }
-            }
-            Some("string")
-                if only(&["type", "format", "minLength", "maxLength"])
-                    && map.contains_key("format") =>
-            {
-                self.formatted_string(map, name)
-            }
-            Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
-            Some("integer") if only(&NUMERIC_KEYWORDS) => self.bounded_integer(map, name),
-            Some("number") if only(&["type", "multipleOf"]) => {
+            "string" if map.contains_key("pattern") => self.patterned_string(map),
+            "string" if map.contains_key("format") => self.formatted_string(map, name),
+            "string" => self.string(map, name),
+            "integer" => self.bounded_integer(map, name),
+            "number" => {
                 // xgrammar ignores `multipleOf` for numbers (once checked).
                 multiple_of(map)?;
-                self.number(name)
+                if BOUNDS.iter().any(|k| map.contains_key(*k)) {
+                    self.bounded_number(map)
+                } else {
+                    self.number(name)
+                }
             }
-            Some("number") if only(&NUMERIC_KEYWORDS) => {
-                multiple_of(map)?;
-                self.bounded_number(map)
-            }
-            Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
+            "boolean" => Ok(Body::Choice(vec![
                 vec![Item::Lit("true".into())],
                 vec![Item::Lit("false".into())],
             ])),
-            Some("null") if only(&["type"]) => {
-                Ok(Body::Choice(vec![vec![Item::Lit("null".into())]]))
-            }
-            Some("array") if only(&["type", "items", "minItems", "maxItems", "uniqueItems"]) => {
-                self.array(map, name)
-            }
-            Some("object") | None
-                if only(&[
-                    "type",
-                    "properties",
-                    "required",
-                    "additionalProperties",
-                    "minProperties",
-                    "maxProperties",
-                    "patternProperties",
-                    "propertyNames",
-                ]) =>
-            {
-                if kind.is_none() && keys.is_empty() {
-                    return Ok(any());
-                }
-                self.object(map, name)
-            }
-            _ => Err(Unsupported::Keyword(format!(
-                "keywords {keys:?} with type {kind:?}"
-            ))),
+            "null" => Ok(Body::Choice(vec![vec![Item::Lit("null".into())]])),
+            "array" => self.array(map, name),
+            "object" => self.object(map, name),
+            other => Err(Unsupported::Keyword(format!("type {other:?}"))),
+        }
+    }
+
+    /// A string with a `pattern`: the pattern's rule (xgrammar ignores the
+    /// lengths).
+    fn patterned_string(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
+        let min = count(map, "minLength")?.unwrap_or(0);
+        if count(map, "maxLength")?.is_some_and(|max| max < min) {
+            return Err(Unsupported::Keyword("minLength above maxLength".into()));
+        }
+        let pattern = map["pattern"]
+            .as_str()
+            .ok_or_else(|| Unsupported::Keyword(format!("pattern {}", map["pattern"])))?;
+        Ok(Body::Choice(vec![vec![
+            Item::Lit("\"".into()),
+            self.pattern(pattern)?,
+            Item::Lit("\"".into()),
+        ]]))
+    }
+
+    /// The rule of a `pattern` (a string's, a `patternProperties` key's):
+    /// a regex xgrammar keeps as it is, or one it turns into rules.
+    fn pattern(&mut self, pattern: &str) -> Result<Item, Unsupported> {
+        if pattern::kept_as_regex(pattern) {
+            return Ok(Item::Regex(pattern.to_owned()));
+        }
+        match pattern::literal_rules(pattern) {
+            Some(rules) => Ok(Item::Ref(self.grammar.graft(rules)?)),
+            None => Err(Unsupported::Keyword(format!("pattern {pattern:?}"))),
         }
     }
 
@@ -481,9 +305,11 @@ impl<'a> Converter<'a> {
         let rule = format!("{prefix}_{def}");
         self.refs.insert(target.to_owned(), rule.clone());
         let index = self.grammar.add(rule.clone())?;
-        let body = self.body(schema, &rule)?;
+        // xgrammar reads the target when it first converts the reference.
+        self.reading.read(schema, self.depth)?;
+        let (key, schema) = self.stand_in(schema)?;
+        let body = self.body(&schema, &rule)?;
         self.grammar.rules[index].body = body;
-        let key = self.key(schema)?;
         self.cache.insert(key, rule.clone());
         Ok(Body::Choice(vec![vec![Item::Ref(rule)]]))
     }
@@ -556,7 +382,7 @@ impl<'a> Converter<'a> {
             return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         };
         if max == Some(0) {
-            let key = self.key(items)?;
+            let key = self.reading.key(items)?;
             if !self.cache.contains_key(&key) {
                 return Err(Unsupported::Keyword("maxItems 0 with items".into()));
             }
@@ -836,30 +662,20 @@ impl Converter<'_> {
             .as_array()
             .filter(|v| !v.is_empty())
             .ok_or_else(|| Unsupported::Keyword("an empty allOf".into()))?;
-        for option in options {
-            // Read by xgrammar: its key counts (see `cache_key`).
-            self.key(option)?;
-        }
         if let [option] = options.as_slice() {
             // In this rule, its own rules named as the first case's.
-            return self.body(option, &format!("{name}_case_0"));
+            let (_, option) = self.stand_in(option)?;
+            return self.body(&option, &format!("{name}_case_0"));
         }
-        // xgrammar still reads the schemas: keep to ones this crate converts
-        // on their own, without `$ref` or `allOf` inside.
+        // xgrammar still reads the schemas (and refuses the ones it cannot
+        // read): keep to ones this crate converts, each on its own.
         for option in options {
-            let text = option.to_string();
-            if text.contains("\"$ref\"") || text.contains("\"allOf\"") {
-                return Err(Unsupported::Keyword(
-                    "allOf of schemas with $ref or allOf".into(),
-                ));
-            }
-            match option {
-                Value::Object(document) => {
-                    Converter::new(document).convert()?;
-                }
-                Value::Bool(true) => {}
-                _ => return Err(Unsupported::Keyword("an allOf of non-schemas".into())),
-            }
+            let mut check = Converter::new(self.document);
+            check.depth = self.depth;
+            check.reading.spend(self.reading.spent());
+            check.reading.read(option, self.depth)?;
+            check.body(option, name)?;
+            self.reading.spend(check.reading.spent());
         }
         Ok(any())
     }
@@ -1034,33 +850,28 @@ impl Converter<'_> {
         match (map.get("patternProperties"), map.get("propertyNames")) {
             (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
                 for (i, (pattern, schema)) in patterns.iter().enumerate() {
-                    // A pattern named like an annotation drops out of xgrammar's
-                    // key for finding schemas again (not reproduced).
-                    if !pattern::kept_as_regex(pattern)
-                        || ANNOTATIONS.contains(&pattern.as_str())
-                        || matches!(schema, Value::Bool(false))
-                    {
+                    if matches!(schema, Value::Bool(false)) {
                         return Err(Unsupported::Keyword(format!(
-                            "patternProperties {pattern:?}"
+                            "patternProperties {pattern:?} false"
                         )));
                     }
                     // The key's rule is made afresh, never found again.
                     let key = format!("{name}_prop_{i}_key");
                     let index = self.grammar.add(key.clone())?;
-                    self.grammar.rules[index].body = Body::Choice(vec![vec![
+                    let body = vec![
                         Item::Lit("\"".into()),
-                        Item::Regex(pattern.clone()),
+                        self.pattern(pattern)?,
                         Item::Lit("\"".into()),
-                    ]]);
+                    ];
+                    self.grammar.rules[index].body = Body::Choice(vec![body]);
                     let value = self.rule_for(schema, format!("{name}_prop_{i}"))?;
                     entries.push(entry(Item::Ref(key), value));
                 }
             }
-            // Keys of a string schema (checked with a `type` or as an enum).
+            // Keys of a string schema (`type` given or left out: xgrammar
+            // reads it as a string's, see `reading`).
             (None, Some(Value::Object(names)))
-                if names.get("type") == Some(&Value::from("string"))
-                    || names.contains_key("enum")
-                    || names.contains_key("const") =>
+                if names.get("type").is_none_or(|kind| kind == "string") =>
             {
                 let names = &map["propertyNames"];
                 let key = self.rule_for(names, format!("{name}_name"))?;
@@ -1165,21 +976,19 @@ fn entry(key: Item, value: Item) -> Vec<Item> {
     ]
 }
 
-/// An integer bound (`minimum`, …): a whole number that an `f64` holds
-/// exactly.
+/// An integer bound (`minimum`, …): an `i64`, or a whole double strictly
+/// within ±2^63 (xgrammar casts it; at ±2^63 and beyond it refuses).
 fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Unsupported> {
     let Some(value) = map.get(key) else {
         return Ok(None);
     };
-    let refused = || Unsupported::Keyword(format!("{key} {value}"));
     if let Some(v) = value.as_i64() {
         return Ok(Some(v));
     }
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
     match value.as_f64() {
-        Some(v) if value.is_f64() && v.fract() == 0.0 && v.abs() < (1u64 << 53) as f64 => {
-            Ok(Some(v as i64))
-        }
-        _ => Err(refused()),
+        Some(v) if value.is_f64() && v.fract() == 0.0 && v.abs() < LIMIT => Ok(Some(v as i64)),
+        _ => Err(Unsupported::Keyword(format!("{key} {value}"))),
     }
 }
 

@@ -8,14 +8,27 @@
 //! vLLM 0.33.0 embeds that text in the Cohere Command tools structural tag.
 //! Anything outside the subset is an [`Unsupported`] error, never a guess.
 //!
+//! Schemas are read as xgrammar's `SchemaParser` reads them: `$ref`,
+//! `const`, `enum`, `anyOf`, `oneOf`, `allOf` in turn, the first present
+//! deciding alone (the other keywords ignored); else `type` (without one:
+//! an object if `properties` / `additionalProperties` is there, an array if
+//! `items` is, else any value), each type reading its own keywords and
+//! ignoring all others (`maxLength` on an integer, `minimum` without a
+//! type…). A schema whose key (module `reading`) was read before is the
+//! first one's: two schemas that differ only in a property named `title`
+//! or in the order of their properties get the rules of whichever xgrammar
+//! read first.
+//!
 //! The subset: `true`; `{}`; `type` a JSON type or a list of them;
 //! strings with `minLength` / `maxLength`, or with a `pattern` xgrammar keeps
 //! as a regex (printable ASCII in a common regex syntax: module `pattern`; the
-//! lengths are then ignored, as xgrammar does), or with a `format` (the 14
+//! lengths are then ignored, as xgrammar does) or that is plain characters
+//! some beyond ASCII (a rule of literals), or with a `format` (the 14
 //! xgrammar knows are their regexes' rules, copied from xgrammar: module
 //! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
-//! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
+//! `exclusiveMaximum` (whole numbers within ±2^63; xgrammar's range regex
+//! made rules: modules `range`,
 //! `regex`), and with a `multipleOf` (a whole one up to 1024: without bounds
 //! a remainder automaton, between two bounds at most 10 000 integers apart
 //! the list of the multiples, otherwise ignored, as is any other
@@ -23,7 +36,7 @@
 //! (xgrammar's float range regex on its grid of six decimals: bounds
 //! rounded inwards, magnitudes past `i64` written out in full);
 //! booleans; `null`; arrays with `items`,
-//! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
+//! `minItems`, `maxItems`; objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
 //! bytes), or without `properties` (a map, with any `minProperties` /
@@ -35,25 +48,19 @@
 //! `minProperties` / `maxProperties`; `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
 //! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
-//! its body; several: any value, as xgrammar does); `$ref` to
+//! its body; several: any value, as xgrammar does, each of them still
+//! converted to check it); `$ref` to
 //! `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of ASCII
-//! letters, digits, `_`, `-`, `.`), recursion included. Annotations
-//! (`title`, `description`, `default`, `examples`, …) and `nullable`,
-//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
-//! beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`, xgrammar
-//! ignores `type`,
-//! `properties`, `items`, `maxLength`, `minimum` and the like.
+//! letters, digits, `_`, `-`, `.`), recursion included.
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
-//! (xgrammar refuses them) or beyond 2^53, empty ranges (xgrammar refuses
-//! them), `minProperties` (above 0) / `maxProperties` /
+//! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
+//! refuses them), `prefixItems`, `unevaluatedItems`,
+//! `unevaluatedProperties`, `minContains`, `pattern` beside `format`,
+//! `minProperties` (above 0) / `maxProperties` /
 //! `patternProperties` / `propertyNames` beside `properties` (xgrammar
 //! counts the properties in its rules, or merges the keys' rules with
-//! theirs), a `propertyNames` schema without `type`, and schemas xgrammar takes for one another: its key for
-//! finding a schema's rules again drops annotation keywords at any depth,
-//! property names included, and sorts properties, so two schemas that differ
-//! only in a property named `title` or in the order of their properties get
-//! the rules of whichever xgrammar read first.
+//! theirs), and a `propertyNames` schema without `type`.
 
 mod compiles;
 mod convert;
@@ -62,6 +69,7 @@ mod formats;
 mod grammar;
 mod pattern;
 mod range;
+mod reading;
 mod regex;
 
 use serde_json::Value;
@@ -248,14 +256,19 @@ mod tests {
     }
 
     #[test]
-    fn schemas_xgrammar_takes_for_one_another_are_refused() {
+    fn a_schema_read_again_gets_the_rules_of_the_first_one_read() {
         // xgrammar's key drops a property named `description` and sorts
-        // properties: `b` would get `T`'s rule, or the other way round.
+        // properties: `T` (read when `a` is converted) is taken for `b`
+        // (read with the document), rules and all, and `b` is `T`'s rule.
         let x = json!({"type": "integer"});
         let y = json!({"type": "string"});
-        for (target, copy) in [
-            (json!({"x": x}), json!({"description": y, "x": x})),
-            (json!({"x": x, "y": y}), json!({"y": y, "x": x})),
+        for (target, copy, first) in [
+            (
+                json!({"x": x}),
+                json!({"description": y, "x": x}),
+                "description",
+            ),
+            (json!({"x": x, "y": y}), json!({"y": y, "x": x}), "y"),
         ] {
             let schema = json!({
                 "type": "object",
@@ -265,10 +278,21 @@ mod tests {
                 },
                 "$defs": {"T": {"type": "object", "properties": target}},
             });
-            let refused = from_json_schema(&schema);
+            let grammar = from_json_schema(&schema).unwrap();
+            let rule = |name: &str| {
+                grammar
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name} ::= ")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             assert!(
-                matches!(refused, Err(Unsupported::Keyword(_))),
-                "{schema}: {refused:?}"
+                rule("defs_T_1").starts_with(&format!(r#"(("\"{first}\"""#)),
+                "{grammar}"
+            );
+            assert!(
+                rule("root_1").ends_with(r#"":" [ \n\r\t]* defs_T))"#),
+                "{grammar}"
             );
         }
     }
@@ -364,7 +388,7 @@ mod tests {
             json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
             json!({"type": "integer", "exclusiveMaximum": i64::MIN}),
             json!({"type": "string", "pattern": "^(a)\\1$"}),
-            json!({"type": "string", "pattern": "^é$"}),
+            json!({"type": "string", "pattern": "^é+$"}),
             json!({"type": "object", "properties": {"a\n": {}}, "additionalProperties": true}),
         ] {
             assert!(from_json_schema(&odd).is_err(), "{odd}");
