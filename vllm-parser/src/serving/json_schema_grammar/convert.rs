@@ -15,6 +15,8 @@
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
+mod counted;
+
 use serde_json::{Map, Value};
 
 use super::escape::{ebnf_literal, json_value};
@@ -25,6 +27,7 @@ use super::range::{self, End};
 use super::reading::{Reading, untyped_kind};
 use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
+use counted::Counts;
 
 /// The bounds of an integer or number schema.
 const BOUNDS: [&str; 4] = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
@@ -50,6 +53,9 @@ pub(super) struct Converter<'a> {
     depth: usize,
     /// The schemas xgrammar has read, the first under each key.
     reading: Reading,
+    /// Only checking schemas xgrammar reads without writing rules for them
+    /// ([`Converter::check`]): their `$ref`s are not followed.
+    checking: bool,
 }
 
 impl<'a> Converter<'a> {
@@ -74,6 +80,7 @@ impl<'a> Converter<'a> {
             .collect(),
             depth: 0,
             reading: Reading::default(),
+            checking: false,
         }
     }
 
@@ -280,6 +287,9 @@ impl<'a> Converter<'a> {
         let target = target
             .as_str()
             .ok_or_else(|| Unsupported::Keyword("a non-string $ref".into()))?;
+        if self.checking {
+            return Ok(any());
+        }
         if let Some(rule) = self.refs.get(target) {
             return Ok(Body::Choice(vec![vec![Item::Ref(rule.clone())]]));
         }
@@ -408,14 +418,11 @@ impl<'a> Converter<'a> {
             ));
         }
         let keyed = map.contains_key("patternProperties") || map.contains_key("propertyNames");
-        // `minProperties: 0` alone changes nothing.
-        if !properties.is_empty() && (min > 0 || max.is_some() || keyed) {
-            // xgrammar then counts the properties in its rules, or merges
-            // the keys' rules with theirs (not reproduced).
+        if !properties.is_empty() && keyed {
+            // xgrammar then merges the keys' rules with the properties'
+            // (not reproduced).
             return Err(Unsupported::Keyword(
-                "minProperties / maxProperties / patternProperties / propertyNames beside \
-                 properties"
-                    .into(),
+                "patternProperties / propertyNames beside properties".into(),
             ));
         }
         if keyed && map.contains_key("required") {
@@ -451,6 +458,21 @@ impl<'a> Converter<'a> {
         if n == 0 {
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
+        if max == Some(0) {
+            // xgrammar makes no rule for the properties then.
+            if !required.is_empty() {
+                return Err(Unsupported::Keyword(
+                    "maxProperties 0 beside required".into(),
+                ));
+            }
+            for (_, schema) in &properties {
+                self.check(schema)?;
+            }
+            if let Some(additional) = additional {
+                self.check(additional)?;
+            }
+            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
+        }
         let mut values = Vec::with_capacity(n);
         let mut keys = Vec::with_capacity(n);
         for (i, (key, schema)) in properties.iter().enumerate() {
@@ -460,19 +482,29 @@ impl<'a> Converter<'a> {
             keys.push(json_value(&Value::String((*key).clone()))?);
             values.push(self.rule_for(schema, format!("{name}_prop_{i}"))?);
         }
+        let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
+        let is_required: Vec<bool> = names.iter().map(|key| required.contains(key)).collect();
+        if min > 0 || max.is_some() {
+            let entries: Vec<Vec<Item>> = keys
+                .into_iter()
+                .zip(values)
+                .map(|(key, value)| {
+                    let colon = [Item::Raw(WS), Item::Lit(":".into()), Item::Raw(WS)];
+                    [vec![Item::Lit(key)], colon.to_vec(), vec![value]].concat()
+                })
+                .collect();
+            let counts = Counts {
+                min,
+                max,
+                required: required.len(),
+            };
+            return self.counted_object(name, &entries, &names, &is_required, additional, counts);
+        }
         // Other keys: a string that is none of the properties' names.
         let other = match additional {
             None => None,
             Some(additional) => {
-                let value = self.rule_for(additional, format!("{name}_addl"))?;
-                let key = format!("{name}_addl_key");
-                let index = self.grammar.add(key.clone())?;
-                let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
-                self.grammar.rules[index].body = Body::Choice(vec![vec![
-                    Item::Lit("\"".into()),
-                    Item::Nested(other_key(&names)?),
-                ]]);
-                self.grammar.lookahead.insert(index);
+                let (key, value) = self.other_property(additional, &names, name)?;
                 let more = format!("{name}_additional_properties");
                 let index = self.grammar.add(more.clone())?;
                 self.grammar.rules[index].body = Body::Choice(vec![vec![
@@ -488,10 +520,6 @@ impl<'a> Converter<'a> {
                 Some((key, value, more))
             }
         };
-        let is_required: Vec<bool> = properties
-            .iter()
-            .map(|(key, _)| required.contains(key.as_str()))
-            .collect();
         let part = |i: usize| format!("{name}_part_{i}");
         // With other keys, the rest after the last property is a rule too.
         let parts = if other.is_some() { n } else { n - 1 };
@@ -554,6 +582,28 @@ impl<'a> Converter<'a> {
             alternatives.push(empty_in(("{", "}")));
         }
         Ok(Body::Choice(alternatives))
+    }
+}
+
+impl Converter<'_> {
+    /// The rules of an object's other keys: their values' (`…_addl`) and
+    /// their keys' (`…_addl_key`: a string that is none of `names`); the
+    /// key rule's name and a reference to the value's.
+    fn other_property(
+        &mut self,
+        additional: &Value,
+        names: &[&str],
+        name: &str,
+    ) -> Result<(String, Item), Unsupported> {
+        let value = self.rule_for(additional, format!("{name}_addl"))?;
+        let key = format!("{name}_addl_key");
+        let index = self.grammar.add(key.clone())?;
+        self.grammar.rules[index].body = Body::Choice(vec![vec![
+            Item::Lit("\"".into()),
+            Item::Nested(other_key(names)?),
+        ]]);
+        self.grammar.lookahead.insert(index);
+        Ok((key, value))
     }
 }
 
@@ -667,17 +717,23 @@ impl Converter<'_> {
             let (_, option) = self.stand_in(option)?;
             return self.body(&option, &format!("{name}_case_0"));
         }
-        // xgrammar still reads the schemas (and refuses the ones it cannot
-        // read): keep to ones this crate converts, each on its own.
         for option in options {
-            let mut check = Converter::new(self.document);
-            check.depth = self.depth;
-            check.reading.spend(self.reading.spent());
-            check.reading.read(option, self.depth)?;
-            check.body(option, name)?;
-            self.reading.spend(check.reading.spent());
+            self.check(option)?;
         }
         Ok(any())
+    }
+
+    /// For a schema xgrammar reads but writes no rule for (it may still
+    /// refuse it): that this crate converts it, on the side.
+    fn check(&mut self, schema: &Value) -> Result<(), Unsupported> {
+        let mut check = Converter::new(self.document);
+        check.checking = true;
+        check.depth = self.depth;
+        check.reading.spend(self.reading.spent());
+        check.reading.read(schema, self.depth)?;
+        check.body(schema, "root")?;
+        self.reading.spend(check.reading.spent());
+        Ok(())
     }
 
     /// An integer, within its bounds if it has any: the bounds' regex
@@ -815,6 +871,7 @@ impl Converter<'_> {
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
         if max == Some(0) {
+            self.check(additional)?;
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let value = self.rule_for(additional, format!("{name}_addl"))?;
@@ -844,6 +901,15 @@ impl Converter<'_> {
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
         if max == Some(0) {
+            let patterns = map.get("patternProperties").and_then(Value::as_object);
+            let names = map.get("propertyNames").filter(|_| patterns.is_none());
+            let additional = map.get("additionalProperties").filter(|v| !v.is_boolean());
+            for schema in patterns.into_iter().flat_map(|p| p.values()) {
+                self.check(schema)?;
+            }
+            for schema in names.into_iter().chain(additional) {
+                self.check(schema)?;
+            }
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let mut entries = Vec::new();

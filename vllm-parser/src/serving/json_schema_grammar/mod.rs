@@ -39,7 +39,9 @@
 //! `minItems`, `maxItems`; objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
-//! bytes), or without `properties` (a map, with any `minProperties` /
+//! bytes), and any `minProperties` / `maxProperties` (xgrammar's rules per
+//! number of entries written: module `convert::counted`), or without
+//! `properties` (a map, with any `minProperties` /
 //! `maxProperties`: the entries after the first repeated as xgrammar
 //! repeats them), or with `patternProperties` (patterns as for strings;
 //! `additionalProperties` and `propertyNames` then ignored) or
@@ -57,10 +59,9 @@
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
 //! refuses them), `prefixItems`, `unevaluatedItems`,
 //! `unevaluatedProperties`, `minContains`, `pattern` beside `format`,
-//! `minProperties` (above 0) / `maxProperties` /
 //! `patternProperties` / `propertyNames` beside `properties` (xgrammar
-//! counts the properties in its rules, or merges the keys' rules with
-//! theirs), and a `propertyNames` schema without `type`.
+//! merges the keys' rules with theirs), and a schema with a part of the
+//! same key (xgrammar keeps the schema under the key, the part in place).
 
 mod compiles;
 mod convert;
@@ -369,6 +370,17 @@ mod tests {
             deep = json!({"type": "array", "items": deep});
         }
         assert_eq!(from_json_schema(&deep), Err(Unsupported::TooDeep));
+        // `allOf`s of several schemas are checked, their `$ref`s not
+        // followed (xgrammar does not resolve them): a chain of them stays
+        // linear.
+        let mut defs = serde_json::Map::new();
+        for i in 0..60 {
+            let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+            defs.insert(format!("D{i}"), json!({"allOf": [next, next]}));
+        }
+        defs.insert("D60".into(), json!({"type": "string"}));
+        let chain = json!({"$ref": "#/$defs/D0", "$defs": defs});
+        assert!(from_json_schema(&chain).is_ok());
         for odd in [
             json!(null),
             json!({"type": "object", "properties": {"a": 3}}),
@@ -382,13 +394,16 @@ mod tests {
             json!({"type": "integer", "minimum": 0.5}),
             json!({"type": "object", "minProperties": 1}),
             json!({"type": "object", "additionalProperties": true, "minProperties": 2, "maxProperties": 1}),
-            json!({"type": "object", "properties": {"a": {}}, "maxProperties": 1}),
             json!({"type": "integer", "minimum": 1, "maximum": 2, "multipleOf": 3}),
             json!({"type": "number", "minimum": 0.1234561, "maximum": 0.1234569}),
             json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
             json!({"type": "integer", "exclusiveMaximum": i64::MIN}),
             json!({"type": "string", "pattern": "^(a)\\1$"}),
             json!({"type": "string", "pattern": "^é+$"}),
+            // Its part has its key (`title` is dropped from both).
+            json!({"type": "object", "properties": {"title": {"type": "object", "properties": {"title": {}}}}}),
+            json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 3}),
+            json!({"type": "object", "properties": {"a": {"type": "integer", "minimum": 2, "maximum": 1}}, "maxProperties": 0}),
             json!({"type": "object", "properties": {"a\n": {}}, "additionalProperties": true}),
         ] {
             assert!(from_json_schema(&odd).is_err(), "{odd}");

@@ -160,6 +160,14 @@ impl Reading {
                 }
             }
         }
+        // A part with this very key (annotation-named properties nested in
+        // one another): xgrammar keeps this schema under the key, but its
+        // part stays the one it read (not reproduced).
+        if self.first.contains_key(&key) {
+            return Err(Unsupported::Keyword(
+                "a schema xgrammar takes for one of its own parts".into(),
+            ));
+        }
         self.first.insert(key, Rc::new(schema));
         Ok(())
     }
