@@ -28,6 +28,14 @@ Cases:
   both bounds, one, or none; fractional, up to and past 1024), and objects
   with ``minProperties`` / ``maxProperties``, ``patternProperties``,
   ``propertyNames``; and other keywords beside ``$ref`` / ``allOf``.
+* ``reading/N``: ``READING`` generated tools (seeded apart again) aimed at
+  how xgrammar reads a schema: ``minProperties`` / ``maxProperties`` beside
+  ``properties`` (required or not, other keys or not), schemas without
+  ``type`` and keywords another type reads, schemas xgrammar takes for one
+  another (properties named ``title`` / ``description`` / …, or in another
+  order, in the tool and in ``$defs``), non-ASCII patterns,
+  ``propertyNames`` without ``type``, integer bounds past 2^53, and
+  ``allOf`` of several schemas with a ``$ref``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -63,6 +71,8 @@ FEATURES = 400
 FEATURES_SEED = 20261202
 BOUNDS = 400
 BOUNDS_SEED = 20261203
+READING = 400
+READING_SEED = 20261204
 JSON_FORMAT = st.JSON_SCHEMA_FORMAT
 
 
@@ -533,6 +543,91 @@ def bounds_tools(rng):
     return tools
 
 
+READ_NAMES = ["x", "y", "title", "description", "default", "examples"]
+UNTYPED = [{"minimum": 0}, {"maxLength": 3}, {"required": ["a"]}, {"pattern": "^a"},
+           {"items": {"type": "integer"}}, {"properties": {"a": {"type": "integer"}}},
+           {"additionalProperties": {"type": "string"}}, {"minItems": 2}, {"format": "email"}]
+OTHER_TYPES_KEYWORDS = [
+    {"type": "integer", "maxLength": 2}, {"type": "boolean", "minLength": 1},
+    {"type": "array", "maxLength": 3}, {"type": "null", "minimum": 1},
+    {"type": "string", "minimum": 0, "maxLength": 4}, {"type": "object", "items": {"type": "string"}}]
+
+
+def small_object(rng):
+    """An object whose properties may be named like annotations (xgrammar's
+    key drops them) and come in any order."""
+    names = rng.sample(READ_NAMES, rng.randint(1, 3))
+    out = {"type": "object", "properties": {
+        n: rng.choice([{"type": "integer"}, {"type": "string"}, {"type": "string", "title": "T"},
+                       {"minimum": 1}]) for n in names}}
+    if rng.random() < 0.3:
+        out["required"] = [names[0]]
+    if rng.random() < 0.2:
+        out["additionalProperties"] = rng.choice([True, {"type": "integer"}])
+    return out
+
+
+def counted_properties(rng):
+    names = rng.sample(["a", "b", "c", "d"], rng.randint(1, 4))
+    out = {"type": "object", "properties": {
+        n: rng.choice([{"type": "integer"}, {"type": "string"}]) for n in names}}
+    if rng.random() < 0.6:
+        out["required"] = [n for n in names if rng.random() < 0.5]
+    if rng.random() < 0.5:
+        out["additionalProperties"] = rng.choice([True, {"type": "integer"}, False])
+    low = rng.choice([None, 0, 1, 2, 3])
+    high = rng.choice([None, 0, 1, 2, 3, 5])
+    if low is not None:
+        out["minProperties"] = low
+    if high is not None:
+        out["maxProperties"] = high
+    if low is None and high is None:
+        out["minProperties"] = 1
+    return out
+
+
+def reading_value(rng):
+    roll = rng.random()
+    if roll < 0.3:
+        return counted_properties(rng)
+    if roll < 0.5:
+        return small_object(rng)
+    if roll < 0.6:
+        return {"$ref": "#/$defs/" + rng.choice(["S", "T"])}
+    if roll < 0.7:
+        return copy.deepcopy(rng.choice(UNTYPED))
+    if roll < 0.8:
+        return copy.deepcopy(rng.choice(OTHER_TYPES_KEYWORDS))
+    if roll < 0.85:
+        return {"type": "string", "pattern": rng.choice(["^é$", "^日本$", "é", "^aé$"])}
+    if roll < 0.9:
+        out = {"type": "object", "propertyNames": rng.choice(
+            [{"pattern": "^a"}, {"maxLength": 3}, {"enum": ["x"]}])}
+        if rng.random() < 0.5:
+            out["additionalProperties"] = {"type": "integer"}
+        return out
+    if roll < 0.95:
+        key = rng.choice(["minimum", "maximum", "exclusiveMinimum"])
+        return {"type": "integer",
+                key: rng.choice([2.0**53, 2.0**53 + 2, 1e18, -1e18, 2.0**63])}
+    return {"allOf": [{"$ref": "#/$defs/S"}, small_object(rng)]}
+
+
+def reading_tools(rng):
+    tools = []
+    for _ in range(READING):
+        names = rng.sample(["p", "q", "r", "s"], rng.randint(2, 4))
+        props = {n: reading_value(rng) for n in names}
+        if rng.random() < 0.2:
+            props[names[0]] = {"anyOf": [props[names[0]], {"type": "null"}], "type": "object"}
+        params = {"type": "object", "properties": props, "$defs": {
+            "S": small_object(rng),
+            "T": {"type": "object", "properties": {"z": {"$ref": "#/$defs/S"},
+                                                   "w": small_object(rng)}}}}
+        tools.append(fn("tool", params))
+    return tools
+
+
 # ---------------------------------------------------------------- recording
 
 def vllm_tag(tools, architecture, schema):
@@ -578,6 +673,12 @@ def main() -> int:
         results.append({"case": f"bounds/{i}", "realistic": False,
                          "architecture": architecture, "tools": [tool],
                          "response_format": None, **vllm_tag([tool], architecture, None)})
+    rng = random.Random(READING_SEED)
+    for i, tool in enumerate(reading_tools(rng)):
+        architecture = ARCHITECTURES[i % len(ARCHITECTURES)]
+        results.append({"case": f"reading/{i}", "realistic": False,
+                        "architecture": architecture, "tools": [tool],
+                        "response_format": None, **vllm_tag([tool], architecture, None)})
     header = {"generated_by": "scripts/gen_cohere_tool_grammars.py",
               "vllm_version": gf.VLLM_VERSION}
     gf.write_jsonl_gz(OUT, header, results)
