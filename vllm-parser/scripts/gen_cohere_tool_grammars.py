@@ -34,8 +34,9 @@ Cases:
   ``type`` and keywords another type reads, schemas xgrammar takes for one
   another (properties named ``title`` / ``description`` / …, or in another
   order, in the tool and in ``$defs``), non-ASCII patterns,
-  ``propertyNames`` without ``type``, integer bounds past 2^53, and
-  ``allOf`` of several schemas with a ``$ref``.
+  ``propertyNames`` without ``type``, integer bounds past 2^53,
+  ``allOf`` of several schemas with a ``$ref``, ``prefixItems``, and
+  ``format`` beside ``pattern``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -613,6 +614,26 @@ def reading_value(rng):
     return {"allOf": [{"$ref": "#/$defs/S"}, small_object(rng)]}
 
 
+def tuple_or_format(rng):
+    """An array with ``prefixItems`` (and ``items`` or not, counts or not),
+    or a string with both ``format`` and ``pattern``."""
+    if rng.random() < 0.3:
+        out = {"type": "string", "format": rng.choice(["date", "uuid", "foo"]),
+               "pattern": "^[a-z]+$"}
+        return out
+    out = {"type": "array", "prefixItems": [
+        rng.choice([{"type": "integer"}, {"type": "string"}, {"minimum": 1}])
+        for _ in range(rng.randint(0, 3))]}
+    items = rng.choice([None, False, True, {"type": "boolean"}])
+    if items is not None:
+        out["items"] = items
+    if rng.random() < 0.5:
+        out["minItems"] = rng.randint(0, 4)
+    if rng.random() < 0.4:
+        out["maxItems"] = rng.randint(1, 5)
+    return out
+
+
 def reading_tools(rng):
     tools = []
     for _ in range(READING):
@@ -620,6 +641,8 @@ def reading_tools(rng):
         props = {n: reading_value(rng) for n in names}
         if rng.random() < 0.2:
             props[names[0]] = {"anyOf": [props[names[0]], {"type": "null"}], "type": "object"}
+        if rng.random() < 0.3:
+            props["t"] = tuple_or_format(rng)
         params = {"type": "object", "properties": props, "$defs": {
             "S": small_object(rng),
             "T": {"type": "object", "properties": {"z": {"$ref": "#/$defs/S"},

@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 mod counted;
+mod tuple;
 
 use serde_json::{Map, Value};
 
@@ -196,15 +197,18 @@ impl<'a> Converter<'a> {
         };
         // Keywords xgrammar reads for the type that this converter does not.
         let unread: &[&str] = match kind {
-            "array" => &["prefixItems", "unevaluatedItems", "minContains"],
+            "array" => &["unevaluatedItems", "minContains"],
             "object" => &["unevaluatedProperties"],
-            "string" if map.contains_key("pattern") => &["format"],
             _ => &[],
         };
         if let Some(keyword) = unread.iter().find(|k| map.contains_key(**k)) {
             return Err(Unsupported::Keyword(format!("{keyword} with type {kind}")));
         }
         match kind {
+            // A format xgrammar knows wins over a pattern.
+            "string" if map.contains_key("format") && !unknown_format(map) => {
+                self.formatted_string(map, name)
+            }
             "string" if map.contains_key("pattern") => self.patterned_string(map),
             "string" if map.contains_key("format") => self.formatted_string(map, name),
             "string" => self.string(map, name),
@@ -385,20 +389,25 @@ impl<'a> Converter<'a> {
         if max.is_some_and(|max| max < min) {
             return Err(Unsupported::Keyword("minItems above maxItems".into()));
         }
-        let Some(items) = map.get("items") else {
+        // Without `items` (strict mode) or with `items: false`, no more items
+        // than the prefix.
+        let items = map.get("items").filter(|items| **items != false);
+        // An empty prefix is none.
+        let empty = |prefix: &&Value| prefix.as_array().is_some_and(Vec::is_empty);
+        if let Some(prefix) = map.get("prefixItems").filter(|p| !empty(p)) {
+            return self.tuple(prefix, items, min, max, name);
+        }
+        let Some(items) = items else {
             if min > 0 {
                 return Err(Unsupported::Keyword("minItems without items".into()));
             }
             return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         };
+        // xgrammar makes the items' rule even for no items.
+        let item = self.rule_for(items, format!("{name}_additional"))?;
         if max == Some(0) {
-            let key = self.reading.key(items)?;
-            if !self.cache.contains_key(&key) {
-                return Err(Unsupported::Keyword("maxItems 0 with items".into()));
-            }
             return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         }
-        let item = self.rule_for(items, format!("{name}_additional"))?;
         let first = vec![Item::Raw(WS), item.clone()];
         let more = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
         self.repeated_in(("[", "]"), first, more, min, max, format!("{name}_items"))
@@ -986,8 +995,9 @@ impl Converter<'_> {
     ) -> Result<Body, Unsupported> {
         let mut sequence = vec![Item::Lit(open.into())];
         sequence.extend(first);
-        let more_max = max.map_or(-1, |m| m as i64 - 1);
-        self.repeat(&mut sequence, more, min.saturating_sub(1), more_max, rule)?;
+        let more_min = min.saturating_sub(1).min(i32::MAX as u64) as i64;
+        let more_max = max.map_or(-1, |m| m.min(i32::MAX as u64) as i64 - 1);
+        sequence.extend(self.repeat(more, more_min, more_max, rule)?);
         sequence.extend([Item::Raw(WS), Item::Lit(close.into())]);
         let mut alternatives = vec![sequence];
         if min == 0 {
@@ -996,28 +1006,33 @@ impl Converter<'_> {
         Ok(Body::Choice(alternatives))
     }
 
-    /// `more` `min` to `max` (`-1`: unbounded) times at the end of
-    /// `sequence`, as xgrammar writes it: nothing for none, optional for
-    /// `{0, 1}`, itself for `{1, 1}`, else a rule `rule` of it repeated.
+    /// A new rule of `body`, named `hint` or, if taken, `hint_N`.
+    fn fresh_rule(&mut self, hint: String, body: Body) -> Result<String, Unsupported> {
+        let (index, name) = self.grammar.add_fresh(&hint)?;
+        self.grammar.rules[index].body = body;
+        Ok(name)
+    }
+
+    /// `more` `min` to `max` (`-1`: unbounded) times, as xgrammar's
+    /// `Repeat` writes it: nothing for none, optional for `{0, 1}`, itself
+    /// for `{1, 1}`, else a new rule of it (named `hint`, or `hint_N` if
+    /// taken) repeated.
     fn repeat(
         &mut self,
-        sequence: &mut Vec<Item>,
         more: Vec<Item>,
-        min: u64,
+        min: i64,
         max: i64,
-        rule: String,
-    ) -> Result<(), Unsupported> {
-        match (min, max) {
-            (_, 0) => {}
-            (0, 1) => sequence.push(Item::Nested(vec![vec![], more])),
-            (1, 1) => sequence.extend(more),
+        hint: String,
+    ) -> Result<Vec<Item>, Unsupported> {
+        Ok(match (min, max) {
+            (0, 0) => Vec::new(),
+            (0, 1) => vec![Item::Nested(vec![vec![], more])],
+            (1, 1) => more,
             _ => {
-                let index = self.grammar.add(rule.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![more]);
-                sequence.push(Item::Repeat(rule, min, max));
+                let rule = self.fresh_rule(hint, Body::Choice(vec![more]))?;
+                vec![Item::Repeat(rule, min.max(0) as u64, max)]
             }
-        }
-        Ok(())
+        })
     }
 }
 
@@ -1087,6 +1102,13 @@ fn count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, Unsupported
             .map(Some)
             .ok_or_else(|| Unsupported::Keyword(format!("{key} {value}"))),
     }
+}
+
+/// Whether the schema's `format` is a string xgrammar has no regex for.
+fn unknown_format(map: &Map<String, Value>) -> bool {
+    map.get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| formats::FORMATS.iter().all(|(known, _)| *known != format))
 }
 
 /// Any JSON value, as a rule of its own.

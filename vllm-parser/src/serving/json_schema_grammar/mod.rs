@@ -23,7 +23,8 @@
 //! strings with `minLength` / `maxLength`, or with a `pattern` xgrammar keeps
 //! as a regex (printable ASCII in a common regex syntax: module `pattern`; the
 //! lengths are then ignored, as xgrammar does) or that is plain characters
-//! some beyond ASCII (a rule of literals), or with a `format` (the 14
+//! some beyond ASCII (a rule of literals), or with a `format` (beside a
+//! `pattern` too: a known format wins; the 14
 //! xgrammar knows are their regexes' rules, copied from xgrammar: module
 //! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
@@ -35,8 +36,8 @@
 //! `multipleOf`); numbers without bounds or with any finite bounds
 //! (xgrammar's float range regex on its grid of six decimals: bounds
 //! rounded inwards, magnitudes past `i64` written out in full);
-//! booleans; `null`; arrays with `items`,
-//! `minItems`, `maxItems`; objects with
+//! booleans; `null`; arrays with `items`, `prefixItems` (module
+//! `convert::tuple`), `minItems`, `maxItems`; objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
 //! bytes), and any `minProperties` / `maxProperties` (xgrammar's rules per
@@ -57,8 +58,8 @@
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
-//! refuses them), `prefixItems`, `unevaluatedItems`,
-//! `unevaluatedProperties`, `minContains`, `pattern` beside `format`,
+//! refuses them), `unevaluatedItems`, `unevaluatedProperties`,
+//! `minContains`,
 //! `patternProperties` / `propertyNames` beside `properties` (xgrammar
 //! merges the keys' rules with theirs), and a schema with a part of the
 //! same key (xgrammar keeps the schema under the key, the part in place).

@@ -215,22 +215,6 @@ impl Converter<'_> {
         } else {
             (max - already).max(-1)
         };
-        Ok(match (lower, upper) {
-            (0, 0) => Vec::new(),
-            (1, 1) => more,
-            (0, 1) => vec![Item::Nested(vec![Vec::new(), more])],
-            _ => {
-                let rule =
-                    self.fresh_rule(format!("{name}_properties"), Body::Choice(vec![more]))?;
-                vec![Item::Repeat(rule, lower as u64, upper)]
-            }
-        })
-    }
-
-    /// A new rule of `body`, named `hint` or, if taken, `hint_N`.
-    fn fresh_rule(&mut self, hint: String, body: Body) -> Result<String, Unsupported> {
-        let (index, name) = self.grammar.add_fresh(&hint)?;
-        self.grammar.rules[index].body = body;
-        Ok(name)
+        self.repeat(more, lower, upper, format!("{name}_properties"))
     }
 }
