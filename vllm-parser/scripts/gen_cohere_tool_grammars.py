@@ -35,8 +35,9 @@ Cases:
   another (properties named ``title`` / ``description`` / …, or in another
   order, in the tool and in ``$defs``), non-ASCII patterns,
   ``propertyNames`` without ``type``, integer bounds past 2^53,
-  ``allOf`` of several schemas with a ``$ref``, ``prefixItems``, and
-  ``format`` beside ``pattern``.
+  ``allOf`` of several schemas with a ``$ref``, ``prefixItems``,
+  ``format`` beside ``pattern``, and ``patternProperties`` /
+  ``propertyNames`` beside ``properties``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -634,6 +635,30 @@ def tuple_or_format(rng):
     return out
 
 
+def keyed_beside_properties(rng):
+    """``patternProperties`` / ``propertyNames`` beside ``properties``
+    (``additionalProperties``, ``required``, counts or not)."""
+    names = rng.sample(["a", "b", "c"], rng.randint(1, 3))
+    out = {"type": "object", "properties": {
+        n: rng.choice([{"type": "integer"}, {"type": "string"}]) for n in names}}
+    if rng.random() < 0.6:
+        out["patternProperties"] = {p: rng.choice([{"type": "integer"}, {}, {"type": "string"}])
+                                    for p in rng.sample(["^x", "^[a-z]+$", "^é", "title"],
+                                                        rng.randint(1, 2))}
+    else:
+        out["propertyNames"] = rng.choice([{"pattern": "^a"}, {"type": "string", "maxLength": 3},
+                                           {"enum": ["x", "y"]}])
+    if rng.random() < 0.6:
+        out["additionalProperties"] = rng.choice([True, False, {"type": "boolean"}])
+    if rng.random() < 0.4:
+        out["required"] = rng.sample(names + ["zz"], rng.randint(0, len(names)))
+    if rng.random() < 0.3:
+        out["minProperties"] = rng.randint(0, 3)
+    if rng.random() < 0.3:
+        out["maxProperties"] = rng.randint(1, 4)
+    return out
+
+
 def reading_tools(rng):
     tools = []
     for _ in range(READING):
@@ -643,6 +668,8 @@ def reading_tools(rng):
             props[names[0]] = {"anyOf": [props[names[0]], {"type": "null"}], "type": "object"}
         if rng.random() < 0.3:
             props["t"] = tuple_or_format(rng)
+        if rng.random() < 0.3:
+            props["k"] = keyed_beside_properties(rng)
         params = {"type": "object", "properties": props, "$defs": {
             "S": small_object(rng),
             "T": {"type": "object", "properties": {"z": {"$ref": "#/$defs/S"},

@@ -16,6 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 mod counted;
+mod keyed;
 mod tuple;
 
 use serde_json::{Map, Value};
@@ -426,34 +427,11 @@ impl<'a> Converter<'a> {
                 "minProperties above maxProperties".into(),
             ));
         }
-        let keyed = map.contains_key("patternProperties") || map.contains_key("propertyNames");
-        if !properties.is_empty() && keyed {
-            // xgrammar then merges the keys' rules with the properties'
-            // (not reproduced).
-            return Err(Unsupported::Keyword(
-                "patternProperties / propertyNames beside properties".into(),
-            ));
-        }
-        if keyed && map.contains_key("required") {
-            return Err(Unsupported::Keyword(
-                "required beside patternProperties / propertyNames".into(),
-            ));
-        }
-        if keyed {
-            return self.keyed_object(map, name, min, max);
-        }
-        let additional = match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => None,
-            Some(additional) if properties.is_empty() => {
-                return self.map_object(additional, name, min, max);
-            }
-            Some(additional) => Some(additional),
-        };
-        if properties.is_empty() && min > 0 {
-            return Err(Unsupported::Keyword(
-                "minProperties without properties or other keys".into(),
-            ));
-        }
+        // An empty `patternProperties` is none.
+        let keyed = map
+            .get("patternProperties")
+            .is_some_and(|patterns| patterns.as_object().is_none_or(|p| !p.is_empty()))
+            || map.contains_key("propertyNames");
         let required: HashSet<&str> = match map.get("required") {
             None => HashSet::new(),
             Some(Value::Array(names)) => names
@@ -463,6 +441,33 @@ impl<'a> Converter<'a> {
                 .map_err(|()| Unsupported::Keyword("a non-string required name".into()))?,
             Some(_) => return Err(Unsupported::Keyword("a non-array required".into())),
         };
+        if max.is_some_and(|max| max < required.len() as u64) {
+            // xgrammar refuses it.
+            return Err(Unsupported::Keyword(
+                "maxProperties below the required names".into(),
+            ));
+        }
+        if keyed && properties.is_empty() {
+            // xgrammar ignores `required` then.
+            return self.keyed_object(map, name, min, max);
+        }
+        let additional = match map.get("additionalProperties") {
+            None | Some(Value::Bool(false)) => None,
+            Some(additional) if properties.is_empty() => {
+                return self.map_object(additional, name, min, max);
+            }
+            Some(additional) => Some(additional),
+        };
+        // Beside properties, patterns' and names' entries are the other keys.
+        let mut other = match self.keyed_entry(map, name)? {
+            Some(entry) => OtherKeys::Entry(entry),
+            None => additional.map_or(OtherKeys::Forbidden, OtherKeys::Schema),
+        };
+        if properties.is_empty() && min > 0 {
+            return Err(Unsupported::Keyword(
+                "minProperties without properties or other keys".into(),
+            ));
+        }
         let n = properties.len();
         if n == 0 {
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
@@ -477,7 +482,7 @@ impl<'a> Converter<'a> {
             for (_, schema) in &properties {
                 self.check(schema)?;
             }
-            if let Some(additional) = additional {
+            if let OtherKeys::Schema(additional) = other {
                 self.check(additional)?;
             }
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
@@ -497,36 +502,26 @@ impl<'a> Converter<'a> {
             let entries: Vec<Vec<Item>> = keys
                 .into_iter()
                 .zip(values)
-                .map(|(key, value)| {
-                    let colon = [Item::Raw(WS), Item::Lit(":".into()), Item::Raw(WS)];
-                    [vec![Item::Lit(key)], colon.to_vec(), vec![value]].concat()
-                })
+                .map(|(key, value)| pair(Item::Lit(key), value))
                 .collect();
             let counts = Counts {
                 min,
                 max,
                 required: required.len(),
             };
-            return self.counted_object(name, &entries, &names, &is_required, additional, counts);
+            return self.counted_object(name, &entries, &names, &is_required, other, counts);
         }
-        // Other keys: a string that is none of the properties' names.
-        let other = match additional {
-            None => None,
-            Some(additional) => {
-                let (key, value) = self.other_property(additional, &names, name)?;
-                let more = format!("{name}_additional_properties");
-                let index = self.grammar.add(more.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![vec![
-                    Item::Raw(WS),
-                    Item::Lit(",".into()),
-                    Item::Raw(WS),
-                    Item::Ref(key.clone()),
-                    Item::Raw(WS),
-                    Item::Lit(":".into()),
-                    Item::Raw(WS),
-                    value.clone(),
-                ]]);
-                Some((key, value, more))
+        let other = match other {
+            OtherKeys::Forbidden => None,
+            _ => {
+                let entry = self.other_entry(&mut other, &names, name)?;
+                let mut more = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
+                more.extend(entry.iter().cloned());
+                let more = self.fresh_rule(
+                    format!("{name}_additional_properties"),
+                    Body::Choice(vec![more]),
+                )?;
+                Some((entry, more))
             }
         };
         let part = |i: usize| format!("{name}_part_{i}");
@@ -546,7 +541,7 @@ impl<'a> Converter<'a> {
             }
             sequence
         };
-        if let Some((_, _, more)) = &other {
+        if let Some((_, more)) = &other {
             let index = self.grammar.add(part(n - 1))?;
             self.grammar.rules[index].body =
                 Body::Choice(vec![vec![Item::Repeat(more.clone(), 0, -1)]]);
@@ -568,15 +563,10 @@ impl<'a> Converter<'a> {
         let last_start = first_required.unwrap_or(n - 1);
         let mut starts: Vec<Vec<Item>> = (0..=last_start).map(entry).collect();
         // Another key may come first when no name at all is required.
-        if let (Some((key, value, _)), true) = (&other, required.is_empty()) {
-            starts.push(vec![
-                Item::Ref(key.clone()),
-                Item::Raw(WS),
-                Item::Lit(":".into()),
-                Item::Raw(WS),
-                value.clone(),
-                Item::Ref(part(n - 1)),
-            ]);
+        if let (Some((entry, _)), true) = (&other, required.is_empty()) {
+            let mut start = entry.clone();
+            start.push(Item::Ref(part(n - 1)));
+            starts.push(start);
         }
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         if starts.len() == 1 {
@@ -594,16 +584,35 @@ impl<'a> Converter<'a> {
     }
 }
 
+/// The entries beside an object's `properties` of keys that are none of
+/// them.
+pub(super) enum OtherKeys<'v> {
+    /// None allowed.
+    Forbidden,
+    /// Any other key, values of this schema (`additionalProperties`); the
+    /// rules made when first needed.
+    Schema(&'v Value),
+    /// This entry (made, or from `patternProperties` / `propertyNames`).
+    Entry(Vec<Item>),
+}
+
 impl Converter<'_> {
-    /// The rules of an object's other keys: their values' (`…_addl`) and
-    /// their keys' (`…_addl_key`: a string that is none of `names`); the
-    /// key rule's name and a reference to the value's.
-    fn other_property(
+    /// The entry of other keys (`key: value`), making its rules if they are
+    /// not yet: their values' (`…_addl`) and their keys' (`…_addl_key`: a
+    /// string that is none of `names`).
+    fn other_entry(
         &mut self,
-        additional: &Value,
+        other: &mut OtherKeys<'_>,
         names: &[&str],
         name: &str,
-    ) -> Result<(String, Item), Unsupported> {
+    ) -> Result<Vec<Item>, Unsupported> {
+        let additional = match other {
+            OtherKeys::Forbidden => {
+                return Err(Unsupported::Keyword("no other keys allowed".into()));
+            }
+            OtherKeys::Entry(entry) => return Ok(entry.clone()),
+            OtherKeys::Schema(additional) => *additional,
+        };
         let value = self.rule_for(additional, format!("{name}_addl"))?;
         let key = format!("{name}_addl_key");
         let index = self.grammar.add(key.clone())?;
@@ -612,7 +621,9 @@ impl Converter<'_> {
             Item::Nested(other_key(names)?),
         ]]);
         self.grammar.lookahead.insert(index);
-        Ok((key, value))
+        let entry = pair(Item::Ref(key), value);
+        *other = OtherKeys::Entry(entry.clone());
+        Ok(entry)
     }
 }
 
@@ -897,90 +908,6 @@ impl Converter<'_> {
         )
     }
 
-    /// An object whose keys match `patternProperties` (each pattern with its
-    /// own values; `additionalProperties` and `propertyNames` are then
-    /// ignored) or `propertyNames` (values: `additionalProperties`, any
-    /// value without), `min` to `max` of them, as xgrammar writes it: a
-    /// rule `…_prop` of one entry, repeated.
-    fn keyed_object(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &str,
-        min: u64,
-        max: Option<u64>,
-    ) -> Result<Body, Unsupported> {
-        if max == Some(0) {
-            let patterns = map.get("patternProperties").and_then(Value::as_object);
-            let names = map.get("propertyNames").filter(|_| patterns.is_none());
-            let additional = map.get("additionalProperties").filter(|v| !v.is_boolean());
-            for schema in patterns.into_iter().flat_map(|p| p.values()) {
-                self.check(schema)?;
-            }
-            for schema in names.into_iter().chain(additional) {
-                self.check(schema)?;
-            }
-            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
-        }
-        let mut entries = Vec::new();
-        match (map.get("patternProperties"), map.get("propertyNames")) {
-            (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
-                for (i, (pattern, schema)) in patterns.iter().enumerate() {
-                    if matches!(schema, Value::Bool(false)) {
-                        return Err(Unsupported::Keyword(format!(
-                            "patternProperties {pattern:?} false"
-                        )));
-                    }
-                    // The key's rule is made afresh, never found again.
-                    let key = format!("{name}_prop_{i}_key");
-                    let index = self.grammar.add(key.clone())?;
-                    let body = vec![
-                        Item::Lit("\"".into()),
-                        self.pattern(pattern)?,
-                        Item::Lit("\"".into()),
-                    ];
-                    self.grammar.rules[index].body = Body::Choice(vec![body]);
-                    let value = self.rule_for(schema, format!("{name}_prop_{i}"))?;
-                    entries.push(entry(Item::Ref(key), value));
-                }
-            }
-            // Keys of a string schema (`type` given or left out: xgrammar
-            // reads it as a string's, see `reading`).
-            (None, Some(Value::Object(names)))
-                if names.get("type").is_none_or(|kind| kind == "string") =>
-            {
-                let names = &map["propertyNames"];
-                let key = self.rule_for(names, format!("{name}_name"))?;
-                let value = match map.get("additionalProperties") {
-                    None | Some(Value::Bool(false)) => Item::Ref("basic_any".into()),
-                    Some(additional) => self.rule_for(additional, format!("{name}_addl"))?,
-                };
-                entries.push(entry(key, value));
-            }
-            _ => {
-                return Err(Unsupported::Keyword(
-                    "patternProperties / propertyNames of this form".into(),
-                ));
-            }
-        }
-        let prop = format!("{name}_prop");
-        let index = self.grammar.add(prop.clone())?;
-        self.grammar.rules[index].body = Body::Choice(entries);
-        let more = vec![
-            Item::Raw(WS),
-            Item::Lit(",".into()),
-            Item::Raw(WS),
-            Item::Ref(prop.clone()),
-        ];
-        self.repeated_in(
-            ("{", "}"),
-            vec![Item::Ref(prop)],
-            more,
-            min,
-            max,
-            format!("{name}_properties"),
-        )
-    }
-
     /// An array or object as xgrammar writes it: `open`, `first`, then `more`
     /// up to `min` to `max` elements in all (a rule `rule` when repeated),
     /// `close`; or the empty one when `min` is 0.
@@ -1045,16 +972,22 @@ fn empty_in((open, close): (&str, &str)) -> Vec<Item> {
     ]
 }
 
-/// One `key: value` entry of an object, after its leading whitespace.
-fn entry(key: Item, value: Item) -> Vec<Item> {
+/// `key: value`: an object's entry, as xgrammar writes it.
+fn pair(key: Item, value: Item) -> Vec<Item> {
     vec![
-        Item::Raw(WS),
         key,
         Item::Raw(WS),
         Item::Lit(":".into()),
         Item::Raw(WS),
         value,
     ]
+}
+
+/// One `key: value` entry of an object, after its leading whitespace.
+fn entry(key: Item, value: Item) -> Vec<Item> {
+    let mut entry = vec![Item::Raw(WS)];
+    entry.extend(pair(key, value));
+    entry
 }
 
 /// An integer bound (`minimum`, …): an `i64`, or a whole double strictly

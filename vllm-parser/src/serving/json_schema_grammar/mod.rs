@@ -40,15 +40,16 @@
 //! `convert::tuple`), `minItems`, `maxItems`; objects with
 //! `properties`, `required` and any `additionalProperties` (other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
-//! bytes), and any `minProperties` / `maxProperties` (xgrammar's rules per
-//! number of entries written: module `convert::counted`), or without
-//! `properties` (a map, with any `minProperties` /
-//! `maxProperties`: the entries after the first repeated as xgrammar
-//! repeats them), or with `patternProperties` (patterns as for strings;
-//! `additionalProperties` and `propertyNames` then ignored) or
+//! bytes) or `patternProperties` / `propertyNames` (their entries are the
+//! other keys then: module `convert::keyed`), and any `minProperties` /
+//! `maxProperties` (xgrammar's rules per number of entries written: module
+//! `convert::counted`), or without `properties` (a map, with any
+//! `minProperties` / `maxProperties`: the entries after the first repeated
+//! as xgrammar repeats them), or with `patternProperties` (patterns as for
+//! strings; `additionalProperties` and `propertyNames` then ignored) or
 //! `propertyNames` (a schema for the keys, `additionalProperties` for the
-//! values), without `properties` or `required` and with any
-//! `minProperties` / `maxProperties`; `enum` / `const` of any JSON
+//! values), `required` ignored, with any `minProperties` /
+//! `maxProperties`; `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
 //! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
 //! its body; several: any value, as xgrammar does, each of them still
@@ -59,10 +60,10 @@
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
 //! refuses them), `unevaluatedItems`, `unevaluatedProperties`,
-//! `minContains`,
-//! `patternProperties` / `propertyNames` beside `properties` (xgrammar
-//! merges the keys' rules with theirs), and a schema with a part of the
-//! same key (xgrammar keeps the schema under the key, the part in place).
+//! `minContains`, `minProperties` beyond what `properties` can give when
+//! nothing else may (xgrammar writes a degenerate object), and a schema
+//! with a part of the same key (xgrammar keeps the schema under the key,
+//! the part in place).
 
 mod compiles;
 mod convert;

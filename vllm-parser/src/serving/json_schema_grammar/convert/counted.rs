@@ -9,11 +9,9 @@
 //! property are xgrammar's own (`matched_min` / `matched_max`), reproduced
 //! as it computes them, its corner cases included.
 
-use serde_json::Value;
-
 use super::super::Unsupported;
 use super::super::grammar::{Body, Item, WS};
-use super::Converter;
+use super::{Converter, OtherKeys};
 
 /// The bounds on an object's entries.
 pub(in super::super) struct Counts {
@@ -45,23 +43,25 @@ fn too_odd() -> Unsupported {
 
 impl Converter<'_> {
     /// The body of an object of `entries` (each property's `"key": value`),
-    /// named `names`, `is_required` as they are, other keys' values
-    /// `additional` if allowed, within `counts`.
+    /// named `names`, `is_required` as they are, `other` keys, within
+    /// `counts`.
     pub(in super::super) fn counted_object(
         &mut self,
         name: &str,
         entries: &[Vec<Item>],
         names: &[&str],
         is_required: &[bool],
-        additional: Option<&Value>,
+        mut other: OtherKeys<'_>,
         counts: Counts,
     ) -> Result<Body, Unsupported> {
         let n = entries.len();
+        // The other keys' entry is made when xgrammar first asks for it.
+        let allow_other = !matches!(other, OtherKeys::Forbidden);
         let to_i64 = |v: u64| i64::try_from(v).map_err(|_| too_odd());
         let (min, max) = (to_i64(counts.min)?, counts.max.map(to_i64).transpose()?);
         // xgrammar refuses these.
         if max.is_some_and(|max| (max as u128) < counts.required as u128)
-            || (additional.is_none() && counts.min > n as u64)
+            || (!allow_other && counts.min > n as u64)
         {
             return Err(Unsupported::Keyword(
                 "minProperties / maxProperties beyond the properties".into(),
@@ -71,26 +71,6 @@ impl Converter<'_> {
             return Err(too_odd());
         }
         let max = max.unwrap_or(-1);
-        // The other keys' entry, made when xgrammar first asks for it.
-        let mut other: Option<Vec<Item>> = None;
-        let mut other_entry = |this: &mut Self| -> Result<Vec<Item>, Unsupported> {
-            if let Some(other) = &other {
-                return Ok(other.clone());
-            }
-            let Some(additional) = additional else {
-                return Err(too_odd());
-            };
-            let (key, value) = this.other_property(additional, names, name)?;
-            let made = vec![
-                Item::Ref(key),
-                Item::Raw(WS),
-                Item::Lit(":".into()),
-                Item::Raw(WS),
-                value,
-            ];
-            other = Some(made.clone());
-            Ok(made)
-        };
         let last = n - 1;
         let mut matched_min = vec![1i64; n];
         let mut found_required = is_required[0];
@@ -102,7 +82,7 @@ impl Converter<'_> {
             found_required |= is_required[i];
         }
         let mut matched_max: Vec<i64> = (1..=n as i64).collect();
-        matched_min[last] = if additional.is_some() {
+        matched_min[last] = if allow_other {
             matched_min[last].max(1)
         } else {
             matched_min[last].max(min)
@@ -120,9 +100,9 @@ impl Converter<'_> {
         // tails[i][m - matched_min[i]]: the rest after property i, m written.
         let mut tails: Vec<Vec<Vec<Item>>> = vec![Vec::new(); n];
         for matched in matched_min[last]..=matched_max[last] {
-            if additional.is_some() {
+            if allow_other {
                 let mut more = separator();
-                more.extend(other_entry(self)?);
+                more.extend(self.other_entry(&mut other, names, name)?);
                 let body = self.more_entries(more, min, max, matched, name)?;
                 let rule =
                     self.fresh_rule(format!("{name}_part_{last}_{matched}"), body_of(body))?;
@@ -171,8 +151,8 @@ impl Converter<'_> {
                 break;
             }
         }
-        if additional.is_some() && counts.required == 0 {
-            let mut choice = other_entry(self)?;
+        if allow_other && counts.required == 0 {
+            let mut choice = self.other_entry(&mut other, names, name)?;
             let mut more = separator();
             more.extend(choice.clone());
             choice.extend(self.more_entries(more, min, max, 1, name)?);
