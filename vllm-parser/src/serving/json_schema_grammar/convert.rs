@@ -88,18 +88,15 @@ impl<'a> Converter<'a> {
 
     /// The grammar of the whole document, as xgrammar prints it.
     pub(super) fn convert(mut self) -> Result<String, Unsupported> {
+        // `$defs` / `definitions` at the top, where `$ref`s point, are keys
+        // like others (in the document's key, and in its copies per type).
         let whole = Value::Object(self.document.clone());
         self.reading.read(&whole, 0)?;
-        // `$defs` / `definitions` at the top are where `$ref`s point; they
-        // count in the document's key only.
-        let mut top = self.document.clone();
-        top.remove("$defs");
-        top.remove("definitions");
         let root = self.grammar.add("root".to_owned())?;
         let key = self.reading.key(&whole)?;
         let body = match self.cache.get(&key) {
             Some(rule) => Body::Choice(vec![vec![Item::Ref(rule.clone())]]),
-            None => self.body(&Value::Object(top), "root")?,
+            None => self.body(&whole, "root")?,
         };
         self.grammar.rules[root].body = body;
         self.grammar.print()
@@ -474,11 +471,6 @@ impl<'a> Converter<'a> {
         }
         if max == Some(0) {
             // xgrammar makes no rule for the properties then.
-            if !required.is_empty() {
-                return Err(Unsupported::Keyword(
-                    "maxProperties 0 beside required".into(),
-                ));
-            }
             for (_, schema) in &properties {
                 self.check(schema)?;
             }
@@ -498,6 +490,12 @@ impl<'a> Converter<'a> {
         }
         let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
         let is_required: Vec<bool> = names.iter().map(|key| required.contains(key)).collect();
+        if !keyed && matches!(other, OtherKeys::Forbidden) && min > n as u64 {
+            // xgrammar refuses it.
+            return Err(Unsupported::Keyword(
+                "minProperties beyond the properties".into(),
+            ));
+        }
         if min > 0 || max.is_some() {
             let entries: Vec<Vec<Item>> = keys
                 .into_iter()

@@ -60,10 +60,9 @@
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
 //! refuses them), `unevaluatedItems`, `unevaluatedProperties`,
-//! `minContains`, `minProperties` beyond what `properties` can give when
-//! nothing else may (xgrammar writes a degenerate object), and a schema
-//! with a part of the same key (xgrammar keeps the schema under the key,
-//! the part in place).
+//! `minContains`, empty `anyOf` / `oneOf` / `allOf` / type lists, and a
+//! schema with a part of the same key (xgrammar keeps the schema under the
+//! key, the part in place).
 
 mod compiles;
 mod convert;

@@ -138,13 +138,9 @@ impl Reading {
         if self.first.contains_key(&key) {
             return Ok(());
         }
-        let schema = match (schema, default) {
-            (Value::Object(map), Some(kind)) if !map.contains_key("type") && !dispatched(map) => {
-                let mut typed = map.clone();
-                typed.insert("type".into(), kind.into());
-                Value::Object(typed)
-            }
-            _ => schema.clone(),
+        let schema = match default {
+            Some(kind) => typed_as(schema, kind),
+            None => schema.clone(),
         };
         if let Value::Object(map) = &schema {
             if let Some(Value::Array(kinds)) = map.get("type").filter(|_| !dispatched(map)) {
@@ -170,6 +166,20 @@ impl Reading {
         }
         self.first.insert(key, Rc::new(schema));
         Ok(())
+    }
+}
+
+/// `schema` as xgrammar reads it where a type is assumed (`propertyNames`:
+/// a string's): with that `type` if it has none and no keyword decides it
+/// before `type` does.
+pub(super) fn typed_as(schema: &Value, kind: &str) -> Value {
+    match schema {
+        Value::Object(map) if !map.contains_key("type") && !dispatched(map) => {
+            let mut typed = map.clone();
+            typed.insert("type".into(), kind.into());
+            Value::Object(typed)
+        }
+        _ => schema.clone(),
     }
 }
 

@@ -59,14 +59,6 @@ impl Converter<'_> {
         let allow_other = !matches!(other, OtherKeys::Forbidden);
         let to_i64 = |v: u64| i64::try_from(v).map_err(|_| too_odd());
         let (min, max) = (to_i64(counts.min)?, counts.max.map(to_i64).transpose()?);
-        // xgrammar refuses these.
-        if max.is_some_and(|max| (max as u128) < counts.required as u128)
-            || (!allow_other && counts.min > n as u64)
-        {
-            return Err(Unsupported::Keyword(
-                "minProperties / maxProperties beyond the properties".into(),
-            ));
-        }
         if n == 0 || n > 256 || max.is_some_and(|max| max > 1 << 20) {
             return Err(too_odd());
         }
@@ -160,7 +152,8 @@ impl Converter<'_> {
         }
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         match choices.len() {
-            0 => return Err(too_odd()),
+            // No way to reach `minProperties` (xgrammar writes it so).
+            0 => {}
             1 => sequence.append(&mut choices[0]),
             _ => sequence.push(Item::Nested(choices)),
         }

@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::super::Unsupported;
 use super::super::grammar::{Body, Item, WS};
+use super::super::reading::typed_as;
 use super::{Converter, empty_in, entry, pair};
 
 impl Converter<'_> {
@@ -26,19 +27,18 @@ impl Converter<'_> {
     ) -> Result<Body, Unsupported> {
         if max == Some(0) {
             let patterns = map.get("patternProperties").and_then(Value::as_object);
-            let names = map.get("propertyNames").filter(|_| patterns.is_none());
-            let additional = map.get("additionalProperties").filter(|v| !v.is_boolean());
             for schema in patterns.into_iter().flat_map(|p| p.values()) {
                 self.check(schema)?;
             }
-            for schema in names.into_iter().chain(additional) {
-                self.check(schema)?;
-            }
+            self.check_names(map)?;
+            self.check_additional(map)?;
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let mut entries = Vec::new();
         match (map.get("patternProperties"), map.get("propertyNames")) {
             (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
+                self.check_names(map)?;
+                self.check_additional(map)?;
                 for (i, (pattern, schema)) in patterns.iter().enumerate() {
                     if matches!(schema, Value::Bool(false)) {
                         return Err(Unsupported::Keyword(format!(
@@ -96,6 +96,24 @@ impl Converter<'_> {
         )
     }
 
+    /// `propertyNames`, where xgrammar reads it (as a string's schema) but
+    /// writes no rule for it: checked ([`Converter::check`]).
+    fn check_names(&mut self, map: &Map<String, Value>) -> Result<(), Unsupported> {
+        match map.get("propertyNames") {
+            Some(names) => self.check(&typed_as(names, "string")),
+            None => Ok(()),
+        }
+    }
+
+    /// `additionalProperties`, where xgrammar reads it but writes no rule
+    /// for it: checked ([`Converter::check`]).
+    fn check_additional(&mut self, map: &Map<String, Value>) -> Result<(), Unsupported> {
+        match map.get("additionalProperties") {
+            Some(additional) if !additional.is_boolean() => self.check(additional),
+            _ => Ok(()),
+        }
+    }
+
     /// Beside `properties`, the entry of the other keys that
     /// `patternProperties` makes (each pattern's key and values, then any
     /// key with `additionalProperties`' values if allowed), or that
@@ -116,6 +134,7 @@ impl Converter<'_> {
         };
         match (map.get("patternProperties"), map.get("propertyNames")) {
             (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
+                self.check_names(map)?;
                 let mut choices = Vec::new();
                 for (i, (pattern, schema)) in patterns.iter().enumerate() {
                     if *schema == false {
@@ -145,6 +164,7 @@ impl Converter<'_> {
                 if names.get("type").is_none_or(|kind| kind == "string") =>
             {
                 let Some(additional) = additional else {
+                    self.check_names(map)?;
                     return Ok(None);
                 };
                 let key = self.rule_for(&map["propertyNames"], format!("{name}_name"))?;
