@@ -11,28 +11,30 @@
 //! rules of its own parts. A bounded integer or number is a rule holding the
 //! rules of its range regex, renamed to fresh names (`root_1`, `root_1_1`, …)
 //! as xgrammar adds a grammar of their own.
+//!
+//! Which schema a rule is made for is xgrammar's reading's
+//! ([`super::reading`]: the first schema read under a key stands for every
+//! later one); how a schema is read is [`Converter::body`]'s dispatch. The
+//! types' rules are in the submodules: `numbers`, `strings`, `tuple`
+//! (`prefixItems`), `counted` (`minProperties` / `maxProperties` beside
+//! `properties`), `keyed` (`patternProperties` / `propertyNames`).
 
 use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 mod counted;
 mod keyed;
+mod numbers;
+mod strings;
 mod tuple;
 
 use serde_json::{Map, Value};
 
 use super::escape::{ebnf_literal, json_value};
-use super::formats;
-use super::grammar::{Body, Grammar, Item, Rule, WS};
-use super::pattern;
-use super::range::{self, End};
+use super::grammar::{Body, Grammar, Item, WS};
 use super::reading::{Reading, untyped_kind};
-use super::regex::regex_rules;
 use super::{MAX_DEPTH, Unsupported};
 use counted::Counts;
-
-/// The bounds of an integer or number schema.
-const BOUNDS: [&str; 4] = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"];
 
 /// The JSON types.
 const TYPES: &[&str] = &[
@@ -203,23 +205,9 @@ impl<'a> Converter<'a> {
             return Err(Unsupported::Keyword(format!("{keyword} with type {kind}")));
         }
         match kind {
-            // A format xgrammar knows wins over a pattern.
-            "string" if map.contains_key("format") && !unknown_format(map) => {
-                self.formatted_string(map, name)
-            }
-            "string" if map.contains_key("pattern") => self.patterned_string(map),
-            "string" if map.contains_key("format") => self.formatted_string(map, name),
-            "string" => self.string(map, name),
+            "string" => self.string_schema(map, name),
             "integer" => self.bounded_integer(map, name),
-            "number" => {
-                // xgrammar ignores `multipleOf` for numbers (once checked).
-                multiple_of(map)?;
-                if BOUNDS.iter().any(|k| map.contains_key(*k)) {
-                    self.bounded_number(map)
-                } else {
-                    self.number(name)
-                }
-            }
+            "number" => self.number_schema(map, name),
             "boolean" => Ok(Body::Choice(vec![
                 vec![Item::Lit("true".into())],
                 vec![Item::Lit("false".into())],
@@ -228,35 +216,6 @@ impl<'a> Converter<'a> {
             "array" => self.array(map, name),
             "object" => self.object(map, name),
             other => Err(Unsupported::Keyword(format!("type {other:?}"))),
-        }
-    }
-
-    /// A string with a `pattern`: the pattern's rule (xgrammar ignores the
-    /// lengths).
-    fn patterned_string(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
-        let min = count(map, "minLength")?.unwrap_or(0);
-        if count(map, "maxLength")?.is_some_and(|max| max < min) {
-            return Err(Unsupported::Keyword("minLength above maxLength".into()));
-        }
-        let pattern = map["pattern"]
-            .as_str()
-            .ok_or_else(|| Unsupported::Keyword(format!("pattern {}", map["pattern"])))?;
-        Ok(Body::Choice(vec![vec![
-            Item::Lit("\"".into()),
-            self.pattern(pattern)?,
-            Item::Lit("\"".into()),
-        ]]))
-    }
-
-    /// The rule of a `pattern` (a string's, a `patternProperties` key's):
-    /// a regex xgrammar keeps as it is, or one it turns into rules.
-    fn pattern(&mut self, pattern: &str) -> Result<Item, Unsupported> {
-        if pattern::kept_as_regex(pattern) {
-            return Ok(Item::Regex(pattern.to_owned()));
-        }
-        match pattern::literal_rules(pattern) {
-            Some(rules) => Ok(Item::Ref(self.grammar.graft(rules)?)),
-            None => Err(Unsupported::Keyword(format!("pattern {pattern:?}"))),
         }
     }
 
@@ -324,61 +283,6 @@ impl<'a> Converter<'a> {
         self.grammar.rules[index].body = body;
         self.cache.insert(key, rule.clone());
         Ok(Body::Choice(vec![vec![Item::Ref(rule)]]))
-    }
-
-    fn string(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
-        let min = count(map, "minLength")?.unwrap_or(0);
-        let max = count(map, "maxLength")?;
-        if min == 0 && max.is_none() {
-            return Ok(Body::Choice(vec![vec![
-                Item::Lit("\"".into()),
-                Item::Ref("basic_string_sub".into()),
-            ]]));
-        }
-        if max.is_some_and(|max| max < min) {
-            return Err(Unsupported::Keyword("minLength above maxLength".into()));
-        }
-        const CHARACTER: &str = "[^\\\"\\\\\\r\\n]";
-        let quote = || Item::Lit("\"".into());
-        // xgrammar writes `{0, 0}`, `{0, 1}` and `{1, 1}` out.
-        let middle = match (min, max) {
-            (_, Some(0)) => vec![],
-            (0, Some(1)) => vec![Item::Nested(vec![vec![], vec![Item::Raw(CHARACTER)]])],
-            (1, Some(1)) => vec![Item::Raw(CHARACTER)],
-            _ => {
-                let characters = format!("{name}_characters");
-                let index = self.grammar.add(characters.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![vec![Item::Raw(CHARACTER)]]);
-                vec![Item::Repeat(characters, min, max.map_or(-1, |m| m as i64))]
-            }
-        };
-        let mut sequence = vec![quote()];
-        sequence.extend(middle);
-        sequence.push(quote());
-        Ok(Body::Choice(vec![sequence]))
-    }
-
-    fn number(&mut self, name: &str) -> Result<Body, Unsupported> {
-        let digits = format!("{name}_digits");
-        let index = self.grammar.add(digits.clone())?;
-        self.grammar.rules[index].body = Body::Choice(vec![vec![Item::Raw("[0-9]")]]);
-        let optional = |sequence: Vec<Item>| Item::Nested(vec![vec![], sequence]);
-        Ok(Body::Choice(vec![vec![
-            optional(vec![Item::Lit("-".into())]),
-            Item::Nested(vec![
-                vec![Item::Lit("0".into())],
-                vec![Item::Raw("[1-9]"), Item::Raw("[0-9]*")],
-            ]),
-            optional(vec![
-                Item::Lit(".".into()),
-                Item::Repeat(digits.clone(), 1, -1),
-            ]),
-            optional(vec![
-                Item::Raw("[eE]"),
-                optional(vec![Item::Raw("[+\\-]")]),
-                Item::Repeat(digits, 1, -1),
-            ]),
-        ]]))
     }
 
     fn array(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
@@ -687,41 +591,6 @@ fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
 }
 
 impl Converter<'_> {
-    /// A string with a `format`: a known one is its regex's rules (the
-    /// lengths ignored, as xgrammar does), another one no constraint.
-    fn formatted_string(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &str,
-    ) -> Result<Body, Unsupported> {
-        let format = map["format"]
-            .as_str()
-            .ok_or_else(|| Unsupported::Keyword(format!("format {}", map["format"])))?;
-        let Some((_, rules)) = formats::FORMATS.iter().find(|(known, _)| *known == format) else {
-            return self.string(map, name);
-        };
-        let min = count(map, "minLength")?.unwrap_or(0);
-        if count(map, "maxLength")?.is_some_and(|max| max < min) {
-            return Err(Unsupported::Keyword("minLength above maxLength".into()));
-        }
-        let rules = rules
-            .lines()
-            .map(|line| {
-                let (name, body) = line.split_once(" ::= ").unwrap_or((line, ""));
-                Rule {
-                    name: name.to_owned(),
-                    body: Body::Text(body.to_owned()),
-                }
-            })
-            .collect();
-        let root = self.grammar.graft(rules)?;
-        Ok(Body::Choice(vec![vec![
-            Item::Lit("\"".into()),
-            Item::Ref(root),
-            Item::Lit("\"".into()),
-        ]]))
-    }
-
     /// `allOf`: one schema is that schema's body in this rule (its own rules
     /// named as a first case's, `…_case_0_…`); several are
     /// any value (xgrammar 0.2.8 does not merge them, it warns).
@@ -752,131 +621,6 @@ impl Converter<'_> {
         check.body(schema, "root")?;
         self.reading.spend(check.reading.spent());
         Ok(())
-    }
-
-    /// An integer, within its bounds if it has any: the bounds' regex
-    /// ([`range::integer_range_regex`]) made rules ([`regex_rules`]).
-    fn bounded_integer(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &str,
-    ) -> Result<Body, Unsupported> {
-        let multiple = multiple_of(map)?;
-        let inclusive =
-            |bound: Option<i64>, exclusive: Option<i64>, step: i64, pick: fn(i64, i64) -> i64| {
-                let exclusive = exclusive
-                    .map(|e| {
-                        e.checked_add(step).ok_or_else(|| {
-                            Unsupported::Keyword("an integer bound at the limit".into())
-                        })
-                    })
-                    .transpose()?;
-                Ok::<_, Unsupported>(match (bound, exclusive) {
-                    (Some(a), Some(b)) => Some(pick(a, b)),
-                    (a, b) => a.or(b),
-                })
-            };
-        let start = inclusive(
-            integer_bound(map, "minimum")?,
-            integer_bound(map, "exclusiveMinimum")?,
-            1,
-            i64::max,
-        )?;
-        let end = inclusive(
-            integer_bound(map, "maximum")?,
-            integer_bound(map, "exclusiveMaximum")?,
-            -1,
-            i64::min,
-        )?;
-        // xgrammar keeps a whole `multipleOf` up to 1024, ignoring others.
-        let multiple = multiple
-            .filter(|m| m.fract() == 0.0 && *m <= MAX_MULTIPLE_OF as f64)
-            .map(|m| m as i64);
-        let (start, end) = match (start, end, multiple) {
-            (None, None, Some(m)) => return self.multiple_of_integer(m, name),
-            (None, None, None) => return Ok(integer()),
-            (Some(start), Some(end), _) if start > end => {
-                return Err(Unsupported::Keyword("an empty integer range".into()));
-            }
-            // Between two bounds at most `MAX_LISTED` apart, xgrammar lists
-            // the multiples; otherwise (or beside one bound) it ignores
-            // `multipleOf`.
-            (Some(start), Some(end), Some(m))
-                if i128::from(end) - i128::from(start) < MAX_LISTED as i128 =>
-            {
-                let listed: Vec<Vec<Item>> = (start..=end)
-                    .filter(|v| v % m == 0)
-                    .map(|v| vec![Item::Lit(v.to_string())])
-                    .collect();
-                if listed.is_empty() {
-                    return Err(Unsupported::Keyword(
-                        "an integer range without a multiple".into(),
-                    ));
-                }
-                return Ok(Body::Choice(listed));
-            }
-            (start, end, _) => (start, end),
-        };
-        let rules = regex_rules(&range::integer_range_regex(start, end))?;
-        let root = self.grammar.graft(rules)?;
-        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
-    }
-
-    /// The integers that are multiples of `m` (a whole number): the states
-    /// of the remainder of the digits read so far, as xgrammar writes them.
-    fn multiple_of_integer(&mut self, m: i64, name: &str) -> Result<Body, Unsupported> {
-        let m = m.unsigned_abs();
-        let state = |k: u64| format!("{name}_multiple_of_{m}_mod_{k}");
-        let digit = |d: u64| Item::Lit(d.to_string());
-        for k in 0..m {
-            let index = self.grammar.add(state(k))?;
-            let mut alternatives = if k == 0 { vec![vec![]] } else { vec![] };
-            alternatives
-                .extend((0..10).map(|d| vec![digit(d), Item::Ref(state((10 * k + d) % m))]));
-            self.grammar.rules[index].body = Body::Choice(alternatives);
-        }
-        Ok(Body::Choice(vec![
-            vec![Item::Lit("0".into())],
-            vec![
-                Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
-                Item::Nested(
-                    (1..10)
-                        .map(|d| vec![digit(d), Item::Ref(state(d % m))])
-                        .collect(),
-                ),
-            ],
-        ]))
-    }
-
-    /// A number within bounds: the bounds' regex
-    /// ([`range::number_range_regex`]) made rules ([`regex_rules`]).
-    fn bounded_number(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
-        // The stricter bound wins; at a tie, the exclusive one.
-        let end = |inclusive: &str, exclusive: &str, stricter: fn(f64, f64) -> bool| {
-            let bound = |key: &str, exclusive: bool| {
-                map.get(key)
-                    .map(|v| match v.as_f64() {
-                        Some(value) if value.is_finite() => Ok(End { value, exclusive }),
-                        _ => Err(Unsupported::Keyword(format!("{key} {v}"))),
-                    })
-                    .transpose()
-            };
-            Ok::<_, Unsupported>(match (bound(inclusive, false)?, bound(exclusive, true)?) {
-                (Some(i), Some(e)) if stricter(i.value, e.value) => Some(i),
-                (Some(_), Some(e)) => Some(e),
-                (i, e) => i.or(e),
-            })
-        };
-        let start = end("minimum", "exclusiveMinimum", |i, e| i > e)?;
-        let end = end("maximum", "exclusiveMaximum", |i, e| i < e)?;
-        if start.is_none() && end.is_none() {
-            return Err(Unsupported::Keyword("number bounds".into()));
-        }
-        let regex = range::number_range_regex(start, end)
-            .ok_or_else(|| Unsupported::Keyword("an empty number range".into()))?;
-        let rules = regex_rules(&regex)?;
-        let root = self.grammar.graft(rules)?;
-        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
     }
 
     /// An object of any keys whose values are `additional` (no
@@ -988,41 +732,6 @@ fn entry(key: Item, value: Item) -> Vec<Item> {
     entry
 }
 
-/// An integer bound (`minimum`, …): an `i64`, or a whole double strictly
-/// within ±2^63 (xgrammar casts it; at ±2^63 and beyond it refuses).
-fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Unsupported> {
-    let Some(value) = map.get(key) else {
-        return Ok(None);
-    };
-    if let Some(v) = value.as_i64() {
-        return Ok(Some(v));
-    }
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
-    match value.as_f64() {
-        Some(v) if value.is_f64() && v.fract() == 0.0 && v.abs() < LIMIT => Ok(Some(v as i64)),
-        _ => Err(Unsupported::Keyword(format!("{key} {value}"))),
-    }
-}
-
-/// The largest whole `multipleOf` xgrammar keeps for an integer (one rule
-/// per remainder without bounds); it ignores larger ones.
-const MAX_MULTIPLE_OF: u64 = 1024;
-
-/// The most integers between two bounds among which xgrammar lists the
-/// multiples of a `multipleOf`.
-const MAX_LISTED: u64 = 10_000;
-
-/// `multipleOf`, if any: a number above zero (xgrammar refuses others).
-fn multiple_of(map: &Map<String, Value>) -> Result<Option<f64>, Unsupported> {
-    match map.get("multipleOf") {
-        None => Ok(None),
-        Some(value) => match value.as_f64() {
-            Some(m) if m > 0.0 && m.is_finite() => Ok(Some(m)),
-            _ => Err(Unsupported::Keyword(format!("multipleOf {value}"))),
-        },
-    }
-}
-
 /// A non-negative integer keyword (`minLength`, `maxItems`, …).
 fn count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, Unsupported> {
     match map.get(key) {
@@ -1033,13 +742,6 @@ fn count(map: &Map<String, Value>, key: &str) -> Result<Option<u64>, Unsupported
             .map(Some)
             .ok_or_else(|| Unsupported::Keyword(format!("{key} {value}"))),
     }
-}
-
-/// Whether the schema's `format` is a string xgrammar has no regex for.
-fn unknown_format(map: &Map<String, Value>) -> bool {
-    map.get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|format| formats::FORMATS.iter().all(|(known, _)| *known != format))
 }
 
 /// Any JSON value, as a rule of its own.
@@ -1057,16 +759,4 @@ fn any() -> Body {
         .map(|rule| vec![Item::Ref((*rule).to_owned())])
         .collect(),
     )
-}
-
-/// An integer, as a rule of its own.
-fn integer() -> Body {
-    Body::Choice(vec![
-        vec![Item::Lit("0".into())],
-        vec![
-            Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
-            Item::Raw("[1-9]"),
-            Item::Raw("[0-9]*"),
-        ],
-    ])
 }
