@@ -36,8 +36,8 @@ Cases:
   order, in the tool and in ``$defs``), non-ASCII patterns,
   ``propertyNames`` without ``type``, integer bounds past 2^53,
   ``allOf`` of several schemas with a ``$ref``, ``prefixItems``,
-  ``format`` beside ``pattern``, and ``patternProperties`` /
-  ``propertyNames`` beside ``properties``.
+  ``format`` beside ``pattern``, ``patternProperties`` /
+  ``propertyNames`` beside ``properties``, and ``unevaluatedProperties``.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -576,7 +576,8 @@ def counted_properties(rng):
     if rng.random() < 0.6:
         out["required"] = [n for n in names if rng.random() < 0.5]
     if rng.random() < 0.5:
-        out["additionalProperties"] = rng.choice([True, {"type": "integer"}, False])
+        other = rng.choice(["additionalProperties", "additionalProperties", "unevaluatedProperties"])
+        out[other] = rng.choice([True, {"type": "integer"}, False])
     low = rng.choice([None, 0, 1, 2, 3])
     high = rng.choice([None, 0, 1, 2, 3, 5])
     if low is not None:

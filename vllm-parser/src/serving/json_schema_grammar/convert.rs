@@ -198,7 +198,6 @@ impl<'a> Converter<'a> {
         // Keywords xgrammar reads for the type that this converter does not.
         let unread: &[&str] = match kind {
             "array" => &["unevaluatedItems", "minContains"],
-            "object" => &["unevaluatedProperties"],
             _ => &[],
         };
         if let Some(keyword) = unread.iter().find(|k| map.contains_key(**k)) {
@@ -352,17 +351,15 @@ impl<'a> Converter<'a> {
             // xgrammar ignores `required` then.
             return self.keyed_object(map, name, min, max);
         }
-        let additional = match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => None,
-            Some(additional) if properties.is_empty() => {
-                return self.map_object(additional, name, min, max);
-            }
-            Some(additional) => Some(additional),
-        };
+        let additional = other_values(map);
+        if let (Some((values, suffix)), true) = (additional, properties.is_empty()) {
+            return self.map_object(values, suffix, name, min, max);
+        }
         // Beside properties, patterns' and names' entries are the other keys.
-        let mut other = match self.keyed_entry(map, name)? {
-            Some(entry) => OtherKeys::Entry(entry),
-            None => additional.map_or(OtherKeys::Forbidden, OtherKeys::Schema),
+        let mut other = match (self.keyed_entry(map, name)?, additional) {
+            (Some(entry), _) => OtherKeys::Entry(entry),
+            (None, Some((values, suffix))) => OtherKeys::Schema(values, suffix),
+            (None, None) => OtherKeys::Forbidden,
         };
         if properties.is_empty() && min > 0 {
             return Err(Unsupported::Keyword(
@@ -378,7 +375,7 @@ impl<'a> Converter<'a> {
             for (_, schema) in &properties {
                 self.check(schema)?;
             }
-            if let OtherKeys::Schema(additional) = other {
+            if let OtherKeys::Schema(additional, _) = other {
                 self.check(additional)?;
             }
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
@@ -491,17 +488,17 @@ impl<'a> Converter<'a> {
 pub(super) enum OtherKeys<'v> {
     /// None allowed.
     Forbidden,
-    /// Any other key, values of this schema (`additionalProperties`); the
-    /// rules made when first needed.
-    Schema(&'v Value),
+    /// Any other key, values of this schema (see [`other_values`]), its
+    /// rule's name ending in this suffix; the rules made when first needed.
+    Schema(&'v Value, &'static str),
     /// This entry (made, or from `patternProperties` / `propertyNames`).
     Entry(Vec<Item>),
 }
 
 impl Converter<'_> {
     /// The entry of other keys (`key: value`), making its rules if they are
-    /// not yet: their values' (`…_addl`) and their keys' (`…_addl_key`: a
-    /// string that is none of `names`).
+    /// not yet: their values' (`…_addl` / `…_uneval`) and their keys'
+    /// (`…_addl_key`: a string that is none of `names`).
     fn other_entry(
         &mut self,
         other: &mut OtherKeys<'_>,
@@ -513,9 +510,9 @@ impl Converter<'_> {
                 return Err(Unsupported::Keyword("no other keys allowed".into()));
             }
             OtherKeys::Entry(entry) => return Ok(entry.clone()),
-            OtherKeys::Schema(additional) => *additional,
+            OtherKeys::Schema(additional, suffix) => (*additional, *suffix),
         };
-        let value = self.rule_for(additional, format!("{name}_addl"))?;
+        let value = self.rule_for(additional.0, format!("{name}_{}", additional.1))?;
         let key = format!("{name}_addl_key");
         let index = self.grammar.add(key.clone())?;
         self.grammar.rules[index].body = Body::Choice(vec![vec![
@@ -624,10 +621,12 @@ impl Converter<'_> {
     }
 
     /// An object of any keys whose values are `additional` (no
-    /// `properties`), `min` to `max` of them.
+    /// `properties`; its rule's name ending in `suffix`), `min` to `max` of
+    /// them.
     fn map_object(
         &mut self,
         additional: &Value,
+        suffix: &str,
         name: &str,
         min: u64,
         max: Option<u64>,
@@ -636,7 +635,7 @@ impl Converter<'_> {
             self.check(additional)?;
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
-        let value = self.rule_for(additional, format!("{name}_addl"))?;
+        let value = self.rule_for(additional, format!("{name}_{suffix}"))?;
         let first = entry(Item::Ref("basic_string".into()), value.clone());
         let mut more = vec![Item::Raw(WS), Item::Lit(",".into())];
         more.extend(entry(Item::Ref("basic_string".into()), value));
@@ -702,6 +701,23 @@ impl Converter<'_> {
                 vec![Item::Repeat(rule, min.max(0) as u64, max)]
             }
         })
+    }
+}
+
+/// The values of keys other than an object's properties (patterns and
+/// names aside), and the suffix of their rule's name, as xgrammar reads
+/// them in strict mode: `additionalProperties` (`true`: any value), else
+/// `unevaluatedProperties` (a schema's rule is `…_uneval`), else none.
+fn other_values(map: &Map<String, Value>) -> Option<(&Value, &'static str)> {
+    static ANY: Value = Value::Bool(true);
+    match (
+        map.get("additionalProperties"),
+        map.get("unevaluatedProperties"),
+    ) {
+        (Some(Value::Bool(false)), _) | (None, None | Some(Value::Bool(false))) => None,
+        (Some(Value::Bool(true)), _) | (None, Some(Value::Bool(true))) => Some((&ANY, "addl")),
+        (Some(values), _) => Some((values, "addl")),
+        (None, Some(values)) => Some((values, "uneval")),
     }
 }
 

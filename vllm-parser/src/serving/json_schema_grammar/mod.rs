@@ -38,7 +38,8 @@
 //! rounded inwards, magnitudes past `i64` written out in full);
 //! booleans; `null`; arrays with `items`, `prefixItems` (module
 //! `convert::tuple`), `minItems`, `maxItems`; objects with
-//! `properties`, `required` and any `additionalProperties` (other keys: a
+//! `properties`, `required` and any `additionalProperties` (else
+//! `unevaluatedProperties`: the values of other keys; other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
 //! bytes) or `patternProperties` / `propertyNames` (their entries are the
 //! other keys then: module `convert::keyed`), and any `minProperties` /
@@ -59,8 +60,7 @@
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
-//! refuses them), `unevaluatedItems`, `unevaluatedProperties`,
-//! `minContains`, empty `anyOf` / `oneOf` / `allOf` / type lists, and a
+//! refuses them), `unevaluatedItems`, `minContains`, empty `anyOf` / `oneOf` / `allOf` / type lists, and a
 //! schema with a part of the same key (xgrammar keeps the schema under the
 //! key, the part in place).
 

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::super::Unsupported;
 use super::super::grammar::{Body, Item, WS};
 use super::super::reading::typed_as;
-use super::{Converter, empty_in, entry, pair};
+use super::{Converter, empty_in, entry, other_values, pair};
 
 impl Converter<'_> {
     /// An object whose keys match `patternProperties` (each pattern with its
@@ -65,9 +65,9 @@ impl Converter<'_> {
             {
                 let names = &map["propertyNames"];
                 let key = self.rule_for(names, format!("{name}_name"))?;
-                let value = match map.get("additionalProperties") {
-                    None | Some(Value::Bool(false)) => Item::Ref("basic_any".into()),
-                    Some(additional) => self.rule_for(additional, format!("{name}_addl"))?,
+                let value = match other_values(map) {
+                    None => Item::Ref("basic_any".into()),
+                    Some((values, suffix)) => self.rule_for(values, format!("{name}_{suffix}"))?,
                 };
                 entries.push(entry(key, value));
             }
@@ -105,11 +105,12 @@ impl Converter<'_> {
         }
     }
 
-    /// `additionalProperties`, where xgrammar reads it but writes no rule
-    /// for it: checked ([`Converter::check`]).
+    /// `additionalProperties` (else `unevaluatedProperties`), where
+    /// xgrammar reads it but writes no rule for it: checked
+    /// ([`Converter::check`]).
     fn check_additional(&mut self, map: &Map<String, Value>) -> Result<(), Unsupported> {
-        match map.get("additionalProperties") {
-            Some(additional) if !additional.is_boolean() => self.check(additional),
+        match other_values(map) {
+            Some((values, _)) if !values.is_boolean() => self.check(values),
             _ => Ok(()),
         }
     }
@@ -124,9 +125,7 @@ impl Converter<'_> {
         map: &Map<String, Value>,
         name: &str,
     ) -> Result<Option<Vec<Item>>, Unsupported> {
-        let additional = map
-            .get("additionalProperties")
-            .filter(|additional| **additional != false);
+        let additional = other_values(map);
         let unsupported = || {
             Err(Unsupported::Keyword(
                 "patternProperties / propertyNames of this form beside properties".into(),
@@ -150,8 +149,8 @@ impl Converter<'_> {
                     let value = self.rule_for(schema, format!("{name}_pp_{i}"))?;
                     choices.push(pair(Item::Ref(key), value));
                 }
-                if let Some(additional) = additional {
-                    let value = self.rule_for(additional, format!("{name}_addl"))?;
+                if let Some((values, suffix)) = additional {
+                    let value = self.rule_for(values, format!("{name}_{suffix}"))?;
                     choices.push(pair(Item::Ref("basic_string".into()), value));
                 }
                 Ok(Some(match <[Vec<Item>; 1]>::try_from(choices) {
@@ -163,12 +162,12 @@ impl Converter<'_> {
             (None | Some(Value::Object(_)), Some(Value::Object(names)))
                 if names.get("type").is_none_or(|kind| kind == "string") =>
             {
-                let Some(additional) = additional else {
+                let Some((values, suffix)) = additional else {
                     self.check_names(map)?;
                     return Ok(None);
                 };
                 let key = self.rule_for(&map["propertyNames"], format!("{name}_name"))?;
-                let value = self.rule_for(additional, format!("{name}_addl"))?;
+                let value = self.rule_for(values, format!("{name}_{suffix}"))?;
                 Ok(Some(pair(key, value)))
             }
             _ => unsupported(),
