@@ -37,7 +37,8 @@ Cases:
   ``propertyNames`` without ``type``, integer bounds past 2^53,
   ``allOf`` of several schemas with a ``$ref``, ``prefixItems``,
   ``format`` beside ``pattern``, ``patternProperties`` /
-  ``propertyNames`` beside ``properties``, and ``unevaluatedProperties``.
+  ``propertyNames`` beside ``properties``, ``unevaluatedProperties``, and
+  references to definitions named with digits, to ``#``, and elsewhere.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -596,7 +597,10 @@ def reading_value(rng):
     if roll < 0.5:
         return small_object(rng)
     if roll < 0.6:
-        return {"$ref": "#/$defs/" + rng.choice(["S", "T"])}
+        # Digits drop out of xgrammar's rule names; `#` is the root; other
+        # references are any value.
+        return {"$ref": rng.choice(["#/$defs/S", "#/$defs/T", "#/$defs/S1", "#/$defs/S1",
+                                    "#", "other.json"])}
     if roll < 0.7:
         return copy.deepcopy(rng.choice(UNTYPED))
     if roll < 0.8:
@@ -672,7 +676,7 @@ def reading_tools(rng):
         if rng.random() < 0.3:
             props["k"] = keyed_beside_properties(rng)
         params = {"type": "object", "properties": props, "$defs": {
-            "S": small_object(rng),
+            "S": small_object(rng), "S1": small_object(rng),
             "T": {"type": "object", "properties": {"z": {"$ref": "#/$defs/S"},
                                                    "w": small_object(rng)}}}}
         tools.append(fn("tool", params))

@@ -174,11 +174,14 @@ impl<'a> Converter<'a> {
             if let Some(options) = map.get(keyword) {
                 let options = options
                     .as_array()
-                    .filter(|v| !v.is_empty())
-                    .ok_or_else(|| Unsupported::Keyword(format!("an empty {keyword}")))?;
+                    .ok_or_else(|| Unsupported::Keyword(format!("a non-array {keyword}")))?;
                 let mut alternatives = Vec::new();
                 for (i, option) in options.iter().enumerate() {
                     alternatives.push(vec![self.rule_for(option, format!("{name}_case_{i}"))?]);
+                }
+                // None: the empty string, as xgrammar writes an empty choice.
+                if alternatives.is_empty() {
+                    alternatives.push(Vec::new());
                 }
                 return Ok(Body::Choice(alternatives));
             }
@@ -195,14 +198,6 @@ impl<'a> Converter<'a> {
                 None => return Ok(any()),
             },
         };
-        // Keywords xgrammar reads for the type that this converter does not.
-        let unread: &[&str] = match kind {
-            "array" => &["unevaluatedItems", "minContains"],
-            _ => &[],
-        };
-        if let Some(keyword) = unread.iter().find(|k| map.contains_key(**k)) {
-            return Err(Unsupported::Keyword(format!("{keyword} with type {kind}")));
-        }
         match kind {
             "string" => self.string_schema(map, name),
             "integer" => self.bounded_integer(map, name),
@@ -218,7 +213,8 @@ impl<'a> Converter<'a> {
         }
     }
 
-    /// `"type": [...]`: one alternative per type, the schema with that type.
+    /// `"type": [...]`: one alternative per type, the schema with that type
+    /// (none: the schema without `type`, one alternative).
     fn type_list(
         &mut self,
         map: &Map<String, Value>,
@@ -226,7 +222,10 @@ impl<'a> Converter<'a> {
         name: &str,
     ) -> Result<Body, Unsupported> {
         if kinds.is_empty() {
-            return Err(Unsupported::Keyword("an empty type list".into()));
+            let mut untyped = map.clone();
+            untyped.remove("type");
+            let rule = self.rule_for(&Value::Object(untyped), format!("{name}_type_0"))?;
+            return Ok(Body::Choice(vec![vec![rule]]));
         }
         let mut alternatives = Vec::new();
         for (i, kind) in kinds.iter().enumerate() {
@@ -242,7 +241,8 @@ impl<'a> Converter<'a> {
         Ok(Body::Choice(alternatives))
     }
 
-    /// A `$ref` to `#/$defs/NAME` or `#/definitions/NAME` of the document.
+    /// A `$ref`: `#` (the root), `#/$defs/NAME` or `#/definitions/NAME` of
+    /// the document, or (xgrammar warns) any other text but `#/…`: any value.
     fn reference(&mut self, target: &Value) -> Result<Body, Unsupported> {
         let target = target
             .as_str()
@@ -250,31 +250,47 @@ impl<'a> Converter<'a> {
         if self.checking {
             return Ok(any());
         }
+        // The document itself is the root rule.
+        if target == "#" {
+            return Ok(Body::Choice(vec![vec![Item::Ref("root".into())]]));
+        }
         if let Some(rule) = self.refs.get(target) {
             return Ok(Body::Choice(vec![vec![Item::Ref(rule.clone())]]));
         }
-        let (section, prefix, def) = if let Some(def) = target.strip_prefix("#/$defs/") {
-            ("$defs", "defs", def)
-        } else if let Some(def) = target.strip_prefix("#/definitions/") {
-            ("definitions", "definitions", def)
-        } else {
-            return Err(Unsupported::Keyword(format!("$ref {target:?}")));
+        let Some(path) = target.strip_prefix("#/") else {
+            // xgrammar warns and takes any value, in a rule `ref`.
+            let rule = self.fresh_rule("ref".into(), any())?;
+            self.refs.insert(target.to_owned(), rule.clone());
+            return Ok(Body::Choice(vec![vec![Item::Ref(rule)]]));
         };
-        if def.is_empty()
-            || !def
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        {
-            return Err(Unsupported::Keyword(format!("$ref {target:?}")));
-        }
+        let (section, def) = match path.split_once('/') {
+            Some((section @ ("$defs" | "definitions"), def))
+                if !def.is_empty()
+                    && def
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) =>
+            {
+                (section, def)
+            }
+            _ => return Err(Unsupported::Keyword(format!("$ref {target:?}"))),
+        };
         let schema = self
             .document
             .get(section)
             .and_then(|defs| defs.get(def))
             .ok_or_else(|| Unsupported::Keyword(format!("unresolved $ref {target:?}")))?;
-        let rule = format!("{prefix}_{def}");
+        // xgrammar's name: the path's letters, `_`, `-` and `.` (no digits).
+        let hint: String = [section, def]
+            .iter()
+            .map(|part| {
+                part.chars()
+                    .filter(|c| c.is_ascii_alphabetic() || "_-.".contains(*c))
+            })
+            .map(String::from_iter)
+            .collect::<Vec<_>>()
+            .join("_");
+        let (index, rule) = self.grammar.add_fresh(&hint)?;
         self.refs.insert(target.to_owned(), rule.clone());
-        let index = self.grammar.add(rule.clone())?;
         // xgrammar reads the target when it first converts the reference.
         self.reading.read(schema, self.depth)?;
         let (key, schema) = self.stand_in(schema)?;
@@ -285,14 +301,19 @@ impl<'a> Converter<'a> {
     }
 
     fn array(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
-        let min = count(map, "minItems")?.unwrap_or(0);
+        // `minContains` raises the count (`contains` itself is ignored).
+        let min = count(map, "minItems")?.max(count(map, "minContains")?);
+        let min = min.unwrap_or(0);
         let max = count(map, "maxItems")?;
         if max.is_some_and(|max| max < min) {
             return Err(Unsupported::Keyword("minItems above maxItems".into()));
         }
         // Without `items` (strict mode) or with `items: false`, no more items
         // than the prefix.
-        let items = map.get("items").filter(|items| **items != false);
+        let items = map
+            .get("items")
+            .or_else(|| map.get("unevaluatedItems"))
+            .filter(|items| **items != false);
         // An empty prefix is none.
         let empty = |prefix: &&Value| prefix.as_array().is_some_and(Vec::is_empty);
         if let Some(prefix) = map.get("prefixItems").filter(|p| !empty(p)) {
@@ -589,13 +610,12 @@ fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
 
 impl Converter<'_> {
     /// `allOf`: one schema is that schema's body in this rule (its own rules
-    /// named as a first case's, `…_case_0_…`); several are
+    /// named as a first case's, `…_case_0_…`); several (or none) are
     /// any value (xgrammar 0.2.8 does not merge them, it warns).
     fn all_of(&mut self, options: &Value, name: &str) -> Result<Body, Unsupported> {
         let options = options
             .as_array()
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| Unsupported::Keyword("an empty allOf".into()))?;
+            .ok_or_else(|| Unsupported::Keyword("a non-array allOf".into()))?;
         if let [option] = options.as_slice() {
             // In this rule, its own rules named as the first case's.
             let (_, option) = self.stand_in(option)?;

@@ -36,8 +36,9 @@
 //! `multipleOf`); numbers without bounds or with any finite bounds
 //! (xgrammar's float range regex on its grid of six decimals: bounds
 //! rounded inwards, magnitudes past `i64` written out in full);
-//! booleans; `null`; arrays with `items`, `prefixItems` (module
-//! `convert::tuple`), `minItems`, `maxItems`; objects with
+//! booleans; `null`; arrays with `items` (else `unevaluatedItems`),
+//! `prefixItems` (module `convert::tuple`), `minItems` (raised by
+//! `minContains`), `maxItems`; objects with
 //! `properties`, `required` and any `additionalProperties` (else
 //! `unevaluatedProperties`: the values of other keys; other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
@@ -52,17 +53,20 @@
 //! values), `required` ignored, with any `minProperties` /
 //! `maxProperties`; `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
-//! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
-//! its body; several: any value, as xgrammar does, each of them still
-//! converted to check it); `$ref` to
+//! `anyOf` / `oneOf` (xgrammar writes both as a choice, an empty one as
+//! `""`); `allOf` (one schema: its body; several or none: any value, as
+//! xgrammar does, each of them still converted to check it); `$ref` to
 //! `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of ASCII
-//! letters, digits, `_`, `-`, `.`), recursion included.
+//! letters, digits, `_`, `-`, `.`; the rule named without the digits, as
+//! xgrammar names it), recursion included, to `#` (the root rule), or to
+//! anything not `#/…` (xgrammar warns: any value, a rule `ref`).
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
-//! refuses them), `unevaluatedItems`, `minContains`, empty `anyOf` / `oneOf` / `allOf` / type lists, and a
-//! schema with a part of the same key (xgrammar keeps the schema under the
-//! key, the part in place).
+//! refuses them), `pattern`s xgrammar turns into rules other than plain
+//! characters, `$ref`s to other paths of the document, and a schema with a
+//! part of the same key (xgrammar keeps the schema under the key, the part
+//! in place).
 
 mod compiles;
 mod convert;

@@ -144,7 +144,13 @@ impl Reading {
         };
         if let Value::Object(map) = &schema {
             if let Some(Value::Array(kinds)) = map.get("type").filter(|_| !dispatched(map)) {
-                // A list of types is read as one copy of the schema per type.
+                // A list of types is read as one copy of the schema per type
+                // (none: one copy without `type`).
+                if kinds.is_empty() {
+                    let mut untyped = map.clone();
+                    untyped.remove("type");
+                    self.read(&Value::Object(untyped), depth + 1)?;
+                }
                 for kind in kinds {
                     let mut single = map.clone();
                     single.insert("type".into(), kind.clone());
