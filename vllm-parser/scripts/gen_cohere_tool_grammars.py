@@ -571,7 +571,8 @@ def small_object(rng):
 
 
 def counted_properties(rng):
-    names = rng.sample(["a", "b", "c", "d"], rng.randint(1, 4))
+    # A control character in a name: a byte of the other keys' trie.
+    names = rng.sample(["a", "b", "c", "d\te"], rng.randint(1, 4))
     out = {"type": "object", "properties": {
         n: rng.choice([{"type": "integer"}, {"type": "string"}]) for n in names}}
     if rng.random() < 0.6:
