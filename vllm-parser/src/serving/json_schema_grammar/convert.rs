@@ -331,7 +331,8 @@ impl<'a> Converter<'a> {
             return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         }
         let first = vec![Item::Raw(WS), item.clone()];
-        let more = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
+        let mut more = separator();
+        more.push(item);
         self.repeated_in(("[", "]"), first, more, min, max, format!("{name}_items"))
     }
 
@@ -435,7 +436,7 @@ impl<'a> Converter<'a> {
             OtherKeys::Forbidden => None,
             _ => {
                 let entry = self.other_entry(&mut other, &names, name)?;
-                let mut more = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
+                let mut more = separator();
                 more.extend(entry.iter().cloned());
                 let more = self.fresh_rule(
                     format!("{name}_additional_properties"),
@@ -468,7 +469,7 @@ impl<'a> Converter<'a> {
         }
         for i in (0..n - 1).rev() {
             let index = self.grammar.add(part(i))?;
-            let mut sequence = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
+            let mut sequence = separator();
             sequence.extend(entry(i + 1));
             let alternatives = if is_required[i + 1] {
                 vec![sequence]
@@ -655,8 +656,8 @@ impl Converter<'_> {
         }
         let value = self.rule_for(additional, format!("{name}_{suffix}"))?;
         let first = entry(Item::Ref("basic_string".into()), value.clone());
-        let mut more = vec![Item::Raw(WS), Item::Lit(",".into())];
-        more.extend(entry(Item::Ref("basic_string".into()), value));
+        let mut more = separator();
+        more.extend(pair(Item::Ref("basic_string".into()), value));
         self.repeated_in(
             ("{", "}"),
             first,
@@ -737,6 +738,11 @@ fn other_values(map: &Map<String, Value>) -> Option<(&Value, &'static str)> {
         (Some(values), _) => Some((values, "addl")),
         (None, Some(values)) => Some((values, "uneval")),
     }
+}
+
+/// `,` between an array's items or an object's entries.
+fn separator() -> Vec<Item> {
+    vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)]
 }
 
 /// The empty array or object: `open`, whitespace, `close`.

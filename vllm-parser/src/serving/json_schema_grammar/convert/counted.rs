@@ -11,7 +11,7 @@
 
 use super::super::Unsupported;
 use super::super::grammar::{Body, Item, WS};
-use super::{Converter, OtherKeys};
+use super::{Converter, OtherKeys, separator};
 
 /// The bounds on an object's entries.
 pub(in super::super) struct Counts {
@@ -23,11 +23,6 @@ pub(in super::super) struct Counts {
     pub(in super::super) required: usize,
 }
 
-/// `, ` between entries.
-fn separator() -> Vec<Item> {
-    vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)]
-}
-
 /// A rule body of `items`: a lone choice is the body itself.
 fn body_of(items: Vec<Item>) -> Body {
     match <[Item; 1]>::try_from(items) {
@@ -37,6 +32,7 @@ fn body_of(items: Vec<Item>) -> Body {
     }
 }
 
+/// Counts whose rules this crate does not write.
 fn too_odd() -> Unsupported {
     Unsupported::Keyword("minProperties / maxProperties of this form beside properties".into())
 }

@@ -8,9 +8,9 @@
 use serde_json::{Map, Value};
 
 use super::super::Unsupported;
-use super::super::grammar::{Body, Item, WS};
+use super::super::grammar::{Body, Item};
 use super::super::reading::typed_as;
-use super::{Converter, empty_in, entry, other_values, pair};
+use super::{Converter, empty_in, entry, other_values, pair, separator};
 
 impl Converter<'_> {
     /// An object whose keys match `patternProperties` (each pattern with its
@@ -80,12 +80,8 @@ impl Converter<'_> {
         let prop = format!("{name}_prop");
         let index = self.grammar.add(prop.clone())?;
         self.grammar.rules[index].body = Body::Choice(entries);
-        let more = vec![
-            Item::Raw(WS),
-            Item::Lit(",".into()),
-            Item::Raw(WS),
-            Item::Ref(prop.clone()),
-        ];
+        let mut more = separator();
+        more.push(Item::Ref(prop.clone()));
         self.repeated_in(
             ("{", "}"),
             vec![Item::Ref(prop)],

@@ -7,12 +7,7 @@ use serde_json::Value;
 
 use super::super::Unsupported;
 use super::super::grammar::{Body, Item, WS};
-use super::Converter;
-
-/// `, ` between items.
-fn separator() -> Vec<Item> {
-    vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)]
-}
+use super::{Converter, separator};
 
 impl Converter<'_> {
     /// The body of an array of `prefix` items (at least one), then `items`
