@@ -38,7 +38,8 @@ Cases:
   ``allOf`` of several schemas with a ``$ref``, ``prefixItems``,
   ``format`` beside ``pattern``, ``patternProperties`` /
   ``propertyNames`` beside ``properties``, ``unevaluatedProperties``, and
-  references to definitions named with digits, to ``#``, and elsewhere.
+  references to definitions named with digits, into a definition, to
+  ``#``, and elsewhere.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -601,7 +602,7 @@ def reading_value(rng):
         # Digits drop out of xgrammar's rule names; `#` is the root; other
         # references are any value.
         return {"$ref": rng.choice(["#/$defs/S", "#/$defs/T", "#/$defs/S1", "#/$defs/S1",
-                                    "#", "other.json"])}
+                                    "#/$defs/T/properties/w", "#", "other.json"])}
     if roll < 0.7:
         return copy.deepcopy(rng.choice(UNTYPED))
     if roll < 0.8:

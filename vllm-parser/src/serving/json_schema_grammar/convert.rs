@@ -241,8 +241,8 @@ impl<'a> Converter<'a> {
         Ok(Body::Choice(alternatives))
     }
 
-    /// A `$ref`: `#` (the root), `#/$defs/NAME` or `#/definitions/NAME` of
-    /// the document, or (xgrammar warns) any other text but `#/…`: any value.
+    /// A `$ref`: `#` (the root), `#/PATH` (a schema of the document, by its
+    /// keys), or (xgrammar warns) any other text: any value.
     fn reference(&mut self, target: &Value) -> Result<Body, Unsupported> {
         let target = target
             .as_str()
@@ -263,24 +263,21 @@ impl<'a> Converter<'a> {
             self.refs.insert(target.to_owned(), rule.clone());
             return Ok(Body::Choice(vec![vec![Item::Ref(rule)]]));
         };
-        let (section, def) = match path.split_once('/') {
-            Some((section @ ("$defs" | "definitions"), def))
-                if !def.is_empty()
-                    && def
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.')) =>
-            {
-                (section, def)
+        // The path's parts, empty ones skipped, each an object's key as it is
+        // (xgrammar unescapes nothing).
+        let parts: Vec<&str> = path.split('/').filter(|part| !part.is_empty()).collect();
+        let mut schema = None;
+        for part in &parts {
+            let at = schema.map_or(Some(self.document), Value::as_object);
+            schema = at.and_then(|map| map.get(*part));
+            if schema.is_none() {
+                break;
             }
-            _ => return Err(Unsupported::Keyword(format!("$ref {target:?}"))),
-        };
-        let schema = self
-            .document
-            .get(section)
-            .and_then(|defs| defs.get(def))
-            .ok_or_else(|| Unsupported::Keyword(format!("unresolved $ref {target:?}")))?;
-        // xgrammar's name: the path's letters, `_`, `-` and `.` (no digits).
-        let hint: String = [section, def]
+        }
+        let schema =
+            schema.ok_or_else(|| Unsupported::Keyword(format!("unresolved $ref {target:?}")))?;
+        // xgrammar's name: the parts' letters, `_`, `-` and `.` (no digits).
+        let hint: String = parts
             .iter()
             .map(|part| {
                 part.chars()
@@ -289,6 +286,9 @@ impl<'a> Converter<'a> {
             .map(String::from_iter)
             .collect::<Vec<_>>()
             .join("_");
+        if hint.is_empty() || hint.len() > 1024 {
+            return Err(Unsupported::Keyword(format!("$ref {target:?}")));
+        }
         let (index, rule) = self.grammar.add_fresh(&hint)?;
         self.refs.insert(target.to_owned(), rule.clone());
         // xgrammar reads the target when it first converts the reference.

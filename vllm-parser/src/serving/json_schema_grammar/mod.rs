@@ -56,17 +56,18 @@
 //! `anyOf` / `oneOf` (xgrammar writes both as a choice, an empty one as
 //! `""`); `allOf` (one schema: its body; several or none: any value, as
 //! xgrammar does, each of them still converted to check it); `$ref` to
-//! `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of ASCII
-//! letters, digits, `_`, `-`, `.`; the rule named without the digits, as
-//! xgrammar names it), recursion included, to `#` (the root rule), or to
-//! anything not `#/…` (xgrammar warns: any value, a rule `ref`).
+//! `#/PATH` of the document (`#/$defs/NAME`, `#/definitions/NAME`, or any
+//! path of its keys, unescaped as xgrammar leaves them; the rule named after
+//! the path's letters, `_`, `-` and `.`, as xgrammar names it), recursion
+//! included, to `#` (the root rule), or to anything else (xgrammar warns:
+//! any value, a rule `ref`).
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
 //! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
 //! refuses them), `pattern`s xgrammar turns into rules other than plain
-//! characters, `$ref`s to other paths of the document, and a schema with a
-//! part of the same key (xgrammar keeps the schema under the key, the part
-//! in place).
+//! characters, a `$ref` path of digits alone, and a schema with a part of
+//! the same key (xgrammar keeps the schema under the key, the part in
+//! place).
 
 mod compiles;
 mod convert;
