@@ -28,6 +28,18 @@ Cases:
   both bounds, one, or none; fractional, up to and past 1024), and objects
   with ``minProperties`` / ``maxProperties``, ``patternProperties``,
   ``propertyNames``; and other keywords beside ``$ref`` / ``allOf``.
+* ``reading/N``: ``READING`` generated tools (seeded apart again) aimed at
+  how xgrammar reads a schema: ``minProperties`` / ``maxProperties`` beside
+  ``properties`` (required or not, other keys or not), schemas without
+  ``type`` and keywords another type reads, schemas xgrammar takes for one
+  another (properties named ``title`` / ``description`` / …, or in another
+  order, in the tool and in ``$defs``), non-ASCII patterns,
+  ``propertyNames`` without ``type``, integer bounds past 2^53,
+  ``allOf`` of several schemas with a ``$ref``, ``prefixItems``,
+  ``format`` beside ``pattern``, ``patternProperties`` /
+  ``propertyNames`` beside ``properties``, ``unevaluatedProperties``, and
+  references to definitions named with digits, into a definition, to
+  ``#``, and elsewhere.
 
 ``tests/cohere_tool_grammars.rs`` replays every case through
 ``ServingParsers::adjust_request``: the tag must be vLLM's byte for byte, or,
@@ -63,6 +75,8 @@ FEATURES = 400
 FEATURES_SEED = 20261202
 BOUNDS = 400
 BOUNDS_SEED = 20261203
+READING = 400
+READING_SEED = 20261204
 JSON_FORMAT = st.JSON_SCHEMA_FORMAT
 
 
@@ -533,6 +547,144 @@ def bounds_tools(rng):
     return tools
 
 
+READ_NAMES = ["x", "y", "title", "description", "default", "examples"]
+UNTYPED = [{"minimum": 0}, {"maxLength": 3}, {"required": ["a"]}, {"pattern": "^a"},
+           {"items": {"type": "integer"}}, {"properties": {"a": {"type": "integer"}}},
+           {"additionalProperties": {"type": "string"}}, {"minItems": 2}, {"format": "email"}]
+OTHER_TYPES_KEYWORDS = [
+    {"type": "integer", "maxLength": 2}, {"type": "boolean", "minLength": 1},
+    {"type": "array", "maxLength": 3}, {"type": "null", "minimum": 1},
+    {"type": "string", "minimum": 0, "maxLength": 4}, {"type": "object", "items": {"type": "string"}}]
+
+
+def small_object(rng):
+    """An object whose properties may be named like annotations (xgrammar's
+    key drops them) and come in any order."""
+    names = rng.sample(READ_NAMES, rng.randint(1, 3))
+    out = {"type": "object", "properties": {
+        n: rng.choice([{"type": "integer"}, {"type": "string"}, {"type": "string", "title": "T"},
+                       {"minimum": 1}]) for n in names}}
+    if rng.random() < 0.3:
+        out["required"] = [names[0]]
+    if rng.random() < 0.2:
+        out["additionalProperties"] = rng.choice([True, {"type": "integer"}])
+    return out
+
+
+def counted_properties(rng):
+    # A control character in a name: a byte of the other keys' trie.
+    names = rng.sample(["a", "b", "c", "d\te"], rng.randint(1, 4))
+    out = {"type": "object", "properties": {
+        n: rng.choice([{"type": "integer"}, {"type": "string"}]) for n in names}}
+    if rng.random() < 0.6:
+        out["required"] = [n for n in names if rng.random() < 0.5]
+    if rng.random() < 0.5:
+        other = rng.choice(["additionalProperties", "additionalProperties", "unevaluatedProperties"])
+        out[other] = rng.choice([True, {"type": "integer"}, False])
+    low = rng.choice([None, 0, 1, 2, 3])
+    high = rng.choice([None, 0, 1, 2, 3, 5])
+    if low is not None:
+        out["minProperties"] = low
+    if high is not None:
+        out["maxProperties"] = high
+    if low is None and high is None:
+        out["minProperties"] = 1
+    return out
+
+
+def reading_value(rng):
+    roll = rng.random()
+    if roll < 0.3:
+        return counted_properties(rng)
+    if roll < 0.5:
+        return small_object(rng)
+    if roll < 0.6:
+        # Digits drop out of xgrammar's rule names; `#` is the root; other
+        # references are any value.
+        return {"$ref": rng.choice(["#/$defs/S", "#/$defs/T", "#/$defs/S1", "#/$defs/S1",
+                                    "#/$defs/T/properties/w", "#", "other.json"])}
+    if roll < 0.7:
+        return copy.deepcopy(rng.choice(UNTYPED))
+    if roll < 0.8:
+        return copy.deepcopy(rng.choice(OTHER_TYPES_KEYWORDS))
+    if roll < 0.85:
+        return {"type": "string", "pattern": rng.choice(["^é$", "^日本$", "é", "^aé$"])}
+    if roll < 0.9:
+        out = {"type": "object", "propertyNames": rng.choice(
+            [{"pattern": "^a"}, {"maxLength": 3}, {"enum": ["x"]}])}
+        if rng.random() < 0.5:
+            out["additionalProperties"] = {"type": "integer"}
+        return out
+    if roll < 0.95:
+        key = rng.choice(["minimum", "maximum", "exclusiveMinimum"])
+        return {"type": "integer",
+                key: rng.choice([2.0**53, 2.0**53 + 2, 1e18, -1e18, 2.0**63])}
+    return {"allOf": [{"$ref": "#/$defs/S"}, small_object(rng)]}
+
+
+def tuple_or_format(rng):
+    """An array with ``prefixItems`` (and ``items`` or not, counts or not),
+    or a string with both ``format`` and ``pattern``."""
+    if rng.random() < 0.3:
+        out = {"type": "string", "format": rng.choice(["date", "uuid", "foo"]),
+               "pattern": "^[a-z]+$"}
+        return out
+    out = {"type": "array", "prefixItems": [
+        rng.choice([{"type": "integer"}, {"type": "string"}, {"minimum": 1}])
+        for _ in range(rng.randint(0, 3))]}
+    items = rng.choice([None, False, True, {"type": "boolean"}])
+    if items is not None:
+        out["items"] = items
+    if rng.random() < 0.5:
+        out["minItems"] = rng.randint(0, 4)
+    if rng.random() < 0.4:
+        out["maxItems"] = rng.randint(1, 5)
+    return out
+
+
+def keyed_beside_properties(rng):
+    """``patternProperties`` / ``propertyNames`` beside ``properties``
+    (``additionalProperties``, ``required``, counts or not)."""
+    names = rng.sample(["a", "b", "c"], rng.randint(1, 3))
+    out = {"type": "object", "properties": {
+        n: rng.choice([{"type": "integer"}, {"type": "string"}]) for n in names}}
+    if rng.random() < 0.6:
+        out["patternProperties"] = {p: rng.choice([{"type": "integer"}, {}, {"type": "string"}])
+                                    for p in rng.sample(["^x", "^[a-z]+$", "^é", "title"],
+                                                        rng.randint(1, 2))}
+    else:
+        out["propertyNames"] = rng.choice([{"pattern": "^a"}, {"type": "string", "maxLength": 3},
+                                           {"enum": ["x", "y"]}])
+    if rng.random() < 0.6:
+        out["additionalProperties"] = rng.choice([True, False, {"type": "boolean"}])
+    if rng.random() < 0.4:
+        out["required"] = rng.sample(names + ["zz"], rng.randint(0, len(names)))
+    if rng.random() < 0.3:
+        out["minProperties"] = rng.randint(0, 3)
+    if rng.random() < 0.3:
+        out["maxProperties"] = rng.randint(1, 4)
+    return out
+
+
+def reading_tools(rng):
+    tools = []
+    for _ in range(READING):
+        names = rng.sample(["p", "q", "r", "s"], rng.randint(2, 4))
+        props = {n: reading_value(rng) for n in names}
+        if rng.random() < 0.2:
+            props[names[0]] = {"anyOf": [props[names[0]], {"type": "null"}], "type": "object"}
+        if rng.random() < 0.3:
+            props["t"] = tuple_or_format(rng)
+        if rng.random() < 0.3:
+            props["k"] = keyed_beside_properties(rng)
+        params = {"type": "object", "properties": props, "$defs": {
+            "S": small_object(rng), "S1": small_object(rng),
+            "T": {"type": "object", "properties": {"z": {"$ref": "#/$defs/S"},
+                                                   "w": small_object(rng)}}}}
+        tools.append(fn("tool", params))
+    return tools
+
+
 # ---------------------------------------------------------------- recording
 
 def vllm_tag(tools, architecture, schema):
@@ -578,6 +730,12 @@ def main() -> int:
         results.append({"case": f"bounds/{i}", "realistic": False,
                          "architecture": architecture, "tools": [tool],
                          "response_format": None, **vllm_tag([tool], architecture, None)})
+    rng = random.Random(READING_SEED)
+    for i, tool in enumerate(reading_tools(rng)):
+        architecture = ARCHITECTURES[i % len(ARCHITECTURES)]
+        results.append({"case": f"reading/{i}", "realistic": False,
+                        "architecture": architecture, "tools": [tool],
+                        "response_format": None, **vllm_tag([tool], architecture, None)})
     header = {"generated_by": "scripts/gen_cohere_tool_grammars.py",
               "vllm_version": gf.VLLM_VERSION}
     gf.write_jsonl_gz(OUT, header, results)

@@ -11,154 +11,39 @@
 //! rules of its own parts. A bounded integer or number is a rule holding the
 //! rules of its range regex, renamed to fresh names (`root_1`, `root_1_1`, …)
 //! as xgrammar adds a grammar of their own.
+//!
+//! Which schema a rule is made for is xgrammar's reading's
+//! ([`super::reading`]: the first schema read under a key stands for every
+//! later one); how a schema is read is [`Converter::body`]'s dispatch. The
+//! types' rules are in the submodules: `numbers`, `strings`, `tuple`
+//! (`prefixItems`), `counted` (`minProperties` / `maxProperties` beside
+//! `properties`), `keyed` (`patternProperties` / `propertyNames`).
 
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+mod counted;
+mod keyed;
+mod numbers;
+mod strings;
+mod tuple;
 
 use serde_json::{Map, Value};
 
 use super::escape::{ebnf_literal, json_value};
-use super::formats;
-use super::grammar::{Body, Grammar, Item, Rule, WS};
-use super::pattern;
-use super::range::{self, End};
-use super::regex::regex_rules;
+use super::grammar::{Body, Grammar, Item, WS};
+use super::reading::{Reading, untyped_kind};
 use super::{MAX_DEPTH, Unsupported};
-
-/// The keywords of an integer or number schema this converter follows.
-const NUMERIC_KEYWORDS: [&str; 6] = [
-    "type",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-];
-
-/// Keys xgrammar ignores entirely (they leave a `{"type": …}` basic).
-const ANNOTATIONS: &[&str] = &[
-    "title",
-    "default",
-    "description",
-    "examples",
-    "deprecated",
-    "readOnly",
-    "writeOnly",
-    "$comment",
-    "$schema",
-];
-
-/// Keys with no effect on the grammar but that make a schema non-basic
-/// (checked against xgrammar 0.2.8 one by one).
-const IGNORED: &[&str] = &[
-    "nullable",
-    "strict",
-    "example",
-    "$id",
-    "$anchor",
-    "contentEncoding",
-];
-
-/// Keywords that xgrammar 0.2.8 ignores beside `$ref`, `const`, `enum`,
-/// `anyOf`, `oneOf` and `allOf` (the schemas under `properties` / `items` are not even read: an
-/// unresolvable `$ref` there is no error).
-const IGNORED_BESIDE: &[&str] = &[
-    "type",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "format",
-    "minimum",
-    "maximum",
-    "exclusiveMinimum",
-    "exclusiveMaximum",
-    "multipleOf",
-    "minItems",
-    "maxItems",
-    "uniqueItems",
-    "required",
-    "properties",
-    "items",
-];
+use counted::Counts;
 
 /// The JSON types.
 const TYPES: &[&str] = &[
     "string", "integer", "number", "boolean", "null", "array", "object",
 ];
 
-/// The key xgrammar finds a schema's rule by: the schema without annotations
-/// (at any depth), its keys sorted. xgrammar drops an annotation's name even
-/// where it is a property's (a property named `title` is not in the key),
-/// and sorts properties too: with `faithful`, such names and the properties'
-/// order are kept, which tells apart schemas that xgrammar takes for one
-/// another.
-fn cache_key(schema: &Value, faithful: bool) -> Result<String, Unsupported> {
-    fn write(
-        out: &mut String,
-        value: &Value,
-        depth: usize,
-        names: bool,
-        faithful: bool,
-    ) -> Result<(), Unsupported> {
-        if depth > MAX_DEPTH {
-            return Err(Unsupported::TooDeep);
-        }
-        match value {
-            Value::Object(map) => {
-                let mut entries: Vec<(&String, &Value)> = map
-                    .iter()
-                    .filter(|(k, _)| names || !ANNOTATIONS.contains(&k.as_str()))
-                    .collect();
-                // xgrammar sorts them; a faithful key keeps properties' order.
-                if !names {
-                    entries.sort_by(|a, b| a.0.cmp(b.0));
-                }
-                out.push('{');
-                for (i, (key, item)) in entries.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&Value::String(key.clone()).to_string());
-                    out.push(':');
-                    let names = faithful && key.as_str() == "properties";
-                    write(out, item, depth + 1, names, faithful)?;
-                }
-                out.push('}');
-            }
-            Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(out, item, depth + 1, false, faithful)?;
-                }
-                out.push(']');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-        Ok(())
-    }
-    let mut out = String::new();
-    write(&mut out, schema, 0, false, faithful)?;
-    Ok(out)
-}
-
-/// The most bytes of [`cache_key`]s one conversion computes (a bound on the
-/// work a schema can ask for, e.g. type lists nested in type lists).
-const MAX_KEY_BYTES: usize = 64 << 20;
-
 /// The longest property name beside `additionalProperties` converted (each
 /// byte is a nested rule of the other-keys trie).
 const MAX_TRIE_NAME: usize = 256;
-
-/// The schema's keys that matter (annotations left out).
-fn keys(schema: &Map<String, Value>) -> Vec<&str> {
-    schema
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !ANNOTATIONS.contains(k))
-        .collect()
-}
 
 /// Builds the rules of one schema document.
 pub(super) struct Converter<'a> {
@@ -166,17 +51,15 @@ pub(super) struct Converter<'a> {
     grammar: Grammar,
     /// `$ref` → its rule's name.
     refs: HashMap<String, String>,
-    /// [`cache_key`] → rule: the `basic_*` ones, then each `$ref`'s rule (the
-    /// latest for a key wins), found again for any schema with that key.
+    /// Key → rule: the `basic_*` ones, then each `$ref`'s rule (the latest
+    /// for a key wins), found again for any schema with that key.
     cache: HashMap<String, String>,
     depth: usize,
-    /// Bytes of cache keys computed so far.
-    key_bytes: usize,
-    /// [`cache_key`] → the faithful one of the first schema with that key.
-    faithful: HashMap<String, String>,
-    /// The keys of schemas that differ only in property names xgrammar drops
-    /// or in the order of their properties.
-    ambiguous: HashSet<String>,
+    /// The schemas xgrammar has read, the first under each key.
+    reading: Reading,
+    /// Only checking schemas xgrammar reads without writing rules for them
+    /// ([`Converter::check`]): their `$ref`s are not followed.
+    checking: bool,
 }
 
 impl<'a> Converter<'a> {
@@ -200,68 +83,47 @@ impl<'a> Converter<'a> {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
             depth: 0,
-            key_bytes: 0,
-            faithful: HashMap::new(),
-            ambiguous: HashSet::new(),
+            reading: Reading::default(),
+            checking: false,
         }
     }
 
     /// The grammar of the whole document, as xgrammar prints it.
     pub(super) fn convert(mut self) -> Result<String, Unsupported> {
-        // `$defs` / `definitions` at the top are where `$ref`s point.
-        let mut top = self.document.clone();
-        top.remove("$defs");
-        top.remove("definitions");
-        let document = Value::Object(top);
+        // `$defs` / `definitions` at the top, where `$ref`s point, are keys
+        // like others (in the document's key, and in its copies per type).
+        let whole = Value::Object(self.document.clone());
+        self.reading.read(&whole, 0)?;
         let root = self.grammar.add("root".to_owned())?;
-        let key = self.key(&document)?;
+        let key = self.reading.key(&whole)?;
         let body = match self.cache.get(&key) {
             Some(rule) => Body::Choice(vec![vec![Item::Ref(rule.clone())]]),
-            None => self.body(&document, "root")?,
+            None => self.body(&whole, "root")?,
         };
         self.grammar.rules[root].body = body;
-        // xgrammar reads schemas with one key once: a schema differing from
-        // an earlier one only in such property names or properties' order
-        // gets the earlier one's rules (reading order not reproduced).
-        if !self.ambiguous.is_empty() {
-            return Err(Unsupported::Keyword(
-                "schemas that differ only in property names that are annotation keywords or in \
-                 the order of properties"
-                    .into(),
-            ));
-        }
         self.grammar.print()
     }
 
-    /// `schema`'s [`cache_key`], counted against [`MAX_KEY_BYTES`].
-    fn key(&mut self, schema: &Value) -> Result<String, Unsupported> {
-        let key = cache_key(schema, false)?;
-        let faithful = cache_key(schema, true)?;
-        self.key_bytes += key.len() + faithful.len();
-        if self.key_bytes > MAX_KEY_BYTES {
-            return Err(Unsupported::TooLarge);
-        }
-        match self.faithful.get(&key) {
-            None => {
-                self.faithful.insert(key.clone(), faithful);
-            }
-            Some(first) if *first != faithful => {
-                self.ambiguous.insert(key.clone());
-            }
-            Some(_) => {}
-        }
-        Ok(key)
+    /// `schema`'s key, and the schema xgrammar converts in its place (the
+    /// first one read under that key).
+    fn stand_in(&mut self, schema: &Value) -> Result<(String, Rc<Value>), Unsupported> {
+        let key = self.reading.key(schema)?;
+        let first = self
+            .reading
+            .first(&key)
+            .unwrap_or_else(|| Rc::new(schema.clone()));
+        Ok((key, first))
     }
 
     /// A reference to the rule for `schema`: a `basic_*` one, or a new rule
     /// named `name`.
     fn rule_for(&mut self, schema: &Value, name: String) -> Result<Item, Unsupported> {
-        let key = self.key(schema)?;
+        let (key, schema) = self.stand_in(schema)?;
         if let Some(rule) = self.cache.get(&key) {
             return Ok(Item::Ref(rule.clone()));
         }
         let index = self.grammar.add(name.clone())?;
-        let body = self.body(schema, &name)?;
+        let body = self.body(&schema, &name)?;
         self.grammar.rules[index].body = body;
         Ok(Item::Ref(name))
     }
@@ -277,6 +139,10 @@ impl<'a> Converter<'a> {
         body
     }
 
+    /// xgrammar's reading of a schema: `$ref`, `const`, `enum`, `anyOf`,
+    /// `oneOf`, `allOf` in turn, the first present deciding alone; else the
+    /// `type` (without one: an object, an array or any value, as the
+    /// keywords say), each type reading its own keywords and ignoring others.
     fn body_inner(&mut self, schema: &Value, name: &str) -> Result<Body, Unsupported> {
         let map = match schema {
             Value::Bool(true) => return Ok(any()),
@@ -287,36 +153,14 @@ impl<'a> Converter<'a> {
                 ));
             }
         };
-        let keys: Vec<&str> = keys(map)
-            .into_iter()
-            .filter(|k| !IGNORED.contains(k))
-            .collect();
-        let only = |allowed: &[&str]| keys.iter().all(|k| allowed.contains(k));
-        // Beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`,
-        // xgrammar ignores the keywords of `IGNORED_BESIDE`.
-        let beside = |keyword: &str| {
-            keys.iter()
-                .all(|k| *k == keyword || IGNORED_BESIDE.contains(k))
-        };
-        if keys.contains(&"$ref") {
-            if !beside("$ref") {
-                return Err(Unsupported::Keyword("$ref with other keywords".into()));
-            }
-            return self.reference(&map["$ref"]);
+        if let Some(target) = map.get("$ref") {
+            return self.reference(target);
         }
-        if keys.contains(&"const") {
-            if !beside("const") {
-                return Err(Unsupported::Keyword("const with other keywords".into()));
-            }
-            return Ok(Body::Choice(vec![vec![Item::Lit(json_value(
-                &map["const"],
-            )?)]]));
+        if let Some(value) = map.get("const") {
+            return Ok(Body::Choice(vec![vec![Item::Lit(json_value(value)?)]]));
         }
-        if keys.contains(&"enum") {
-            if !beside("enum") {
-                return Err(Unsupported::Keyword("enum with other keywords".into()));
-            }
-            let values = map["enum"]
+        if let Some(values) = map.get("enum") {
+            let values = values
                 .as_array()
                 .filter(|v| !v.is_empty())
                 .ok_or_else(|| Unsupported::Keyword("an empty or non-array enum".into()))?;
@@ -327,107 +171,50 @@ impl<'a> Converter<'a> {
             return Ok(Body::Choice(alternatives));
         }
         for keyword in ["anyOf", "oneOf"] {
-            if keys.contains(&keyword) {
-                if !beside(keyword) {
-                    return Err(Unsupported::Keyword(format!(
-                        "{keyword} with other keywords"
-                    )));
-                }
-                let options = map[keyword]
+            if let Some(options) = map.get(keyword) {
+                let options = options
                     .as_array()
-                    .filter(|v| !v.is_empty())
-                    .ok_or_else(|| Unsupported::Keyword(format!("an empty {keyword}")))?;
+                    .ok_or_else(|| Unsupported::Keyword(format!("a non-array {keyword}")))?;
                 let mut alternatives = Vec::new();
                 for (i, option) in options.iter().enumerate() {
                     alternatives.push(vec![self.rule_for(option, format!("{name}_case_{i}"))?]);
                 }
+                // None: the empty string, as xgrammar writes an empty choice.
+                if alternatives.is_empty() {
+                    alternatives.push(Vec::new());
+                }
                 return Ok(Body::Choice(alternatives));
             }
         }
-        if keys.contains(&"allOf") {
-            if !beside("allOf") {
-                return Err(Unsupported::Keyword("allOf with other keywords".into()));
-            }
-            return self.all_of(&map["allOf"], name);
+        if let Some(options) = map.get("allOf") {
+            return self.all_of(options, name);
         }
         let kind = match map.get("type") {
-            Some(Value::String(kind)) => Some(kind.as_str()),
+            Some(Value::String(kind)) => kind.as_str(),
             Some(Value::Array(kinds)) => return self.type_list(map, kinds, name),
             Some(_) => return Err(Unsupported::Keyword("a non-string type".into())),
-            None => None,
+            None => match untyped_kind(map) {
+                Some(kind) => kind,
+                None => return Ok(any()),
+            },
         };
         match kind {
-            // xgrammar keeps a pattern as a regex (and ignores the lengths).
-            Some("string")
-                if only(&["type", "pattern", "minLength", "maxLength"])
-                    && map.contains_key("pattern") =>
-            {
-                let min = count(map, "minLength")?.unwrap_or(0);
-                if count(map, "maxLength")?.is_some_and(|max| max < min) {
-                    return Err(Unsupported::Keyword("minLength above maxLength".into()));
-                }
-                match map["pattern"].as_str() {
-                    Some(pattern) if pattern::kept_as_regex(pattern) => {
-                        Ok(Body::Choice(vec![vec![
-                            Item::Lit("\"".into()),
-                            Item::Regex(pattern.to_owned()),
-                            Item::Lit("\"".into()),
-                        ]]))
-                    }
-                    _ => Err(Unsupported::Keyword(format!("pattern {}", map["pattern"]))),
-                }
-            }
-            Some("string")
-                if only(&["type", "format", "minLength", "maxLength"])
-                    && map.contains_key("format") =>
-            {
-                self.formatted_string(map, name)
-            }
-            Some("string") if only(&["type", "minLength", "maxLength"]) => self.string(map, name),
-            Some("integer") if only(&NUMERIC_KEYWORDS) => self.bounded_integer(map, name),
-            Some("number") if only(&["type", "multipleOf"]) => {
-                // xgrammar ignores `multipleOf` for numbers (once checked).
-                multiple_of(map)?;
-                self.number(name)
-            }
-            Some("number") if only(&NUMERIC_KEYWORDS) => {
-                multiple_of(map)?;
-                self.bounded_number(map)
-            }
-            Some("boolean") if only(&["type"]) => Ok(Body::Choice(vec![
+            "string" => self.string_schema(map, name),
+            "integer" => self.bounded_integer(map, name),
+            "number" => self.number_schema(map, name),
+            "boolean" => Ok(Body::Choice(vec![
                 vec![Item::Lit("true".into())],
                 vec![Item::Lit("false".into())],
             ])),
-            Some("null") if only(&["type"]) => {
-                Ok(Body::Choice(vec![vec![Item::Lit("null".into())]]))
-            }
-            Some("array") if only(&["type", "items", "minItems", "maxItems", "uniqueItems"]) => {
-                self.array(map, name)
-            }
-            Some("object") | None
-                if only(&[
-                    "type",
-                    "properties",
-                    "required",
-                    "additionalProperties",
-                    "minProperties",
-                    "maxProperties",
-                    "patternProperties",
-                    "propertyNames",
-                ]) =>
-            {
-                if kind.is_none() && keys.is_empty() {
-                    return Ok(any());
-                }
-                self.object(map, name)
-            }
-            _ => Err(Unsupported::Keyword(format!(
-                "keywords {keys:?} with type {kind:?}"
-            ))),
+            "null" => Ok(Body::Choice(vec![vec![Item::Lit("null".into())]])),
+            "array" => self.array(map, name),
+            "object" => self.object(map, name),
+            other => Err(Unsupported::Keyword(format!("type {other:?}"))),
         }
     }
 
-    /// `"type": [...]`: one alternative per type, the schema with that type.
+    /// `"type": [...]`: one alternative per type, the schema with that type
+    /// (none: the schema without `type`, one alternative).
     fn type_list(
         &mut self,
         map: &Map<String, Value>,
@@ -435,7 +222,10 @@ impl<'a> Converter<'a> {
         name: &str,
     ) -> Result<Body, Unsupported> {
         if kinds.is_empty() {
-            return Err(Unsupported::Keyword("an empty type list".into()));
+            let mut untyped = map.clone();
+            untyped.remove("type");
+            let rule = self.rule_for(&Value::Object(untyped), format!("{name}_type_0"))?;
+            return Ok(Body::Choice(vec![vec![rule]]));
         }
         let mut alternatives = Vec::new();
         for (i, kind) in kinds.iter().enumerate() {
@@ -451,120 +241,98 @@ impl<'a> Converter<'a> {
         Ok(Body::Choice(alternatives))
     }
 
-    /// A `$ref` to `#/$defs/NAME` or `#/definitions/NAME` of the document.
+    /// A `$ref`: `#` (the root), `#/PATH` (a schema of the document, by its
+    /// keys), or (xgrammar warns) any other text: any value.
     fn reference(&mut self, target: &Value) -> Result<Body, Unsupported> {
         let target = target
             .as_str()
             .ok_or_else(|| Unsupported::Keyword("a non-string $ref".into()))?;
+        if self.checking {
+            return Ok(any());
+        }
+        // The document itself is the root rule.
+        if target == "#" {
+            return Ok(Body::Choice(vec![vec![Item::Ref("root".into())]]));
+        }
         if let Some(rule) = self.refs.get(target) {
             return Ok(Body::Choice(vec![vec![Item::Ref(rule.clone())]]));
         }
-        let (section, prefix, def) = if let Some(def) = target.strip_prefix("#/$defs/") {
-            ("$defs", "defs", def)
-        } else if let Some(def) = target.strip_prefix("#/definitions/") {
-            ("definitions", "definitions", def)
-        } else {
-            return Err(Unsupported::Keyword(format!("$ref {target:?}")));
+        let Some(path) = target.strip_prefix("#/") else {
+            // xgrammar warns and takes any value, in a rule `ref`.
+            let rule = self.fresh_rule("ref".into(), any())?;
+            self.refs.insert(target.to_owned(), rule.clone());
+            return Ok(Body::Choice(vec![vec![Item::Ref(rule)]]));
         };
-        if def.is_empty()
-            || !def
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
-        {
+        // The path's parts, empty ones skipped, each an object's key as it is
+        // (xgrammar unescapes nothing).
+        let parts: Vec<&str> = path.split('/').filter(|part| !part.is_empty()).collect();
+        let mut schema = None;
+        for part in &parts {
+            let at = schema.map_or(Some(self.document), Value::as_object);
+            schema = at.and_then(|map| map.get(*part));
+            if schema.is_none() {
+                break;
+            }
+        }
+        let schema =
+            schema.ok_or_else(|| Unsupported::Keyword(format!("unresolved $ref {target:?}")))?;
+        // xgrammar's name: the parts' letters, `_`, `-` and `.` (no digits).
+        let hint: String = parts
+            .iter()
+            .map(|part| {
+                part.chars()
+                    .filter(|c| c.is_ascii_alphabetic() || "_-.".contains(*c))
+            })
+            .map(String::from_iter)
+            .collect::<Vec<_>>()
+            .join("_");
+        if hint.is_empty() || hint.len() > 1024 {
             return Err(Unsupported::Keyword(format!("$ref {target:?}")));
         }
-        let schema = self
-            .document
-            .get(section)
-            .and_then(|defs| defs.get(def))
-            .ok_or_else(|| Unsupported::Keyword(format!("unresolved $ref {target:?}")))?;
-        let rule = format!("{prefix}_{def}");
+        let (index, rule) = self.grammar.add_fresh(&hint)?;
         self.refs.insert(target.to_owned(), rule.clone());
-        let index = self.grammar.add(rule.clone())?;
-        let body = self.body(schema, &rule)?;
+        // xgrammar reads the target when it first converts the reference.
+        self.reading.read(schema, self.depth)?;
+        let (key, schema) = self.stand_in(schema)?;
+        let body = self.body(&schema, &rule)?;
         self.grammar.rules[index].body = body;
-        let key = self.key(schema)?;
         self.cache.insert(key, rule.clone());
         Ok(Body::Choice(vec![vec![Item::Ref(rule)]]))
     }
 
-    fn string(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
-        let min = count(map, "minLength")?.unwrap_or(0);
-        let max = count(map, "maxLength")?;
-        if min == 0 && max.is_none() {
-            return Ok(Body::Choice(vec![vec![
-                Item::Lit("\"".into()),
-                Item::Ref("basic_string_sub".into()),
-            ]]));
-        }
-        if max.is_some_and(|max| max < min) {
-            return Err(Unsupported::Keyword("minLength above maxLength".into()));
-        }
-        const CHARACTER: &str = "[^\\\"\\\\\\r\\n]";
-        let quote = || Item::Lit("\"".into());
-        // xgrammar writes `{0, 0}`, `{0, 1}` and `{1, 1}` out.
-        let middle = match (min, max) {
-            (_, Some(0)) => vec![],
-            (0, Some(1)) => vec![Item::Nested(vec![vec![], vec![Item::Raw(CHARACTER)]])],
-            (1, Some(1)) => vec![Item::Raw(CHARACTER)],
-            _ => {
-                let characters = format!("{name}_characters");
-                let index = self.grammar.add(characters.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![vec![Item::Raw(CHARACTER)]]);
-                vec![Item::Repeat(characters, min, max.map_or(-1, |m| m as i64))]
-            }
-        };
-        let mut sequence = vec![quote()];
-        sequence.extend(middle);
-        sequence.push(quote());
-        Ok(Body::Choice(vec![sequence]))
-    }
-
-    fn number(&mut self, name: &str) -> Result<Body, Unsupported> {
-        let digits = format!("{name}_digits");
-        let index = self.grammar.add(digits.clone())?;
-        self.grammar.rules[index].body = Body::Choice(vec![vec![Item::Raw("[0-9]")]]);
-        let optional = |sequence: Vec<Item>| Item::Nested(vec![vec![], sequence]);
-        Ok(Body::Choice(vec![vec![
-            optional(vec![Item::Lit("-".into())]),
-            Item::Nested(vec![
-                vec![Item::Lit("0".into())],
-                vec![Item::Raw("[1-9]"), Item::Raw("[0-9]*")],
-            ]),
-            optional(vec![
-                Item::Lit(".".into()),
-                Item::Repeat(digits.clone(), 1, -1),
-            ]),
-            optional(vec![
-                Item::Raw("[eE]"),
-                optional(vec![Item::Raw("[+\\-]")]),
-                Item::Repeat(digits, 1, -1),
-            ]),
-        ]]))
-    }
-
     fn array(&mut self, map: &Map<String, Value>, name: &str) -> Result<Body, Unsupported> {
-        let min = count(map, "minItems")?.unwrap_or(0);
+        // `minContains` raises the count (`contains` itself is ignored).
+        let min = count(map, "minItems")?.max(count(map, "minContains")?);
+        let min = min.unwrap_or(0);
         let max = count(map, "maxItems")?;
         if max.is_some_and(|max| max < min) {
             return Err(Unsupported::Keyword("minItems above maxItems".into()));
         }
-        let Some(items) = map.get("items") else {
+        // Without `items` (strict mode) or with `items: false`, no more items
+        // than the prefix.
+        let items = map
+            .get("items")
+            .or_else(|| map.get("unevaluatedItems"))
+            .filter(|items| **items != false);
+        // An empty prefix is none.
+        let empty = |prefix: &&Value| prefix.as_array().is_some_and(Vec::is_empty);
+        if let Some(prefix) = map.get("prefixItems").filter(|p| !empty(p)) {
+            return self.tuple(prefix, items, min, max, name);
+        }
+        let Some(items) = items else {
             if min > 0 {
                 return Err(Unsupported::Keyword("minItems without items".into()));
             }
             return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         };
+        // xgrammar makes the items' rule even for no items.
+        let item = self.rule_for(items, format!("{name}_additional"))?;
         if max == Some(0) {
-            let key = self.key(items)?;
-            if !self.cache.contains_key(&key) {
-                return Err(Unsupported::Keyword("maxItems 0 with items".into()));
-            }
             return Ok(Body::Choice(vec![empty_in(("[", "]"))]));
         }
-        let item = self.rule_for(items, format!("{name}_additional"))?;
         let first = vec![Item::Raw(WS), item.clone()];
-        let more = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS), item];
+        let mut more = separator();
+        more.push(item);
         self.repeated_in(("[", "]"), first, more, min, max, format!("{name}_items"))
     }
 
@@ -581,37 +349,11 @@ impl<'a> Converter<'a> {
                 "minProperties above maxProperties".into(),
             ));
         }
-        let keyed = map.contains_key("patternProperties") || map.contains_key("propertyNames");
-        // `minProperties: 0` alone changes nothing.
-        if !properties.is_empty() && (min > 0 || max.is_some() || keyed) {
-            // xgrammar then counts the properties in its rules, or merges
-            // the keys' rules with theirs (not reproduced).
-            return Err(Unsupported::Keyword(
-                "minProperties / maxProperties / patternProperties / propertyNames beside \
-                 properties"
-                    .into(),
-            ));
-        }
-        if keyed && map.contains_key("required") {
-            return Err(Unsupported::Keyword(
-                "required beside patternProperties / propertyNames".into(),
-            ));
-        }
-        if keyed {
-            return self.keyed_object(map, name, min, max);
-        }
-        let additional = match map.get("additionalProperties") {
-            None | Some(Value::Bool(false)) => None,
-            Some(additional) if properties.is_empty() => {
-                return self.map_object(additional, name, min, max);
-            }
-            Some(additional) => Some(additional),
-        };
-        if properties.is_empty() && min > 0 {
-            return Err(Unsupported::Keyword(
-                "minProperties without properties or other keys".into(),
-            ));
-        }
+        // An empty `patternProperties` is none.
+        let keyed = map
+            .get("patternProperties")
+            .is_some_and(|patterns| patterns.as_object().is_none_or(|p| !p.is_empty()))
+            || map.contains_key("propertyNames");
         let required: HashSet<&str> = match map.get("required") {
             None => HashSet::new(),
             Some(Value::Array(names)) => names
@@ -621,8 +363,43 @@ impl<'a> Converter<'a> {
                 .map_err(|()| Unsupported::Keyword("a non-string required name".into()))?,
             Some(_) => return Err(Unsupported::Keyword("a non-array required".into())),
         };
+        if max.is_some_and(|max| max < required.len() as u64) {
+            // xgrammar refuses it.
+            return Err(Unsupported::Keyword(
+                "maxProperties below the required names".into(),
+            ));
+        }
+        if keyed && properties.is_empty() {
+            // xgrammar ignores `required` then.
+            return self.keyed_object(map, name, min, max);
+        }
+        let additional = other_values(map);
+        if let (Some((values, suffix)), true) = (additional, properties.is_empty()) {
+            return self.map_object(values, suffix, name, min, max);
+        }
+        // Beside properties, patterns' and names' entries are the other keys.
+        let mut other = match (self.keyed_entry(map, name)?, additional) {
+            (Some(entry), _) => OtherKeys::Entry(entry),
+            (None, Some((values, suffix))) => OtherKeys::Schema(values, suffix),
+            (None, None) => OtherKeys::Forbidden,
+        };
+        if properties.is_empty() && min > 0 {
+            return Err(Unsupported::Keyword(
+                "minProperties without properties or other keys".into(),
+            ));
+        }
         let n = properties.len();
         if n == 0 {
+            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
+        }
+        if max == Some(0) {
+            // xgrammar makes no rule for the properties then.
+            for (_, schema) in &properties {
+                self.check(schema)?;
+            }
+            if let OtherKeys::Schema(additional, _) = other {
+                self.check(additional)?;
+            }
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
         let mut values = Vec::with_capacity(n);
@@ -634,38 +411,40 @@ impl<'a> Converter<'a> {
             keys.push(json_value(&Value::String((*key).clone()))?);
             values.push(self.rule_for(schema, format!("{name}_prop_{i}"))?);
         }
-        // Other keys: a string that is none of the properties' names.
-        let other = match additional {
-            None => None,
-            Some(additional) => {
-                let value = self.rule_for(additional, format!("{name}_addl"))?;
-                let key = format!("{name}_addl_key");
-                let index = self.grammar.add(key.clone())?;
-                let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
-                self.grammar.rules[index].body = Body::Choice(vec![vec![
-                    Item::Lit("\"".into()),
-                    Item::Nested(other_key(&names)?),
-                ]]);
-                self.grammar.lookahead.insert(index);
-                let more = format!("{name}_additional_properties");
-                let index = self.grammar.add(more.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![vec![
-                    Item::Raw(WS),
-                    Item::Lit(",".into()),
-                    Item::Raw(WS),
-                    Item::Ref(key.clone()),
-                    Item::Raw(WS),
-                    Item::Lit(":".into()),
-                    Item::Raw(WS),
-                    value.clone(),
-                ]]);
-                Some((key, value, more))
+        let names: Vec<&str> = properties.iter().map(|(k, _)| k.as_str()).collect();
+        let is_required: Vec<bool> = names.iter().map(|key| required.contains(key)).collect();
+        if !keyed && matches!(other, OtherKeys::Forbidden) && min > n as u64 {
+            // xgrammar refuses it.
+            return Err(Unsupported::Keyword(
+                "minProperties beyond the properties".into(),
+            ));
+        }
+        if min > 0 || max.is_some() {
+            let entries: Vec<Vec<Item>> = keys
+                .into_iter()
+                .zip(values)
+                .map(|(key, value)| pair(Item::Lit(key), value))
+                .collect();
+            let counts = Counts {
+                min,
+                max,
+                required: required.len(),
+            };
+            return self.counted_object(name, &entries, &names, &is_required, other, counts);
+        }
+        let other = match other {
+            OtherKeys::Forbidden => None,
+            _ => {
+                let entry = self.other_entry(&mut other, &names, name)?;
+                let mut more = separator();
+                more.extend(entry.iter().cloned());
+                let more = self.fresh_rule(
+                    format!("{name}_additional_properties"),
+                    Body::Choice(vec![more]),
+                )?;
+                Some((entry, more))
             }
         };
-        let is_required: Vec<bool> = properties
-            .iter()
-            .map(|(key, _)| required.contains(key.as_str()))
-            .collect();
         let part = |i: usize| format!("{name}_part_{i}");
         // With other keys, the rest after the last property is a rule too.
         let parts = if other.is_some() { n } else { n - 1 };
@@ -683,14 +462,14 @@ impl<'a> Converter<'a> {
             }
             sequence
         };
-        if let Some((_, _, more)) = &other {
+        if let Some((_, more)) = &other {
             let index = self.grammar.add(part(n - 1))?;
             self.grammar.rules[index].body =
                 Body::Choice(vec![vec![Item::Repeat(more.clone(), 0, -1)]]);
         }
         for i in (0..n - 1).rev() {
             let index = self.grammar.add(part(i))?;
-            let mut sequence = vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)];
+            let mut sequence = separator();
             sequence.extend(entry(i + 1));
             let alternatives = if is_required[i + 1] {
                 vec![sequence]
@@ -705,15 +484,10 @@ impl<'a> Converter<'a> {
         let last_start = first_required.unwrap_or(n - 1);
         let mut starts: Vec<Vec<Item>> = (0..=last_start).map(entry).collect();
         // Another key may come first when no name at all is required.
-        if let (Some((key, value, _)), true) = (&other, required.is_empty()) {
-            starts.push(vec![
-                Item::Ref(key.clone()),
-                Item::Raw(WS),
-                Item::Lit(":".into()),
-                Item::Raw(WS),
-                value.clone(),
-                Item::Ref(part(n - 1)),
-            ]);
+        if let (Some((entry, _)), true) = (&other, required.is_empty()) {
+            let mut start = entry.clone();
+            start.push(Item::Ref(part(n - 1)));
+            starts.push(start);
         }
         let mut sequence = vec![Item::Lit("{".into()), Item::Raw(WS)];
         if starts.len() == 1 {
@@ -731,6 +505,49 @@ impl<'a> Converter<'a> {
     }
 }
 
+/// The entries beside an object's `properties` of keys that are none of
+/// them.
+pub(super) enum OtherKeys<'v> {
+    /// None allowed.
+    Forbidden,
+    /// Any other key, values of this schema (see [`other_values`]), its
+    /// rule's name ending in this suffix; the rules made when first needed.
+    Schema(&'v Value, &'static str),
+    /// This entry (made, or from `patternProperties` / `propertyNames`).
+    Entry(Vec<Item>),
+}
+
+impl Converter<'_> {
+    /// The entry of other keys (`key: value`), making its rules if they are
+    /// not yet: their values' (`…_addl` / `…_uneval`) and their keys'
+    /// (`…_addl_key`: a string that is none of `names`).
+    fn other_entry(
+        &mut self,
+        other: &mut OtherKeys<'_>,
+        names: &[&str],
+        name: &str,
+    ) -> Result<Vec<Item>, Unsupported> {
+        let additional = match other {
+            OtherKeys::Forbidden => {
+                return Err(Unsupported::Keyword("no other keys allowed".into()));
+            }
+            OtherKeys::Entry(entry) => return Ok(entry.clone()),
+            OtherKeys::Schema(additional, suffix) => (*additional, *suffix),
+        };
+        let value = self.rule_for(additional.0, format!("{name}_{}", additional.1))?;
+        let key = format!("{name}_addl_key");
+        let index = self.grammar.add(key.clone())?;
+        self.grammar.rules[index].body = Body::Choice(vec![vec![
+            Item::Lit("\"".into()),
+            Item::Nested(other_key(names)?),
+        ]]);
+        self.grammar.lookahead.insert(index);
+        let entry = pair(Item::Ref(key), value);
+        *other = OtherKeys::Entry(entry.clone());
+        Ok(entry)
+    }
+}
+
 /// The characters of a JSON string that is not one of `names` (after its
 /// opening quote), as xgrammar writes it: a trie of the names, each node a
 /// choice of the closing quote (unless a name ends there), any other
@@ -740,13 +557,11 @@ fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
     if names.iter().any(|name| name.len() > MAX_TRIE_NAME) {
         return Err(Unsupported::TooLarge);
     }
-    // xgrammar's trie is of the names' raw bytes (not their JSON text).
-    if names
-        .iter()
-        .any(|name| name.bytes().any(|b| b < 0x20 || b == 0x7f))
-    {
+    // xgrammar's trie is of the names' raw bytes (not their JSON text); it
+    // prints a NUL byte's literal as `""` (not reproduced).
+    if names.iter().any(|name| name.contains('\0')) {
         return Err(Unsupported::Keyword(
-            "additionalProperties beside a property name with a control character".into(),
+            "additionalProperties beside a property name with a NUL".into(),
         ));
     }
     /// One byte as an EBNF literal or class writes it.
@@ -793,301 +608,59 @@ fn other_key(names: &[&str]) -> Result<Vec<Vec<Item>>, Unsupported> {
 }
 
 impl Converter<'_> {
-    /// A string with a `format`: a known one is its regex's rules (the
-    /// lengths ignored, as xgrammar does), another one no constraint.
-    fn formatted_string(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &str,
-    ) -> Result<Body, Unsupported> {
-        let format = map["format"]
-            .as_str()
-            .ok_or_else(|| Unsupported::Keyword(format!("format {}", map["format"])))?;
-        let Some((_, rules)) = formats::FORMATS.iter().find(|(known, _)| *known == format) else {
-            return self.string(map, name);
-        };
-        let min = count(map, "minLength")?.unwrap_or(0);
-        if count(map, "maxLength")?.is_some_and(|max| max < min) {
-            return Err(Unsupported::Keyword("minLength above maxLength".into()));
-        }
-        let rules = rules
-            .lines()
-            .map(|line| {
-                let (name, body) = line.split_once(" ::= ").unwrap_or((line, ""));
-                Rule {
-                    name: name.to_owned(),
-                    body: Body::Text(body.to_owned()),
-                }
-            })
-            .collect();
-        let root = self.grammar.graft(rules)?;
-        Ok(Body::Choice(vec![vec![
-            Item::Lit("\"".into()),
-            Item::Ref(root),
-            Item::Lit("\"".into()),
-        ]]))
-    }
-
     /// `allOf`: one schema is that schema's body in this rule (its own rules
-    /// named as a first case's, `…_case_0_…`); several are
+    /// named as a first case's, `…_case_0_…`); several (or none) are
     /// any value (xgrammar 0.2.8 does not merge them, it warns).
     fn all_of(&mut self, options: &Value, name: &str) -> Result<Body, Unsupported> {
         let options = options
             .as_array()
-            .filter(|v| !v.is_empty())
-            .ok_or_else(|| Unsupported::Keyword("an empty allOf".into()))?;
-        for option in options {
-            // Read by xgrammar: its key counts (see `cache_key`).
-            self.key(option)?;
-        }
+            .ok_or_else(|| Unsupported::Keyword("a non-array allOf".into()))?;
         if let [option] = options.as_slice() {
             // In this rule, its own rules named as the first case's.
-            return self.body(option, &format!("{name}_case_0"));
+            let (_, option) = self.stand_in(option)?;
+            return self.body(&option, &format!("{name}_case_0"));
         }
-        // xgrammar still reads the schemas: keep to ones this crate converts
-        // on their own, without `$ref` or `allOf` inside.
         for option in options {
-            let text = option.to_string();
-            if text.contains("\"$ref\"") || text.contains("\"allOf\"") {
-                return Err(Unsupported::Keyword(
-                    "allOf of schemas with $ref or allOf".into(),
-                ));
-            }
-            match option {
-                Value::Object(document) => {
-                    Converter::new(document).convert()?;
-                }
-                Value::Bool(true) => {}
-                _ => return Err(Unsupported::Keyword("an allOf of non-schemas".into())),
-            }
+            self.check(option)?;
         }
         Ok(any())
     }
 
-    /// An integer, within its bounds if it has any: the bounds' regex
-    /// ([`range::integer_range_regex`]) made rules ([`regex_rules`]).
-    fn bounded_integer(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &str,
-    ) -> Result<Body, Unsupported> {
-        let multiple = multiple_of(map)?;
-        let inclusive =
-            |bound: Option<i64>, exclusive: Option<i64>, step: i64, pick: fn(i64, i64) -> i64| {
-                let exclusive = exclusive
-                    .map(|e| {
-                        e.checked_add(step).ok_or_else(|| {
-                            Unsupported::Keyword("an integer bound at the limit".into())
-                        })
-                    })
-                    .transpose()?;
-                Ok::<_, Unsupported>(match (bound, exclusive) {
-                    (Some(a), Some(b)) => Some(pick(a, b)),
-                    (a, b) => a.or(b),
-                })
-            };
-        let start = inclusive(
-            integer_bound(map, "minimum")?,
-            integer_bound(map, "exclusiveMinimum")?,
-            1,
-            i64::max,
-        )?;
-        let end = inclusive(
-            integer_bound(map, "maximum")?,
-            integer_bound(map, "exclusiveMaximum")?,
-            -1,
-            i64::min,
-        )?;
-        // xgrammar keeps a whole `multipleOf` up to 1024, ignoring others.
-        let multiple = multiple
-            .filter(|m| m.fract() == 0.0 && *m <= MAX_MULTIPLE_OF as f64)
-            .map(|m| m as i64);
-        let (start, end) = match (start, end, multiple) {
-            (None, None, Some(m)) => return self.multiple_of_integer(m, name),
-            (None, None, None) => return Ok(integer()),
-            (Some(start), Some(end), _) if start > end => {
-                return Err(Unsupported::Keyword("an empty integer range".into()));
-            }
-            // Between two bounds at most `MAX_LISTED` apart, xgrammar lists
-            // the multiples; otherwise (or beside one bound) it ignores
-            // `multipleOf`.
-            (Some(start), Some(end), Some(m))
-                if i128::from(end) - i128::from(start) < MAX_LISTED as i128 =>
-            {
-                let listed: Vec<Vec<Item>> = (start..=end)
-                    .filter(|v| v % m == 0)
-                    .map(|v| vec![Item::Lit(v.to_string())])
-                    .collect();
-                if listed.is_empty() {
-                    return Err(Unsupported::Keyword(
-                        "an integer range without a multiple".into(),
-                    ));
-                }
-                return Ok(Body::Choice(listed));
-            }
-            (start, end, _) => (start, end),
-        };
-        let rules = regex_rules(&range::integer_range_regex(start, end))?;
-        let root = self.grammar.graft(rules)?;
-        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
-    }
-
-    /// The integers that are multiples of `m` (a whole number): the states
-    /// of the remainder of the digits read so far, as xgrammar writes them.
-    fn multiple_of_integer(&mut self, m: i64, name: &str) -> Result<Body, Unsupported> {
-        let m = m.unsigned_abs();
-        let state = |k: u64| format!("{name}_multiple_of_{m}_mod_{k}");
-        let digit = |d: u64| Item::Lit(d.to_string());
-        for k in 0..m {
-            let index = self.grammar.add(state(k))?;
-            let mut alternatives = if k == 0 { vec![vec![]] } else { vec![] };
-            alternatives
-                .extend((0..10).map(|d| vec![digit(d), Item::Ref(state((10 * k + d) % m))]));
-            self.grammar.rules[index].body = Body::Choice(alternatives);
-        }
-        Ok(Body::Choice(vec![
-            vec![Item::Lit("0".into())],
-            vec![
-                Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
-                Item::Nested(
-                    (1..10)
-                        .map(|d| vec![digit(d), Item::Ref(state(d % m))])
-                        .collect(),
-                ),
-            ],
-        ]))
-    }
-
-    /// A number within bounds: the bounds' regex
-    /// ([`range::number_range_regex`]) made rules ([`regex_rules`]).
-    fn bounded_number(&mut self, map: &Map<String, Value>) -> Result<Body, Unsupported> {
-        // The stricter bound wins; at a tie, the exclusive one.
-        let end = |inclusive: &str, exclusive: &str, stricter: fn(f64, f64) -> bool| {
-            let bound = |key: &str, exclusive: bool| {
-                map.get(key)
-                    .map(|v| match v.as_f64() {
-                        Some(value) if value.is_finite() => Ok(End { value, exclusive }),
-                        _ => Err(Unsupported::Keyword(format!("{key} {v}"))),
-                    })
-                    .transpose()
-            };
-            Ok::<_, Unsupported>(match (bound(inclusive, false)?, bound(exclusive, true)?) {
-                (Some(i), Some(e)) if stricter(i.value, e.value) => Some(i),
-                (Some(_), Some(e)) => Some(e),
-                (i, e) => i.or(e),
-            })
-        };
-        let start = end("minimum", "exclusiveMinimum", |i, e| i > e)?;
-        let end = end("maximum", "exclusiveMaximum", |i, e| i < e)?;
-        if start.is_none() && end.is_none() {
-            return Err(Unsupported::Keyword("number bounds".into()));
-        }
-        let regex = range::number_range_regex(start, end)
-            .ok_or_else(|| Unsupported::Keyword("an empty number range".into()))?;
-        let rules = regex_rules(&regex)?;
-        let root = self.grammar.graft(rules)?;
-        Ok(Body::Choice(vec![vec![Item::Ref(root)]]))
+    /// For a schema xgrammar reads but writes no rule for (it may still
+    /// refuse it): that this crate converts it, on the side.
+    fn check(&mut self, schema: &Value) -> Result<(), Unsupported> {
+        let mut check = Converter::new(self.document);
+        check.checking = true;
+        check.depth = self.depth;
+        check.reading.spend(self.reading.spent());
+        check.reading.read(schema, self.depth)?;
+        check.body(schema, "root")?;
+        self.reading.spend(check.reading.spent());
+        Ok(())
     }
 
     /// An object of any keys whose values are `additional` (no
-    /// `properties`), `min` to `max` of them.
+    /// `properties`; its rule's name ending in `suffix`), `min` to `max` of
+    /// them.
     fn map_object(
         &mut self,
         additional: &Value,
+        suffix: &str,
         name: &str,
         min: u64,
         max: Option<u64>,
     ) -> Result<Body, Unsupported> {
         if max == Some(0) {
+            self.check(additional)?;
             return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
         }
-        let value = self.rule_for(additional, format!("{name}_addl"))?;
+        let value = self.rule_for(additional, format!("{name}_{suffix}"))?;
         let first = entry(Item::Ref("basic_string".into()), value.clone());
-        let mut more = vec![Item::Raw(WS), Item::Lit(",".into())];
-        more.extend(entry(Item::Ref("basic_string".into()), value));
+        let mut more = separator();
+        more.extend(pair(Item::Ref("basic_string".into()), value));
         self.repeated_in(
             ("{", "}"),
             first,
-            more,
-            min,
-            max,
-            format!("{name}_properties"),
-        )
-    }
-
-    /// An object whose keys match `patternProperties` (each pattern with its
-    /// own values; `additionalProperties` and `propertyNames` are then
-    /// ignored) or `propertyNames` (values: `additionalProperties`, any
-    /// value without), `min` to `max` of them, as xgrammar writes it: a
-    /// rule `…_prop` of one entry, repeated.
-    fn keyed_object(
-        &mut self,
-        map: &Map<String, Value>,
-        name: &str,
-        min: u64,
-        max: Option<u64>,
-    ) -> Result<Body, Unsupported> {
-        if max == Some(0) {
-            return Ok(Body::Choice(vec![empty_in(("{", "}"))]));
-        }
-        let mut entries = Vec::new();
-        match (map.get("patternProperties"), map.get("propertyNames")) {
-            (Some(Value::Object(patterns)), _) if !patterns.is_empty() => {
-                for (i, (pattern, schema)) in patterns.iter().enumerate() {
-                    // A pattern named like an annotation drops out of xgrammar's
-                    // key for finding schemas again (not reproduced).
-                    if !pattern::kept_as_regex(pattern)
-                        || ANNOTATIONS.contains(&pattern.as_str())
-                        || matches!(schema, Value::Bool(false))
-                    {
-                        return Err(Unsupported::Keyword(format!(
-                            "patternProperties {pattern:?}"
-                        )));
-                    }
-                    // The key's rule is made afresh, never found again.
-                    let key = format!("{name}_prop_{i}_key");
-                    let index = self.grammar.add(key.clone())?;
-                    self.grammar.rules[index].body = Body::Choice(vec![vec![
-                        Item::Lit("\"".into()),
-                        Item::Regex(pattern.clone()),
-                        Item::Lit("\"".into()),
-                    ]]);
-                    let value = self.rule_for(schema, format!("{name}_prop_{i}"))?;
-                    entries.push(entry(Item::Ref(key), value));
-                }
-            }
-            // Keys of a string schema (checked with a `type` or as an enum).
-            (None, Some(Value::Object(names)))
-                if names.get("type") == Some(&Value::from("string"))
-                    || names.contains_key("enum")
-                    || names.contains_key("const") =>
-            {
-                let names = &map["propertyNames"];
-                let key = self.rule_for(names, format!("{name}_name"))?;
-                let value = match map.get("additionalProperties") {
-                    None | Some(Value::Bool(false)) => Item::Ref("basic_any".into()),
-                    Some(additional) => self.rule_for(additional, format!("{name}_addl"))?,
-                };
-                entries.push(entry(key, value));
-            }
-            _ => {
-                return Err(Unsupported::Keyword(
-                    "patternProperties / propertyNames of this form".into(),
-                ));
-            }
-        }
-        let prop = format!("{name}_prop");
-        let index = self.grammar.add(prop.clone())?;
-        self.grammar.rules[index].body = Body::Choice(entries);
-        let more = vec![
-            Item::Raw(WS),
-            Item::Lit(",".into()),
-            Item::Raw(WS),
-            Item::Ref(prop.clone()),
-        ];
-        self.repeated_in(
-            ("{", "}"),
-            vec![Item::Ref(prop)],
             more,
             min,
             max,
@@ -1109,8 +682,9 @@ impl Converter<'_> {
     ) -> Result<Body, Unsupported> {
         let mut sequence = vec![Item::Lit(open.into())];
         sequence.extend(first);
-        let more_max = max.map_or(-1, |m| m as i64 - 1);
-        self.repeat(&mut sequence, more, min.saturating_sub(1), more_max, rule)?;
+        let more_min = min.saturating_sub(1).min(i32::MAX as u64) as i64;
+        let more_max = max.map_or(-1, |m| m.min(i32::MAX as u64) as i64 - 1);
+        sequence.extend(self.repeat(more, more_min, more_max, rule)?);
         sequence.extend([Item::Raw(WS), Item::Lit(close.into())]);
         let mut alternatives = vec![sequence];
         if min == 0 {
@@ -1119,29 +693,56 @@ impl Converter<'_> {
         Ok(Body::Choice(alternatives))
     }
 
-    /// `more` `min` to `max` (`-1`: unbounded) times at the end of
-    /// `sequence`, as xgrammar writes it: nothing for none, optional for
-    /// `{0, 1}`, itself for `{1, 1}`, else a rule `rule` of it repeated.
+    /// A new rule of `body`, named `hint` or, if taken, `hint_N`.
+    fn fresh_rule(&mut self, hint: String, body: Body) -> Result<String, Unsupported> {
+        let (index, name) = self.grammar.add_fresh(&hint)?;
+        self.grammar.rules[index].body = body;
+        Ok(name)
+    }
+
+    /// `more` `min` to `max` (`-1`: unbounded) times, as xgrammar's
+    /// `Repeat` writes it: nothing for none, optional for `{0, 1}`, itself
+    /// for `{1, 1}`, else a new rule of it (named `hint`, or `hint_N` if
+    /// taken) repeated.
     fn repeat(
         &mut self,
-        sequence: &mut Vec<Item>,
         more: Vec<Item>,
-        min: u64,
+        min: i64,
         max: i64,
-        rule: String,
-    ) -> Result<(), Unsupported> {
-        match (min, max) {
-            (_, 0) => {}
-            (0, 1) => sequence.push(Item::Nested(vec![vec![], more])),
-            (1, 1) => sequence.extend(more),
+        hint: String,
+    ) -> Result<Vec<Item>, Unsupported> {
+        Ok(match (min, max) {
+            (0, 0) => Vec::new(),
+            (0, 1) => vec![Item::Nested(vec![vec![], more])],
+            (1, 1) => more,
             _ => {
-                let index = self.grammar.add(rule.clone())?;
-                self.grammar.rules[index].body = Body::Choice(vec![more]);
-                sequence.push(Item::Repeat(rule, min, max));
+                let rule = self.fresh_rule(hint, Body::Choice(vec![more]))?;
+                vec![Item::Repeat(rule, min.max(0) as u64, max)]
             }
-        }
-        Ok(())
+        })
     }
+}
+
+/// The values of keys other than an object's properties (patterns and
+/// names aside), and the suffix of their rule's name, as xgrammar reads
+/// them in strict mode: `additionalProperties` (`true`: any value), else
+/// `unevaluatedProperties` (a schema's rule is `…_uneval`), else none.
+fn other_values(map: &Map<String, Value>) -> Option<(&Value, &'static str)> {
+    static ANY: Value = Value::Bool(true);
+    match (
+        map.get("additionalProperties"),
+        map.get("unevaluatedProperties"),
+    ) {
+        (Some(Value::Bool(false)), _) | (None, None | Some(Value::Bool(false))) => None,
+        (Some(Value::Bool(true)), _) | (None, Some(Value::Bool(true))) => Some((&ANY, "addl")),
+        (Some(values), _) => Some((values, "addl")),
+        (None, Some(values)) => Some((values, "uneval")),
+    }
+}
+
+/// `,` between an array's items or an object's entries.
+fn separator() -> Vec<Item> {
+    vec![Item::Raw(WS), Item::Lit(",".into()), Item::Raw(WS)]
 }
 
 /// The empty array or object: `open`, whitespace, `close`.
@@ -1153,10 +754,9 @@ fn empty_in((open, close): (&str, &str)) -> Vec<Item> {
     ]
 }
 
-/// One `key: value` entry of an object, after its leading whitespace.
-fn entry(key: Item, value: Item) -> Vec<Item> {
+/// `key: value`: an object's entry, as xgrammar writes it.
+fn pair(key: Item, value: Item) -> Vec<Item> {
     vec![
-        Item::Raw(WS),
         key,
         Item::Raw(WS),
         Item::Lit(":".into()),
@@ -1165,41 +765,11 @@ fn entry(key: Item, value: Item) -> Vec<Item> {
     ]
 }
 
-/// An integer bound (`minimum`, …): a whole number that an `f64` holds
-/// exactly.
-fn integer_bound(map: &Map<String, Value>, key: &str) -> Result<Option<i64>, Unsupported> {
-    let Some(value) = map.get(key) else {
-        return Ok(None);
-    };
-    let refused = || Unsupported::Keyword(format!("{key} {value}"));
-    if let Some(v) = value.as_i64() {
-        return Ok(Some(v));
-    }
-    match value.as_f64() {
-        Some(v) if value.is_f64() && v.fract() == 0.0 && v.abs() < (1u64 << 53) as f64 => {
-            Ok(Some(v as i64))
-        }
-        _ => Err(refused()),
-    }
-}
-
-/// The largest whole `multipleOf` xgrammar keeps for an integer (one rule
-/// per remainder without bounds); it ignores larger ones.
-const MAX_MULTIPLE_OF: u64 = 1024;
-
-/// The most integers between two bounds among which xgrammar lists the
-/// multiples of a `multipleOf`.
-const MAX_LISTED: u64 = 10_000;
-
-/// `multipleOf`, if any: a number above zero (xgrammar refuses others).
-fn multiple_of(map: &Map<String, Value>) -> Result<Option<f64>, Unsupported> {
-    match map.get("multipleOf") {
-        None => Ok(None),
-        Some(value) => match value.as_f64() {
-            Some(m) if m > 0.0 && m.is_finite() => Ok(Some(m)),
-            _ => Err(Unsupported::Keyword(format!("multipleOf {value}"))),
-        },
-    }
+/// One `key: value` entry of an object, after its leading whitespace.
+fn entry(key: Item, value: Item) -> Vec<Item> {
+    let mut entry = vec![Item::Raw(WS)];
+    entry.extend(pair(key, value));
+    entry
 }
 
 /// A non-negative integer keyword (`minLength`, `maxItems`, …).
@@ -1229,16 +799,4 @@ fn any() -> Body {
         .map(|rule| vec![Item::Ref((*rule).to_owned())])
         .collect(),
     )
-}
-
-/// An integer, as a rule of its own.
-fn integer() -> Body {
-    Body::Choice(vec![
-        vec![Item::Lit("0".into())],
-        vec![
-            Item::Nested(vec![vec![], vec![Item::Lit("-".into())]]),
-            Item::Raw("[1-9]"),
-            Item::Raw("[0-9]*"),
-        ],
-    ])
 }

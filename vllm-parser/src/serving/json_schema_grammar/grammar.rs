@@ -141,6 +141,13 @@ impl Grammar {
         Ok(self.rules.len() - 1)
     }
 
+    /// Make a rule named `hint`, or `hint_N` if that is taken (xgrammar's
+    /// `AddRuleWithHint`); its index and name.
+    pub(super) fn add_fresh(&mut self, hint: &str) -> Result<(usize, String), Unsupported> {
+        let name = self.fresh_name(hint);
+        Ok((self.add(name.clone())?, name))
+    }
+
     /// Move every nested choice and regex to a rule of its own.
     pub(super) fn lift(&mut self) -> Result<Vec<Rule>, Unsupported> {
         let mut lifted = Vec::new();

@@ -8,52 +8,66 @@
 //! vLLM 0.33.0 embeds that text in the Cohere Command tools structural tag.
 //! Anything outside the subset is an [`Unsupported`] error, never a guess.
 //!
+//! Schemas are read as xgrammar's `SchemaParser` reads them: `$ref`,
+//! `const`, `enum`, `anyOf`, `oneOf`, `allOf` in turn, the first present
+//! deciding alone (the other keywords ignored); else `type` (without one:
+//! an object if `properties` / `additionalProperties` is there, an array if
+//! `items` is, else any value), each type reading its own keywords and
+//! ignoring all others (`maxLength` on an integer, `minimum` without a
+//! type…). A schema whose key (module `reading`) was read before is the
+//! first one's: two schemas that differ only in a property named `title`
+//! or in the order of their properties get the rules of whichever xgrammar
+//! read first.
+//!
 //! The subset: `true`; `{}`; `type` a JSON type or a list of them;
 //! strings with `minLength` / `maxLength`, or with a `pattern` xgrammar keeps
 //! as a regex (printable ASCII in a common regex syntax: module `pattern`; the
-//! lengths are then ignored, as xgrammar does), or with a `format` (the 14
+//! lengths are then ignored, as xgrammar does) or that is plain characters
+//! some beyond ASCII (a rule of literals), or with a `format` (beside a
+//! `pattern` too: a known format wins; the 14
 //! xgrammar knows are their regexes' rules, copied from xgrammar: module
 //! `formats`; others are ignored); integers with
 //! or without `minimum` / `maximum` / `exclusiveMinimum` /
-//! `exclusiveMaximum` (xgrammar's range regex made rules: modules `range`,
+//! `exclusiveMaximum` (whole numbers within ±2^63; xgrammar's range regex
+//! made rules: modules `range`,
 //! `regex`), and with a `multipleOf` (a whole one up to 1024: without bounds
 //! a remainder automaton, between two bounds at most 10 000 integers apart
 //! the list of the multiples, otherwise ignored, as is any other
 //! `multipleOf`); numbers without bounds or with any finite bounds
 //! (xgrammar's float range regex on its grid of six decimals: bounds
 //! rounded inwards, magnitudes past `i64` written out in full);
-//! booleans; `null`; arrays with `items`,
-//! `minItems`, `maxItems`, `uniqueItems` (ignored); objects with
-//! `properties`, `required` and any `additionalProperties` (other keys: a
+//! booleans; `null`; arrays with `items` (else `unevaluatedItems`),
+//! `prefixItems` (module `convert::tuple`), `minItems` (raised by
+//! `minContains`), `maxItems`; objects with
+//! `properties`, `required` and any `additionalProperties` (else
+//! `unevaluatedProperties`: the values of other keys; other keys: a
 //! string that is none of the properties' names, xgrammar's trie of their
-//! bytes), or without `properties` (a map, with any `minProperties` /
-//! `maxProperties`: the entries after the first repeated as xgrammar
-//! repeats them), or with `patternProperties` (patterns as for strings;
-//! `additionalProperties` and `propertyNames` then ignored) or
+//! bytes) or `patternProperties` / `propertyNames` (their entries are the
+//! other keys then: module `convert::keyed`), and any `minProperties` /
+//! `maxProperties` (xgrammar's rules per number of entries written: module
+//! `convert::counted`), or without `properties` (a map, with any
+//! `minProperties` / `maxProperties`: the entries after the first repeated
+//! as xgrammar repeats them), or with `patternProperties` (patterns as for
+//! strings; `additionalProperties` and `propertyNames` then ignored) or
 //! `propertyNames` (a schema for the keys, `additionalProperties` for the
-//! values), without `properties` or `required` and with any
-//! `minProperties` / `maxProperties`; `enum` / `const` of any JSON
+//! values), `required` ignored, with any `minProperties` /
+//! `maxProperties`; `enum` / `const` of any JSON
 //! values (numbers other than `i64`s written as picojson writes doubles);
-//! `anyOf` / `oneOf` (xgrammar writes both as a choice); `allOf` (one schema:
-//! its body; several: any value, as xgrammar does); `$ref` to
-//! `#/$defs/NAME` / `#/definitions/NAME` of the document (NAME of ASCII
-//! letters, digits, `_`, `-`, `.`), recursion included. Annotations
-//! (`title`, `description`, `default`, `examples`, …) and `nullable`,
-//! `strict`, `example`, `$id`, `$anchor`, `contentEncoding` are accepted;
-//! beside `$ref`, `const`, `enum`, `anyOf`, `oneOf` and `allOf`, xgrammar
-//! ignores `type`,
-//! `properties`, `items`, `maxLength`, `minimum` and the like.
+//! `anyOf` / `oneOf` (xgrammar writes both as a choice, an empty one as
+//! `""`); `allOf` (one schema: its body; several or none: any value, as
+//! xgrammar does, each of them still converted to check it); `$ref` to
+//! `#/PATH` of the document (`#/$defs/NAME`, `#/definitions/NAME`, or any
+//! path of its keys, unescaped as xgrammar leaves them; the rule named after
+//! the path's letters, `_`, `-` and `.`, as xgrammar names it), recursion
+//! included, to `#` (the root rule), or to anything else (xgrammar warns:
+//! any value, a rule `ref`).
 //!
 //! Outside it, among others: integer bounds that are not whole numbers
-//! (xgrammar refuses them) or beyond 2^53, empty ranges (xgrammar refuses
-//! them), `minProperties` (above 0) / `maxProperties` /
-//! `patternProperties` / `propertyNames` beside `properties` (xgrammar
-//! counts the properties in its rules, or merges the keys' rules with
-//! theirs), a `propertyNames` schema without `type`, and schemas xgrammar takes for one another: its key for
-//! finding a schema's rules again drops annotation keywords at any depth,
-//! property names included, and sorts properties, so two schemas that differ
-//! only in a property named `title` or in the order of their properties get
-//! the rules of whichever xgrammar read first.
+//! (xgrammar refuses them) or at ±2^63 and beyond, empty ranges (xgrammar
+//! refuses them), `pattern`s xgrammar turns into rules other than plain
+//! characters, a `$ref` path of digits alone, and a schema with a part of
+//! the same key (xgrammar keeps the schema under the key, the part in
+//! place).
 
 mod compiles;
 mod convert;
@@ -62,6 +76,7 @@ mod formats;
 mod grammar;
 mod pattern;
 mod range;
+mod reading;
 mod regex;
 
 use serde_json::Value;
@@ -248,14 +263,19 @@ mod tests {
     }
 
     #[test]
-    fn schemas_xgrammar_takes_for_one_another_are_refused() {
+    fn a_schema_read_again_gets_the_rules_of_the_first_one_read() {
         // xgrammar's key drops a property named `description` and sorts
-        // properties: `b` would get `T`'s rule, or the other way round.
+        // properties: `T` (read when `a` is converted) is taken for `b`
+        // (read with the document), rules and all, and `b` is `T`'s rule.
         let x = json!({"type": "integer"});
         let y = json!({"type": "string"});
-        for (target, copy) in [
-            (json!({"x": x}), json!({"description": y, "x": x})),
-            (json!({"x": x, "y": y}), json!({"y": y, "x": x})),
+        for (target, copy, first) in [
+            (
+                json!({"x": x}),
+                json!({"description": y, "x": x}),
+                "description",
+            ),
+            (json!({"x": x, "y": y}), json!({"y": y, "x": x}), "y"),
         ] {
             let schema = json!({
                 "type": "object",
@@ -265,10 +285,21 @@ mod tests {
                 },
                 "$defs": {"T": {"type": "object", "properties": target}},
             });
-            let refused = from_json_schema(&schema);
+            let grammar = from_json_schema(&schema).unwrap();
+            let rule = |name: &str| {
+                grammar
+                    .lines()
+                    .find_map(|l| l.strip_prefix(&format!("{name} ::= ")))
+                    .unwrap_or_default()
+                    .to_owned()
+            };
             assert!(
-                matches!(refused, Err(Unsupported::Keyword(_))),
-                "{schema}: {refused:?}"
+                rule("defs_T_1").starts_with(&format!(r#"(("\"{first}\"""#)),
+                "{grammar}"
+            );
+            assert!(
+                rule("root_1").ends_with(r#"":" [ \n\r\t]* defs_T))"#),
+                "{grammar}"
             );
         }
     }
@@ -345,6 +376,17 @@ mod tests {
             deep = json!({"type": "array", "items": deep});
         }
         assert_eq!(from_json_schema(&deep), Err(Unsupported::TooDeep));
+        // `allOf`s of several schemas are checked, their `$ref`s not
+        // followed (xgrammar does not resolve them): a chain of them stays
+        // linear.
+        let mut defs = serde_json::Map::new();
+        for i in 0..60 {
+            let next = json!({"$ref": format!("#/$defs/D{}", i + 1)});
+            defs.insert(format!("D{i}"), json!({"allOf": [next, next]}));
+        }
+        defs.insert("D60".into(), json!({"type": "string"}));
+        let chain = json!({"$ref": "#/$defs/D0", "$defs": defs});
+        assert!(from_json_schema(&chain).is_ok());
         for odd in [
             json!(null),
             json!({"type": "object", "properties": {"a": 3}}),
@@ -358,14 +400,17 @@ mod tests {
             json!({"type": "integer", "minimum": 0.5}),
             json!({"type": "object", "minProperties": 1}),
             json!({"type": "object", "additionalProperties": true, "minProperties": 2, "maxProperties": 1}),
-            json!({"type": "object", "properties": {"a": {}}, "maxProperties": 1}),
             json!({"type": "integer", "minimum": 1, "maximum": 2, "multipleOf": 3}),
             json!({"type": "number", "minimum": 0.1234561, "maximum": 0.1234569}),
             json!({"type": "number", "exclusiveMinimum": 1, "maximum": 1}),
             json!({"type": "integer", "exclusiveMaximum": i64::MIN}),
             json!({"type": "string", "pattern": "^(a)\\1$"}),
-            json!({"type": "string", "pattern": "^é$"}),
-            json!({"type": "object", "properties": {"a\n": {}}, "additionalProperties": true}),
+            json!({"type": "string", "pattern": "^é+$"}),
+            // Its part has its key (`title` is dropped from both).
+            json!({"type": "object", "properties": {"title": {"type": "object", "properties": {"title": {}}}}}),
+            json!({"type": "object", "properties": {"a": {}, "b": {}}, "minProperties": 3}),
+            json!({"type": "object", "properties": {"a": {"type": "integer", "minimum": 2, "maximum": 1}}, "maxProperties": 0}),
+            json!({"type": "object", "properties": {"a\u{0}": {}}, "additionalProperties": true}),
         ] {
             assert!(from_json_schema(&odd).is_err(), "{odd}");
         }

@@ -4,7 +4,12 @@
 //! (checked against xgrammar's output); anything else — non-ASCII, quotes,
 //! backslash escapes other than the common classes, lookaround, back
 //! references, Unicode properties — is outside the subset, as xgrammar
-//! turns some of it into rules of its own.
+//! turns some of it into rules of its own. Of those, this crate writes one
+//! kind: a pattern of plain characters, some beyond ASCII, with or without
+//! its anchors, which xgrammar turns into a rule of the characters, one
+//! literal each, anchors dropped (checked against xgrammar 0.2.8).
+
+use super::grammar::{Body, Item, Rule};
 
 /// Whether xgrammar keeps `pattern` as a regex (see the module docs).
 pub(super) fn kept_as_regex(pattern: &str) -> bool {
@@ -18,6 +23,23 @@ pub(super) fn kept_as_regex(pattern: &str) -> bool {
         depth: 0,
     };
     checker.alternatives() && checker.at == bytes.len()
+}
+
+/// The rules xgrammar turns `pattern` into, when it is plain characters
+/// (ASCII ones as [`plain`] allows), at least one of them beyond ASCII,
+/// between optional `^` and `$`: one rule, a literal per character.
+pub(super) fn literal_rules(pattern: &str) -> Option<Vec<Rule>> {
+    let inner = pattern.strip_prefix('^').unwrap_or(pattern);
+    let inner = inner.strip_suffix('$').unwrap_or(inner);
+    let plain_or_wide = |c: char| !c.is_ascii() || plain(c as u8);
+    if inner.is_ascii() || inner.len() > 1000 || !inner.chars().all(plain_or_wide) {
+        return None;
+    }
+    let literals = inner.chars().map(|c| Item::Lit(c.to_string())).collect();
+    Some(vec![Rule {
+        name: "root".into(),
+        body: Body::Choice(vec![literals]),
+    }])
 }
 
 struct Checker<'a> {
