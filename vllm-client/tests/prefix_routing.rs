@@ -33,7 +33,21 @@ fn free_ports(n: u16) -> u16 {
     }
 }
 
-fn engine_config() -> MockConfig {
+/// Held by a test from picking its ports until its engines are gone (they bind their
+/// event ports only after registering), so that tests running at once never pick the
+/// same free ports.
+static PORTS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A client registered with [`ENGINES`] mock engines, and the hold on their ports.
+type Fleet = (
+    EngineCoreClient,
+    Vec<MockEngineHandle>,
+    tokio::sync::MutexGuard<'static, ()>,
+);
+
+/// The engines' configuration, their KV-event ports from `events` on: publishers
+/// at `events..events + ENGINES`, replay routers after them.
+fn engine_config(events: u16) -> MockConfig {
     MockConfig {
         output: OutputMode::Random { seed: 1 },
         // Slow enough that a request is still in flight when the test looks.
@@ -44,8 +58,8 @@ fn engine_config() -> MockConfig {
         kv_events: Some(KVEventsConfig {
             enable_kv_cache_events: true,
             publisher: Some("zmq".into()),
-            endpoint: format!("tcp://*:{}", free_ports(ENGINES)),
-            replay_endpoint: Some(format!("tcp://*:{}", free_ports(ENGINES))),
+            endpoint: format!("tcp://*:{events}"),
+            replay_endpoint: Some(format!("tcp://*:{}", events + ENGINES)),
             topic: "kv".into(),
             ..KVEventsConfig::default()
         }),
@@ -53,18 +67,20 @@ fn engine_config() -> MockConfig {
     }
 }
 
-async fn fleet(routing: Option<PrefixRouting>) -> (EngineCoreClient, Vec<MockEngineHandle>) {
-    let port = free_ports(1);
+async fn fleet(routing: Option<PrefixRouting>) -> Fleet {
+    let ports = PORTS.lock().await;
+    // One block: the handshake port, then the engines' event ports.
+    let port = free_ports(1 + 2 * ENGINES);
     let mut config = ClientConfig::handshake("127.0.0.1", port, ENGINES)
         .with_ready_timeout(Duration::from_secs(30));
     config.prefix_routing = routing;
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
-    let engine = engine_config();
+    let engine = engine_config(port + 1);
     let engines = (0..ENGINES)
         .map(|rank| MockEngine::spawn(format!("tcp://127.0.0.1:{port}"), rank, engine.clone()))
         .collect();
     let client = connecting.await.unwrap().expect("engines register");
-    (client, engines)
+    (client, engines, ports)
 }
 
 fn routing() -> PrefixRouting {
@@ -135,7 +151,7 @@ async fn wait_for_view(
 
 #[tokio::test]
 async fn a_continued_conversation_returns_to_the_engine_holding_its_prefix() {
-    let (client, _engines) = fleet(Some(routing())).await;
+    let (client, _engines, _ports) = fleet(Some(routing())).await;
     // The first turn, on engine 2.
     let first = system_prompt();
     let (stream, engine) = send(&client, request("turn-1", first.clone(), 3, Some(2))).await;
@@ -176,7 +192,7 @@ async fn a_continued_conversation_returns_to_the_engine_holding_its_prefix() {
 
 #[tokio::test]
 async fn without_prefix_routing_the_least_loaded_engine_recomputes_the_prefix() {
-    let (client, _engines) = fleet(None).await;
+    let (client, _engines, _ports) = fleet(None).await;
     assert!(client.prefix_routing_stats().is_none());
     let first = system_prompt();
     let (stream, _) = send(&client, request("turn-1", first.clone(), 3, Some(2))).await;
@@ -191,7 +207,7 @@ async fn without_prefix_routing_the_least_loaded_engine_recomputes_the_prefix() 
 
 #[tokio::test]
 async fn a_holder_past_the_load_slack_loses_the_request_to_the_least_loaded_engine() {
-    let (client, _engines) = fleet(Some(routing().with_load_slack(4.0))).await;
+    let (client, _engines, _ports) = fleet(Some(routing().with_load_slack(4.0))).await;
     let first = system_prompt();
     let (stream, _) = send(&client, request("turn-1", first.clone(), 3, Some(1))).await;
     cached_tokens(stream).await;
@@ -238,6 +254,7 @@ async fn a_holder_past_the_load_slack_loses_the_request_to_the_least_loaded_engi
 
 #[tokio::test]
 async fn engines_without_kv_events_refuse_prefix_routing() {
+    let _ports = PORTS.lock().await;
     let port = free_ports(1);
     let config = ClientConfig::handshake("127.0.0.1", port, 1)
         .with_ready_timeout(Duration::from_secs(30))
@@ -262,7 +279,7 @@ async fn with_predictions_a_burst_sharing_a_new_prefix_follows_its_first_request
         if predict {
             routing = routing.with_prediction(Duration::from_secs(30));
         }
-        let (client, _engines) = fleet(Some(routing)).await;
+        let (client, _engines, _ports) = fleet(Some(routing)).await;
         // Three requests sent at once, before any engine has reported a block.
         let mut sent = Vec::new();
         for i in 0..3u32 {
