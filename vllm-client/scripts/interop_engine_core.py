@@ -299,7 +299,15 @@ def build_executor_class(step_delay_s, script=()):
             """One token per scheduled request whose whole sequence is computed after this
             step, like the GPU model runner (partial prefills sample nothing)."""
             # req_id -> (tokens computed before this step, outputs so far)
-            progress = {new.req_id: (new.num_computed_tokens, 0) for new in so.scheduled_new_reqs}
+            # A preempted request comes back as a new one (vLLM's V2 model runner) whose
+            # `prefill_token_ids` hold its outputs so far: it goes on from there.
+            progress = {
+                new.req_id: (
+                    new.num_computed_tokens,
+                    max(0, len(new.prefill_token_ids or ()) - len(new.prompt_token_ids or ())),
+                )
+                for new in so.scheduled_new_reqs
+            }
             cached = so.scheduled_cached_reqs
             for i, req_id in enumerate(cached.req_ids):
                 progress[req_id] = (cached.num_computed_tokens[i], cached.num_output_tokens[i])

@@ -5,7 +5,9 @@
 //!   `EngineCoreClient`: our subscriber must see the same batches, in the same order, with
 //!   the same bytes, as vLLM's own classes decode (`scripts/kv_events_subscriber.py`), and
 //!   our `BlockHasher` must reproduce the block hashes the engine published; the mock
-//!   engine, given the same requests and tokens, must publish the same events.
+//!   engine, given the same requests and tokens, must publish the same events, and after
+//!   `reset_prefix_cache(reset_running_requests=True)` in the middle of a request, store
+//!   the same blocks again.
 //! - vLLM's `ZmqEventPublisher` with scripted batches (`scripts/kv_events_publisher.py`):
 //!   holes in the numbering filled from its replay buffer, holes it no longer covers
 //!   reported, a slow consumer told what it lost, a restarted publisher followed, the
@@ -497,15 +499,205 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
         .await
         .unwrap();
     }
-    // vLLM's batches up to the reset, which the mock's utility call does not reach yet.
-    let before_reset = &got[..got.len() - 1];
-    let (mocked, others) = batches(&mut mock_events, before_reset.len()).await;
+    assert!(
+        within(
+            "the mock's reset_prefix_cache",
+            mock_client.reset_prefix_cache(false, false)
+        )
+        .await
+        .unwrap()
+    );
+    within(
+        "a request after the mock's reset",
+        mock_client.generate_all(request("after", vec![7; 5], 2, None)),
+    )
+    .await
+    .unwrap();
+    // vLLM's batches, the reset's AllBlocksCleared included.
+    let (mocked, others) = batches(&mut mock_events, got.len()).await;
     assert!(others.is_empty(), "{others:?}");
-    for ((seq, vllm), (mock_seq, mock)) in before_reset.iter().zip(&mocked) {
+    for ((seq, vllm), (mock_seq, mock)) in got.iter().zip(&mocked) {
         assert_eq!(seq, mock_seq);
         assert_eq!(vllm.events, mock.events, "batch {seq}");
         assert_eq!(vllm.data_parallel_rank, mock.data_parallel_rank);
     }
+}
+
+/// The blocks stored after a reset's `AllBlocksCleared`, in order, up to the first store
+/// of the request whose prompt starts with `until` (which tells the stream is drained):
+/// their hashes, the first store's parent and their tokens.
+async fn stores_after_clear(
+    sub: &mut KvEventSubscriber,
+    until: u32,
+) -> (Vec<ExternalBlockHash>, Option<ExternalBlockHash>, Vec<u32>) {
+    let (mut cleared, mut hashes, mut parent, mut tokens) = (false, Vec::new(), None, Vec::new());
+    loop {
+        let KvEventMessage::Batch { batch, .. } = next(sub).await else {
+            continue;
+        };
+        for event in batch.events {
+            match event {
+                KVCacheEvent::AllBlocksCleared(_) => cleared = true,
+                KVCacheEvent::BlockStored(e) if e.token_ids.first() == Some(&until) => {
+                    assert!(cleared, "the reset was published before the next request");
+                    return (hashes, parent, tokens);
+                }
+                KVCacheEvent::BlockStored(e) if cleared => {
+                    if hashes.is_empty() {
+                        parent = e.parent_block_hash;
+                    }
+                    hashes.extend(e.block_hashes);
+                    tokens.extend(e.token_ids);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Runs `long` until it has streamed a few tokens, resets the prefix cache with
+/// `reset_running_requests`, lets it finish, then runs a short request starting with
+/// token 2 (the end marker of [`stores_after_clear`]); returns the long request's
+/// sequence.
+async fn reset_while_running(client: &EngineCoreClient) -> Vec<u32> {
+    let prompt: Vec<u32> = (1..=40).collect();
+    let mut stream = within(
+        "the long request",
+        client.generate(request("long", prompt.clone(), 60, None)),
+    )
+    .await
+    .unwrap();
+    let mut tokens = prompt;
+    while tokens.len() < 45 {
+        let output = within("an output", stream.next()).await.unwrap().unwrap();
+        tokens.extend(output.new_token_ids);
+    }
+    assert!(
+        within(
+            "reset_prefix_cache(reset_running_requests)",
+            client.reset_prefix_cache(true, false)
+        )
+        .await
+        .unwrap(),
+        "with reset_running_requests the reset succeeds while a request runs"
+    );
+    while let Some(output) = within("an output", stream.next()).await {
+        tokens.extend(output.unwrap().new_token_ids);
+    }
+    assert_eq!(
+        tokens.len(),
+        100,
+        "the preempted request finished: {tokens:?}"
+    );
+    within(
+        "the request after the reset",
+        client.generate_all(request("after", (2..=21).collect(), 1, None)),
+    )
+    .await
+    .unwrap();
+    tokens
+}
+
+/// `reset_prefix_cache(reset_running_requests=True)` preempts the running request; it
+/// caches its blocks anew, from its first, as it recomputes: the mock engine stores the
+/// same blocks as vLLM's engine after the reset, wherever in the request the reset
+/// lands.
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn a_reset_of_running_requests_restores_their_blocks_as_vllm_does() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let (handshake, publish, replay) = (free_port(), free_port(), free_port());
+    let kv_config = format!(
+        r#"{{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:{publish}", "replay_endpoint": "tcp://*:{replay}", "topic": "kv"}}"#
+    );
+    let mut args = vec![
+        "--handshake-address".to_owned(),
+        format!("tcp://127.0.0.1:{handshake}"),
+        "--enable-prefix-caching".to_owned(),
+        "--block-size".to_owned(),
+        "16".to_owned(),
+        "--kv-events-config".to_owned(),
+        kv_config,
+    ];
+    if let Ok(models) = std::env::var("VLLM_REFERENCE_MODELS") {
+        args.push("--model".to_owned());
+        args.push(format!("{models}/qwen3"));
+    }
+    let config = ClientConfig::handshake("127.0.0.1", handshake, 1).with_ready_timeout(STARTUP);
+    let connecting = tokio::spawn(EngineCoreClient::connect(config));
+    let engine = Python::spawn(
+        &python,
+        "interop_engine_core.py",
+        &args,
+        &[("PYTHONHASHSEED", HASH_SEED)],
+    );
+    let client = match connecting.await.unwrap() {
+        Ok(client) => client,
+        Err(e) => panic!("engine did not start: {e}\n{}", engine.log_tail()),
+    };
+    let reported = client.engines()[0].kv_events_config().unwrap();
+    let mut events = KvEventSubscriber::start(
+        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
+    )
+    .unwrap();
+    let sequence = reset_while_running(&client).await;
+    let (hashes, parent, tokens) = stores_after_clear(&mut events, 2).await;
+    drop(engine);
+
+    // After the reset the engine stored the request's whole chain again, from its first
+    // block: every full block of what it computed (all but the last sampled token).
+    let hasher = BlockHasher::new(
+        HashAlgo::Sha256,
+        16,
+        NoneHashSeed::PythonHashSeed(HASH_SEED.into()),
+    )
+    .unwrap();
+    let computed = &sequence[..sequence.len() - 1];
+    let chain: Vec<ExternalBlockHash> = hasher
+        .hash_blocks(computed, &HashExtras::none())
+        .iter()
+        .map(|h| h.external(true))
+        .collect();
+    assert_eq!(parent, None);
+    assert_eq!(hashes, chain);
+    assert_eq!(tokens, computed[..chain.len() * 16]);
+
+    // The mock engine, at the scripted executor's pace, does the same.
+    let mock_handshake = free_port();
+    let mock_config = MockConfig {
+        output: OutputMode::FixedText((101..=160).collect()),
+        tokens_per_second: 50.0,
+        block_size: 16,
+        python_hash_seed: Some(HASH_SEED.into()),
+        kv_events: Some(KVEventsConfig {
+            enable_kv_cache_events: true,
+            publisher: Some("zmq".into()),
+            endpoint: format!("tcp://*:{}", free_port()),
+            replay_endpoint: Some(format!("tcp://*:{}", free_port())),
+            topic: "kv".into(),
+            ..KVEventsConfig::default()
+        }),
+        ..MockConfig::default()
+    };
+    let connecting = tokio::spawn(EngineCoreClient::connect(ClientConfig::handshake(
+        "127.0.0.1",
+        mock_handshake,
+        1,
+    )));
+    let _mock = MockEngine::spawn(format!("tcp://127.0.0.1:{mock_handshake}"), 0, mock_config);
+    let mock_client = connecting.await.unwrap().unwrap();
+    let reported = mock_client.engines()[0].kv_events_config().unwrap();
+    let mut mock_events = KvEventSubscriber::start(
+        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
+    )
+    .unwrap();
+    assert_eq!(reset_while_running(&mock_client).await, sequence);
+    assert_eq!(
+        stores_after_clear(&mut mock_events, 2).await,
+        (hashes, parent, tokens)
+    );
 }
 
 // --- vLLM's publisher with scripted batches ----------------------------------------------

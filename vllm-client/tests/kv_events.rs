@@ -220,7 +220,7 @@ async fn the_mock_engine_publishes_and_replays_its_cache_events() {
             .unwrap()
             .port()
     };
-    let handshake = port();
+    let (handshake, publish, replay) = (port(), port(), port());
     let config = MockConfig {
         output: OutputMode::FixedText((1000..1100).collect()),
         block_size: 4,
@@ -229,8 +229,8 @@ async fn the_mock_engine_publishes_and_replays_its_cache_events() {
         kv_events: Some(KVEventsConfig {
             enable_kv_cache_events: true,
             publisher: Some("zmq".into()),
-            endpoint: format!("tcp://*:{}", port()),
-            replay_endpoint: Some(format!("tcp://*:{}", port())),
+            endpoint: format!("tcp://*:{publish}"),
+            replay_endpoint: Some(format!("tcp://*:{replay}")),
             topic: "kv".into(),
             ..KVEventsConfig::default()
         }),
@@ -245,6 +245,12 @@ async fn the_mock_engine_publishes_and_replays_its_cache_events() {
     let client = connecting.await.unwrap().unwrap();
     let reported = client.engines()[0].kv_events_config().expect("reported");
     assert_eq!(reported.topic, "kv");
+    // As in vLLM (whose scheduler binds them in `EngineCore.__init__`), the sockets are
+    // bound before the engine reports READY.
+    for port in [publish, replay] {
+        std::net::TcpStream::connect(("127.0.0.1", port))
+            .unwrap_or_else(|e| panic!("port {port} not bound once the engine is up: {e}"));
+    }
 
     let request = |id: &str, prompt: Vec<u32>| {
         let params = SamplingParams {
@@ -286,7 +292,11 @@ async fn the_mock_engine_publishes_and_replays_its_cache_events() {
     };
     let mut stored = Vec::new();
     let mut removed = Vec::new();
-    while removed.len() < 3 || stored.len() < 9 {
+    // An idle cache is cleared; the engine publishes that with its next step.
+    assert!(client.reset_prefix_cache(false, false).await.unwrap());
+    client.generate_all(request("d", vec![7; 2])).await.unwrap();
+    let mut cleared = false;
+    while !cleared {
         match next(&mut sub).await {
             KvEventMessage::Batch { batch, .. } => {
                 assert_eq!(batch.data_parallel_rank, Some(0));
@@ -294,6 +304,7 @@ async fn the_mock_engine_publishes_and_replays_its_cache_events() {
                     match event {
                         KVCacheEvent::BlockStored(e) => stored.extend(e.block_hashes),
                         KVCacheEvent::BlockRemoved(e) => removed.extend(e.block_hashes),
+                        KVCacheEvent::AllBlocksCleared(_) => cleared = true,
                         other => panic!("{other:?}"),
                     }
                 }

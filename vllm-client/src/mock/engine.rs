@@ -95,11 +95,41 @@ pub(crate) struct Engine {
     observed: super::ObservedLog,
 }
 
+/// The prefix cache and its bound publisher, if the configuration asks for KV-cache
+/// events. Called before the engine announces itself: vLLM's scheduler binds the
+/// publisher in `EngineCore.__init__`, before the handshake's READY, so a frontend that
+/// subscribes once the engine is up finds the sockets there.
+pub(crate) async fn start_kv_events(
+    config: &MockConfig,
+    rank: u16,
+) -> Result<Option<(KvCache, KvPublisher)>, MockError> {
+    let Some(events) = config.kv_events_for_rank(rank) else {
+        return Ok(None);
+    };
+    if !config.enable_prefix_caching {
+        tracing::warn!(
+            "KV cache events are on, but prefix caching is not enabled. \
+             Use --enable-prefix-caching to enable."
+        );
+        return Ok(None);
+    }
+    let seed = NoneHashSeed::from_env_value(config.python_hash_seed.as_deref());
+    let hasher = BlockHasher::new(
+        config.prefix_caching_hash_algo,
+        config.block_size.max(1),
+        seed,
+    )
+    .map_err(|e| MockError::Handshake(format!("KV events: {e}")))?;
+    let cache = KvCache::new(hasher, config.num_gpu_blocks());
+    Ok(Some((cache, KvPublisher::start(&events).await?)))
+}
+
 impl Engine {
     pub(crate) fn new(
         config: MockConfig,
         rank: u16,
         outputs: Vec<PushSocket>,
+        kv_events: Option<(KvCache, KvPublisher)>,
         observed: super::ObservedLog,
     ) -> Self {
         let text: Arc<[u32]> = match &config.output {
@@ -107,6 +137,7 @@ impl Engine {
             _ => Arc::from(Vec::new()),
         };
         let adapters = Adapters::new(config.lora);
+        let (kv, kv_publisher) = kv_events.unzip();
         Self {
             config,
             rank,
@@ -126,44 +157,24 @@ impl Engine {
             current_wave: 0,
             engines_running: false,
             started: std::time::Instant::now(),
-            kv: None,
-            kv_publisher: None,
+            kv,
+            kv_publisher,
             prefix_stats: (0, 0, 0),
             observed,
         }
     }
 
-    /// Starts publishing KV-cache events if the configuration asks for it.
-    async fn start_kv_events(&mut self) -> Result<(), MockError> {
-        let Some(events) = self.config.kv_events_for_rank(self.rank) else {
-            return Ok(());
-        };
-        if !self.config.enable_prefix_caching {
-            tracing::warn!(
-                "KV cache events are on, but prefix caching is not enabled. \
-                 Use --enable-prefix-caching to enable."
-            );
-            return Ok(());
-        }
-        let seed = NoneHashSeed::from_env_value(self.config.python_hash_seed.as_deref());
-        let hasher = BlockHasher::new(
-            self.config.prefix_caching_hash_algo,
-            self.config.block_size.max(1),
-            seed,
-        )
-        .map_err(|e| MockError::Handshake(format!("KV events: {e}")))?;
-        self.kv = Some(KvCache::new(hasher, self.config.num_gpu_blocks()));
-        self.kv_publisher = Some(KvPublisher::start(&events).await?);
-        Ok(())
-    }
-
     /// `reset_prefix_cache`: clears the prefix cache (publishing `AllBlocksCleared` with
-    /// the next step) unless a request holds blocks; true without a cache.
-    // The hook for the `reset_prefix_cache` utility method (mock/utility.rs, which still
-    // answers `true` without calling it).
-    #[allow(dead_code)]
-    pub(crate) fn reset_prefix_cache(&mut self) -> bool {
-        self.kv.as_mut().is_none_or(KvCache::reset)
+    /// the next step) unless a request holds blocks; with `reset_running_requests` the
+    /// running requests give theirs up first, so it always succeeds. True without a
+    /// cache.
+    pub(crate) fn reset_prefix_cache(&mut self, reset_running_requests: bool) -> bool {
+        self.kv.as_mut().is_none_or(|kv| {
+            if reset_running_requests {
+                kv.preempt_all();
+            }
+            kv.reset()
+        })
     }
 
     /// Publishes the cache's events of this step as one batch.
@@ -190,6 +201,7 @@ impl Engine {
         connections: Connections,
         config: MockConfig,
         rank: u16,
+        kv_events: Option<(KvCache, KvPublisher)>,
         mut commands: mpsc::UnboundedReceiver<Command>,
         observed: super::ObservedLog,
     ) -> Result<(), MockError> {
@@ -206,8 +218,7 @@ impl Engine {
         drop(input_tx);
         let _abort_readers = AbortOnDrop(readers);
 
-        let mut engine = Engine::new(config, rank, outputs, observed);
-        engine.start_kv_events().await?;
+        let mut engine = Engine::new(config, rank, outputs, kv_events, observed);
         let interval = engine.config.step_interval();
         let mut next_step = Instant::now();
         let mut stalled_until: Option<Instant> = None;

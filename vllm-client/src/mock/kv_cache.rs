@@ -8,11 +8,12 @@
 //! the new run of blocks with its parent, tokens, LoRA and per-block extra keys. Finished
 //! requests release their blocks, which stay cached until the least recently released
 //! one is needed for a new block ([`BlockRemoved`]). `reset` clears an idle cache
-//! ([`AllBlocksCleared`]) and refuses while a request holds blocks, as vLLM does.
+//! ([`AllBlocksCleared`]) and refuses while a request holds blocks, as vLLM does;
+//! `preempt_all` first frees the running requests' blocks (`reset_running_requests`).
 //!
 //! Stores carry the group's spec kind (`full_attention`), as `KVCacheManager.take_events`
-//! annotates them. Simplifications: no preemption (a request that finds no evictable block leaves its
-//! further blocks uncached), one KV-cache group (`group_idx` 0), medium `GPU`, integer
+//! annotates them. Simplifications: no preemption when blocks run out (a request that
+//! finds no evictable block leaves its further blocks uncached), one KV-cache group (`group_idx` 0), medium `GPU`, integer
 //! hashes (vLLM's default `VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1`), no multimodal keys.
 
 use std::collections::HashMap;
@@ -235,8 +236,23 @@ impl KvCache {
         }
     }
 
+    /// `reset_prefix_cache(reset_running_requests=True)`'s preemption: every running
+    /// request frees its blocks, and caches them anew (one store from its first block)
+    /// at its next step, as a preempted request recomputes all its tokens when it is
+    /// scheduled again.
+    pub(crate) fn preempt_all(&mut self) {
+        for request in self.requests.values_mut() {
+            for hash in &request.hashes[..request.held] {
+                if let Some(block) = self.blocks.get_mut(hash) {
+                    block.refs = block.refs.saturating_sub(1);
+                }
+            }
+            request.held = 0;
+            request.stalled = false;
+        }
+    }
+
     /// `reset_prefix_cache`: drops every cached block if none is in use.
-    #[allow(dead_code)] // See `Engine::reset_prefix_cache`.
     pub(crate) fn reset(&mut self) -> bool {
         if self.blocks.values().any(|b| b.refs > 0) {
             return false;
@@ -321,6 +337,32 @@ mod tests {
         kv.release("b");
         assert!(kv.reset());
         assert_eq!(kv.take_events(), vec![AllBlocksCleared {}.into()]);
+    }
+
+    #[test]
+    fn preempted_requests_store_their_blocks_anew_from_the_first() {
+        let mut kv = cache(100);
+        let prompt: Vec<u32> = (0..10).collect();
+        kv.add("a", &prompt, None, None);
+        kv.advance("a", &[100, 101, 102]); // 12 computed: 3 blocks
+        kv.take_events();
+        assert!(!kv.reset(), "a running request holds its blocks");
+        kv.preempt_all();
+        assert!(kv.reset());
+        assert_eq!(kv.take_events(), vec![AllBlocksCleared {}.into()]);
+        kv.advance("a", &[103]);
+        let events = kv.take_events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        let e = stored(&events[0]);
+        let mut tokens = prompt.clone();
+        tokens.extend([100, 101, 102]);
+        let hashes = kv.hasher.hash_blocks(&tokens[..12], &HashExtras::none());
+        assert_eq!(e.parent_block_hash, None);
+        assert_eq!(
+            e.block_hashes,
+            hashes.iter().map(|h| h.external(true)).collect::<Vec<_>>()
+        );
+        assert_eq!(e.token_ids, tokens[..12].to_vec());
     }
 
     #[test]

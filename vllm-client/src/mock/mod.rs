@@ -31,8 +31,10 @@
 //! found cached (`PrefillStats`), and scheduler statistics carry vLLM's
 //! `prefix_cache_stats`. With [`MockConfig::prefill_tokens_per_second`] prefill costs
 //! time for the uncached tokens only, so time to first token depends on cache hits. The
-//! `reset_prefix_cache` utility call does not clear the cache yet (the engine's
-//! `reset_prefix_cache` hook is there for it).
+//! `reset_prefix_cache` utility call clears an idle cache (`AllBlocksCleared`, published
+//! with the next step) and answers `false` while a request holds blocks; with
+//! `reset_running_requests` the running requests give up their blocks first, as vLLM
+//! preempts them, and cache them anew at their next step.
 //!
 //! Malformed input from the frontend is logged and skipped, never a panic.
 
@@ -129,12 +131,17 @@ impl MockEngine {
         let address = handshake_address.into();
         MockEngineHandle::start(move |mut commands, observed| async move {
             let timeout = config.handshake_timeout;
-            let handshake = startup::handshake(&address, rank, timeout, |a| {
-                ready_response(&config, rank, a)
-            });
-            match starting(&mut commands, handshake).await? {
-                Some((connections, _)) => {
-                    Engine::run(connections, config, rank, commands, observed).await
+            let startup = async {
+                let kv_events = engine::start_kv_events(&config, rank).await?;
+                let (connections, _) = startup::handshake(&address, rank, timeout, |a| {
+                    ready_response(&config, rank, a)
+                })
+                .await?;
+                Ok((connections, kv_events))
+            };
+            match starting(&mut commands, startup).await? {
+                Some((connections, kv_events)) => {
+                    Engine::run(connections, config, rank, kv_events, commands, observed).await
                 }
                 None => Ok(()),
             }
@@ -150,9 +157,14 @@ impl MockEngine {
     ) -> MockEngineHandle {
         MockEngineHandle::start(move |mut commands, observed| async move {
             let ready = ready_response(&config, rank, &addresses);
-            match starting(&mut commands, startup::connect(&addresses, rank, &ready)).await? {
-                Some(connections) => {
-                    Engine::run(connections, config, rank, commands, observed).await
+            let startup = async {
+                let kv_events = engine::start_kv_events(&config, rank).await?;
+                let connections = startup::connect(&addresses, rank, &ready).await?;
+                Ok((connections, kv_events))
+            };
+            match starting(&mut commands, startup).await? {
+                Some((connections, kv_events)) => {
+                    Engine::run(connections, config, rank, kv_events, commands, observed).await
                 }
                 None => Ok(()),
             }

@@ -116,7 +116,9 @@ impl Engine {
                 self.resume();
                 Value::Nil
             }
-            "reset_prefix_cache" => Value::Bool(self.reset_prefix_cache()),
+            "reset_prefix_cache" => {
+                Value::Bool(self.reset_prefix_cache(arg(0).is_some_and(Value::is_truthy)))
+            }
             "reset_mm_cache" | "reset_encoder_cache" | "execute_dummy_batch" | "profile" => {
                 Value::Nil
             }
