@@ -31,7 +31,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use vllm_client::kv_events::*;
-use vllm_client::mock::{MockConfig, MockEngine, OutputMode};
+use vllm_client::mock::{MockConfig, MockEngine, MockEngineHandle, OutputMode};
 use vllm_client::protocol::{EngineCoreRequest, SamplingParams};
 use vllm_client::{ClientConfig, EngineCoreClient};
 
@@ -221,13 +221,10 @@ fn request(id: &str, prompt: Vec<u32>, max_tokens: i64, salt: Option<&str>) -> E
     request
 }
 
-#[tokio::test]
-#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
-async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
-    let Some(python) = reference_python() else {
-        return;
-    };
-    let (handshake, publish, replay) = (free_port(), free_port(), free_port());
+/// vLLM's `EngineCoreProc` (scripted executor, blocks of 16 tokens, prefix caching)
+/// publishing KV events on `publish` / `replay`, and our client connected to it.
+async fn real_engine(python: &str, publish: u16, replay: u16) -> (Python, EngineCoreClient) {
+    let handshake = free_port();
     let kv_config = format!(
         r#"{{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:{publish}", "replay_endpoint": "tcp://*:{replay}", "topic": "kv"}}"#
     );
@@ -247,7 +244,7 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
     let config = ClientConfig::handshake("127.0.0.1", handshake, 1).with_ready_timeout(STARTUP);
     let connecting = tokio::spawn(EngineCoreClient::connect(config));
     let engine = Python::spawn(
-        &python,
+        python,
         "interop_engine_core.py",
         &args,
         &[("PYTHONHASHSEED", HASH_SEED)],
@@ -256,6 +253,56 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
         Ok(client) => client,
         Err(e) => panic!("engine did not start: {e}\n{}", engine.log_tail()),
     };
+    (engine, client)
+}
+
+/// The mock engine with `config` publishing its KV events on free ports, our client
+/// connected to it, and a subscriber from its first batch.
+async fn mock_engine(
+    config: MockConfig,
+) -> (MockEngineHandle, EngineCoreClient, KvEventSubscriber) {
+    let handshake = free_port();
+    let config = MockConfig {
+        block_size: 16,
+        python_hash_seed: Some(HASH_SEED.into()),
+        kv_events: Some(KVEventsConfig {
+            enable_kv_cache_events: true,
+            publisher: Some("zmq".into()),
+            endpoint: format!("tcp://*:{}", free_port()),
+            replay_endpoint: Some(format!("tcp://*:{}", free_port())),
+            topic: "kv".into(),
+            ..KVEventsConfig::default()
+        }),
+        ..config
+    };
+    let connecting = tokio::spawn(EngineCoreClient::connect(ClientConfig::handshake(
+        "127.0.0.1",
+        handshake,
+        1,
+    )));
+    let engine = MockEngine::spawn(format!("tcp://127.0.0.1:{handshake}"), 0, config);
+    let client = connecting.await.unwrap().unwrap();
+    let events = subscribe(&client);
+    (engine, client, events)
+}
+
+/// A subscriber to the events the client's engine reports it publishes, from the first.
+fn subscribe(client: &EngineCoreClient) -> KvEventSubscriber {
+    let reported = client.engines()[0].kv_events_config().unwrap();
+    KvEventSubscriber::start(
+        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs the vLLM reference environment: run scripts/interop.sh"]
+async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
+    let Some(python) = reference_python() else {
+        return;
+    };
+    let (publish, replay) = (free_port(), free_port());
+    let (engine, client) = real_engine(&python, publish, replay).await;
 
     // The engine reports where it publishes (its rank's endpoints, wildcards unresolved).
     let reported = client.engines()[0]
@@ -464,33 +511,11 @@ async fn engine_events_match_vllm_s_subscriber_and_our_block_hashes() {
 
     // The mock engine, given the same requests and the scripted executor's tokens (a
     // prompt starting with 1 gets 101, 102, …), publishes the same events.
-    let mock_handshake = free_port();
-    let mock_config = MockConfig {
+    let (_mock, mock_client, mut mock_events) = mock_engine(MockConfig {
         output: OutputMode::FixedText((101..=110).collect()),
-        block_size: 16,
-        python_hash_seed: Some(HASH_SEED.into()),
-        kv_events: Some(KVEventsConfig {
-            enable_kv_cache_events: true,
-            publisher: Some("zmq".into()),
-            endpoint: format!("tcp://*:{}", free_port()),
-            replay_endpoint: Some(format!("tcp://*:{}", free_port())),
-            topic: "kv".into(),
-            ..KVEventsConfig::default()
-        }),
         ..MockConfig::default()
-    };
-    let connecting = tokio::spawn(EngineCoreClient::connect(ClientConfig::handshake(
-        "127.0.0.1",
-        mock_handshake,
-        1,
-    )));
-    let _mock = MockEngine::spawn(format!("tcp://127.0.0.1:{mock_handshake}"), 0, mock_config);
-    let mock_client = connecting.await.unwrap().unwrap();
-    let reported = mock_client.engines()[0].kv_events_config().unwrap();
-    let mut mock_events = KvEventSubscriber::start(
-        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
-    )
-    .unwrap();
+    })
+    .await;
     for (id, prompt, salt) in &prompts {
         within(
             id,
@@ -608,40 +633,8 @@ async fn a_reset_of_running_requests_restores_their_blocks_as_vllm_does() {
     let Some(python) = reference_python() else {
         return;
     };
-    let (handshake, publish, replay) = (free_port(), free_port(), free_port());
-    let kv_config = format!(
-        r#"{{"enable_kv_cache_events": true, "publisher": "zmq", "endpoint": "tcp://*:{publish}", "replay_endpoint": "tcp://*:{replay}", "topic": "kv"}}"#
-    );
-    let mut args = vec![
-        "--handshake-address".to_owned(),
-        format!("tcp://127.0.0.1:{handshake}"),
-        "--enable-prefix-caching".to_owned(),
-        "--block-size".to_owned(),
-        "16".to_owned(),
-        "--kv-events-config".to_owned(),
-        kv_config,
-    ];
-    if let Ok(models) = std::env::var("VLLM_REFERENCE_MODELS") {
-        args.push("--model".to_owned());
-        args.push(format!("{models}/qwen3"));
-    }
-    let config = ClientConfig::handshake("127.0.0.1", handshake, 1).with_ready_timeout(STARTUP);
-    let connecting = tokio::spawn(EngineCoreClient::connect(config));
-    let engine = Python::spawn(
-        &python,
-        "interop_engine_core.py",
-        &args,
-        &[("PYTHONHASHSEED", HASH_SEED)],
-    );
-    let client = match connecting.await.unwrap() {
-        Ok(client) => client,
-        Err(e) => panic!("engine did not start: {e}\n{}", engine.log_tail()),
-    };
-    let reported = client.engines()[0].kv_events_config().unwrap();
-    let mut events = KvEventSubscriber::start(
-        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
-    )
-    .unwrap();
+    let (engine, client) = real_engine(&python, free_port(), free_port()).await;
+    let mut events = subscribe(&client);
     let sequence = reset_while_running(&client).await;
     let (hashes, parent, tokens) = stores_after_clear(&mut events, 2).await;
     drop(engine);
@@ -665,34 +658,12 @@ async fn a_reset_of_running_requests_restores_their_blocks_as_vllm_does() {
     assert_eq!(tokens, computed[..chain.len() * 16]);
 
     // The mock engine, at the scripted executor's pace, does the same.
-    let mock_handshake = free_port();
-    let mock_config = MockConfig {
+    let (_mock, mock_client, mut mock_events) = mock_engine(MockConfig {
         output: OutputMode::FixedText((101..=160).collect()),
         tokens_per_second: 50.0,
-        block_size: 16,
-        python_hash_seed: Some(HASH_SEED.into()),
-        kv_events: Some(KVEventsConfig {
-            enable_kv_cache_events: true,
-            publisher: Some("zmq".into()),
-            endpoint: format!("tcp://*:{}", free_port()),
-            replay_endpoint: Some(format!("tcp://*:{}", free_port())),
-            topic: "kv".into(),
-            ..KVEventsConfig::default()
-        }),
         ..MockConfig::default()
-    };
-    let connecting = tokio::spawn(EngineCoreClient::connect(ClientConfig::handshake(
-        "127.0.0.1",
-        mock_handshake,
-        1,
-    )));
-    let _mock = MockEngine::spawn(format!("tcp://127.0.0.1:{mock_handshake}"), 0, mock_config);
-    let mock_client = connecting.await.unwrap().unwrap();
-    let reported = mock_client.engines()[0].kv_events_config().unwrap();
-    let mut mock_events = KvEventSubscriber::start(
-        SubscriberConfig::from_engine_config(&reported, "127.0.0.1").with_start(StartFrom::Seq(0)),
-    )
-    .unwrap();
+    })
+    .await;
     assert_eq!(reset_while_running(&mock_client).await, sequence);
     assert_eq!(
         stores_after_clear(&mut mock_events, 2).await,
