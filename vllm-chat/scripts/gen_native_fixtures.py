@@ -16,8 +16,9 @@ Renderers are built without a `VllmConfig` (only the attributes `render_messages
 reads are set); everything that shapes the prompt is vLLM's code.
 
 Usage: HF_HUB_OFFLINE=1 $REF/venv/bin/python vllm-chat/scripts/gen_native_fixtures.py $REF
-(the Cohere renderer needs `cohere-melody==0.15.3` in that venv, which setup.sh does not
-install: `$REF/venv/bin/pip install --no-deps cohere-melody==0.15.3`).
+(the Cohere renderer needs `cohere-melody==0.15.3`, which setup.sh does not install: the
+script installs that pin into the venv when it is missing, with vllm-parser's
+`gen_fixtures.ensure_cohere_melody`, and stops on another version).
 Writes vllm-chat/tests/fixtures/native.json.gz and the tokenizer overlays of
 testdata/models/{deepseek_v4,kimi_k3_synth,inkling_synth,inkling_full,cohere_command_synth}/
 (`tokenizer.overlay.json.gz`: the reference model directories' tokenizers, stored as
@@ -31,6 +32,15 @@ import sys
 import tempfile
 
 from gen_parity_fixtures import FIXTURES, MODEL_CONFIG, REF  # noqa: F401
+
+# vllm-parser's generators pin cohere-melody (vLLM's Cohere parsers and renderer import
+# it) and build the synthetic tokenizers (`*_synth`) in a fresh reference environment;
+# appended to the path, so that this directory's modules come first, and told the same
+# reference directory.
+os.environ["VLLM_REFERENCE"] = REF
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             "vllm-parser", "scripts"))
+from gen_fixtures import ensure_cohere_melody, model_dir as reference_model_dir  # noqa: E402
 
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 from vllm.renderers.cohere import CohereRenderer, _try_import_melody
@@ -267,7 +277,7 @@ def _strip(obj):
 
 
 def model_dir(model):
-    return INKLING_FULL if model == "inkling_full" else os.path.join(REF, "models", model)
+    return INKLING_FULL if model == "inkling_full" else str(reference_model_dir(model))
 
 
 def inkling_full():
@@ -275,7 +285,7 @@ def inkling_full():
     from tokenizers import AddedToken, Tokenizer
 
     out = os.path.join(tempfile.mkdtemp(), "inkling_full")
-    shutil.copytree(os.path.join(REF, "models", "inkling_synth"), out)
+    shutil.copytree(model_dir("inkling_synth"), out)
     tok = Tokenizer.from_file(os.path.join(out, "tokenizer.json"))
     vocab = tok.get_vocab()
     missing = [spellings[0] for spellings in SPECIAL_TOKEN_SPELLINGS.values() if not any(s in vocab for s in spellings)]
@@ -338,6 +348,7 @@ def overlay(model, base):
 
 
 def main():
+    ensure_cohere_melody()
     result = {"vllm": "0.33.0", "script": "vllm-chat/scripts/gen_native_fixtures.py", "modes": {}, "construct_errors": {}}
     try:
         _HfBackedTmlTokenizer(CachedHfTokenizer.from_pretrained(model_dir("inkling_synth")))
