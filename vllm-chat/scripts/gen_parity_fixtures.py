@@ -15,6 +15,7 @@ where REF=$HOME/.cache/vllm-reference. Writes vllm-chat/tests/fixtures/parity.js
 """
 import datetime as _dt
 import gzip
+import io
 import json
 import os
 import sys
@@ -108,7 +109,10 @@ def main():
         tok = AutoTokenizer.from_pretrained(os.path.join(REF, "models", model))
         result["models"][model] = {c: render(tok, None, case, True) for c, case in cases.items()}
         print(model, file=sys.stderr)
-    with gzip.open(os.path.join(FIXTURES, "parity.json.gz"), "wt", encoding="utf-8") as f:
+    # No timestamp or file name in the gzip header: a re-run writes the same bytes.
+    with open(os.path.join(FIXTURES, "parity.json.gz"), "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz, \
+            io.TextIOWrapper(gz, encoding="utf-8") as f:
         json.dump(result, f, ensure_ascii=False, indent=0, sort_keys=True)
 
 

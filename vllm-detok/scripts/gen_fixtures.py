@@ -60,12 +60,32 @@ import tempfile
 
 import numpy as np
 
-from vllm.sampling_params import SamplingParams
-from vllm.tokenizers import get_tokenizer
-from vllm.v1.engine import EngineCoreRequest
-from vllm.v1.engine.detokenizer import IncrementalDetokenizer
-from vllm.v1.engine.logprobs import LogprobsProcessor
-from vllm.v1.outputs import LogprobsLists
+# vLLM's reference env lacks SentencePiece, which mistral-common needs for the SPM models.
+# Installed before vLLM loads: mistral-common looks for it once, when it is imported.
+SENTENCEPIECE = "sentencepiece==0.2.3"
+
+
+def ensure_sentencepiece():
+    """Installs the pinned SentencePiece into this interpreter's environment if it is missing
+    (idempotent: pip does nothing when the pinned version is there)."""
+    try:
+        import sentencepiece
+
+        if sentencepiece.__version__ == SENTENCEPIECE.split("==")[1]:
+            return
+    except ImportError:
+        pass
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", SENTENCEPIECE], check=True)
+
+
+ensure_sentencepiece()
+
+from vllm.sampling_params import SamplingParams  # noqa: E402
+from vllm.tokenizers import get_tokenizer  # noqa: E402
+from vllm.v1.engine import EngineCoreRequest  # noqa: E402
+from vllm.v1.engine.detokenizer import IncrementalDetokenizer  # noqa: E402
+from vllm.v1.engine.logprobs import LogprobsProcessor  # noqa: E402
+from vllm.v1.outputs import LogprobsLists  # noqa: E402
 
 MODELS = [
     "qwen3",
@@ -79,8 +99,6 @@ MODELS = [
 ]
 # SentencePiece models shipped inside the mistral-common wheel (its `data/` directory).
 SPM_MODELS = {"mistral_spm_v7": "mistral_instruct_tokenizer_241114.model.v7"}
-# vLLM's reference env lacks SentencePiece, which mistral-common needs for these models.
-SENTENCEPIECE = "sentencepiece==0.2.3"
 CASES_PER_MODEL = 300
 LOGPROB_POSITIONS = 300
 BENCH_TOKENS = 4000
@@ -450,22 +468,8 @@ def bench_stream(model, rng):
     return {"prompt": model.encode("Write the licence:"), "ids": ids[:BENCH_TOKENS]}
 
 
-def ensure_sentencepiece():
-    """Installs the pinned SentencePiece into this interpreter's environment if it is missing
-    (idempotent: pip does nothing when the pinned version is there)."""
-    try:
-        import sentencepiece
-
-        if sentencepiece.__version__ == SENTENCEPIECE.split("==")[1]:
-            return
-    except ImportError:
-        pass
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", SENTENCEPIECE], check=True)
-
-
 def spm_model(name):
     """The mistral-common SentencePiece model `name` of `SPM_MODELS`."""
-    ensure_sentencepiece()
     import mistral_common
 
     data_dir = os.path.join(os.path.dirname(mistral_common.__file__), "data")

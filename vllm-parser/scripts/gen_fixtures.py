@@ -64,6 +64,7 @@ With no family, every corpus file is regenerated.
 
 from __future__ import annotations
 
+import datetime
 import gzip
 import io
 import json
@@ -86,6 +87,20 @@ FIXTURES = CRATE / "tests" / "fixtures"
 VLLM_VERSION = "0.33.0"
 
 import vllm  # noqa: E402
+import transformers.utils.chat_template_utils as hf_chat  # noqa: E402
+
+# Chat templates that print the date (`strftime_now`, e.g. gpt-oss's "Current date:")
+# render one pinned instant, so that a re-run writes the same prompts.
+PINNED_NOW = datetime.datetime(2026, 1, 15, 10, 30, 45)
+
+
+class _PinnedDatetime(datetime.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return PINNED_NOW
+
+
+hf_chat.datetime = _PinnedDatetime
 from vllm.entrypoints.openai.chat_completion.message_assembly import (  # noqa: E402
     assemble_chat_message_fields,
 )

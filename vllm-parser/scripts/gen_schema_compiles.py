@@ -31,6 +31,7 @@ import importlib.metadata
 import json
 import os
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -234,7 +235,10 @@ def verdict(s) -> dict:
             Grammar.from_json_schema(json.dumps(s))
             return {"compiles": True}
         except Exception as e:  # noqa: BLE001
-            return {"compiles": False, "error": str(e).split("\n")[0][-160:]}
+            # Without the time xgrammar's log prefix puts first ("[23:28:56] "), so
+            # that a re-run writes the same bytes.
+            message = re.sub(r"^\[\d\d:\d\d:\d\d\] ", "", str(e).split("\n")[0])
+            return {"compiles": False, "error": message[-160:]}
         finally:
             os.dup2(saved, 2)
             os.close(saved)
