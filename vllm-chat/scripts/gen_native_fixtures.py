@@ -33,13 +33,9 @@ import tempfile
 
 from gen_parity_fixtures import FIXTURES, MODEL_CONFIG, REF  # noqa: F401
 
-# vllm-parser's generators pin cohere-melody (vLLM's Cohere parsers and renderer import
-# it) and build the synthetic tokenizers (`*_synth`) in a fresh reference environment;
-# appended to the path, so that this directory's modules come first, and told the same
-# reference directory.
-os.environ["VLLM_REFERENCE"] = REF
-sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                             "vllm-parser", "scripts"))
+# vllm-parser's generators (on the path gen_parity_fixtures set) pin cohere-melody (vLLM's
+# Cohere renderer imports it) and build the synthetic tokenizers (`*_synth`) in a fresh
+# reference environment.
 from gen_fixtures import ensure_cohere_melody, model_dir as reference_model_dir  # noqa: E402
 
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest

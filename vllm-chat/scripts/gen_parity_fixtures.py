@@ -13,7 +13,6 @@ Usage (from the repository root):
     HF_HUB_OFFLINE=1 $REF/venv/bin/python vllm-chat/scripts/gen_parity_fixtures.py $REF
 where REF=$HOME/.cache/vllm-reference. Writes vllm-chat/tests/fixtures/parity.json.gz.
 """
-import datetime as _dt
 import gzip
 import io
 import json
@@ -27,18 +26,14 @@ FIXTURES = os.path.join(HERE, "..", "tests", "fixtures")
 MODELS = ["qwen3", "llama3", "llama3_1", "deepseek_v3", "gemma3", "gptoss"]
 # Special tokens given to the bare templates of templates/ (they have no tokenizer).
 SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
-PINNED_NOW = _dt.datetime(2026, 1, 15, 10, 30, 45)
-
-
-class _PinnedDatetime(_dt.datetime):
-    @classmethod
-    def now(cls, tz=None):
-        return PINNED_NOW
-
-
-import transformers.utils.chat_template_utils as hf_chat  # noqa: E402
-
-hf_chat.datetime = _PinnedDatetime
+# vllm-parser's generators hold what every generator shares: the pinned clock of chat
+# templates (`strftime_now`, patched when gen_fixtures is imported) and, for
+# gen_native_fixtures, the pinned cohere-melody and the synthetic tokenizers. Appended to
+# the path, so that this directory's modules come first, and told the same reference
+# directory.
+os.environ["VLLM_REFERENCE"] = REF
+sys.path.append(os.path.join(HERE, "..", "..", "vllm-parser", "scripts"))
+from gen_fixtures import PINNED_NOW  # noqa: E402
 
 from transformers import AutoTokenizer  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
