@@ -48,12 +48,7 @@ impl Converter<'_> {
                     // The key's rule is made afresh, never found again.
                     let key = format!("{name}_prop_{i}_key");
                     let index = self.grammar.add(key.clone())?;
-                    let body = vec![
-                        Item::Lit("\"".into()),
-                        self.pattern(pattern)?,
-                        Item::Lit("\"".into()),
-                    ];
-                    self.grammar.rules[index].body = Body::Choice(vec![body]);
+                    self.grammar.rules[index].body = self.quoted_pattern(pattern)?;
                     let value = self.rule_for(schema, format!("{name}_prop_{i}"))?;
                     entries.push(entry(Item::Ref(key), value));
                 }
@@ -136,12 +131,7 @@ impl Converter<'_> {
                         return unsupported();
                     }
                     let (index, key) = self.grammar.add_fresh(&format!("{name}_pp_{i}_key"))?;
-                    let body = vec![
-                        Item::Lit("\"".into()),
-                        self.pattern(pattern)?,
-                        Item::Lit("\"".into()),
-                    ];
-                    self.grammar.rules[index].body = Body::Choice(vec![body]);
+                    self.grammar.rules[index].body = self.quoted_pattern(pattern)?;
                     let value = self.rule_for(schema, format!("{name}_pp_{i}"))?;
                     choices.push(pair(Item::Ref(key), value));
                 }

@@ -40,10 +40,17 @@ impl Converter<'_> {
         let pattern = map["pattern"]
             .as_str()
             .ok_or_else(|| Unsupported::Keyword(format!("pattern {}", map["pattern"])))?;
+        self.quoted_pattern(pattern)
+    }
+
+    /// A JSON string matching `pattern` (a string's, a `patternProperties`
+    /// key's): the pattern's rule between quotes.
+    pub(super) fn quoted_pattern(&mut self, pattern: &str) -> Result<Body, Unsupported> {
+        let quote = || Item::Lit("\"".into());
         Ok(Body::Choice(vec![vec![
-            Item::Lit("\"".into()),
+            quote(),
             self.pattern(pattern)?,
-            Item::Lit("\"".into()),
+            quote(),
         ]]))
     }
 
